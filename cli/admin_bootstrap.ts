@@ -1,0 +1,54 @@
+/**
+ * `admin bootstrap`: mints a project's first API key straight into the configured KV (no API call).
+ *
+ * @module
+ */
+import { isScope, type Scope, SCOPES } from "../src/auth/scopes.ts";
+import { PROJECT_ID_PATTERN } from "../src/ids.ts";
+import { createApiKey } from "../src/kv/api_keys.ts";
+
+/** What bootstrap prints (with `--json`, exactly this object). */
+export interface BootstrapResult {
+  project_id: string;
+  key_id: string;
+  api_key: string;
+  scopes: Scope[];
+}
+
+/** A usage error (exit code 2). */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** Validates bootstrap arguments. */
+export function parseBootstrapInput(input: { project?: string; name?: string; scopes?: string[] }): {
+  projectId: string;
+  name: string;
+  scopes: Scope[];
+} {
+  if (!input.project) throw new UsageError("--project <project_id> is required");
+  if (!PROJECT_ID_PATTERN.test(input.project)) {
+    throw new UsageError(
+      "--project must be 1..128 characters of A-Z a-z 0-9 _ . : - starting with a letter or digit",
+    );
+  }
+  if (!input.name) throw new UsageError("--name <name> is required");
+  const length = [...input.name].length;
+  if (length < 1 || length > 128) throw new UsageError("--name must be 1..128 characters");
+  const scopes = input.scopes?.length ? input.scopes : [...SCOPES];
+  const unknown = scopes.filter((s) => !isScope(s));
+  if (unknown.length) {
+    throw new UsageError(`unknown scope(s): ${unknown.join(", ")} (known: ${SCOPES.join(", ")})`);
+  }
+  return { projectId: input.project, name: input.name, scopes: [...new Set(scopes)] as Scope[] };
+}
+
+/** Mints the key. */
+export async function bootstrap(
+  kv: Deno.Kv,
+  input: { projectId: string; name: string; scopes: Scope[] },
+  now: number,
+): Promise<BootstrapResult> {
+  const { record, plaintext } = await createApiKey(kv, { ...input, now, createdBy: "bootstrap" });
+  return { project_id: record.project_id, key_id: record.key_id, api_key: plaintext, scopes: record.scopes };
+}

@@ -1,0 +1,212 @@
+/**
+ * Constants, message shapes and validation for the external conversation engine protocol V0
+ * (docs/engine-protocol-v0.md), as seen from the engine side.
+ *
+ * @module
+ */
+
+/** The WebSocket subprotocol the bridge offers and the engine selects. */
+export const SUBPROTOCOL = "avatar-engine.v0";
+
+/** Protocol version carried by `session.start`. */
+export const PROTOCOL_VERSION = "v0";
+
+/** Largest text or binary frame allowed by the protocol, in bytes (64 KiB). */
+export const MAX_FRAME_BYTES = 64 * 1024;
+
+/** Lowest PCM sample rate allowed on the wire, in Hz. */
+export const MIN_SAMPLE_RATE = 8000;
+/** Highest PCM sample rate allowed on the wire, in Hz. */
+export const MAX_SAMPLE_RATE = 48000;
+
+/** WebSocket close codes used by the protocol (§7). */
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  policyViolation: 1008,
+  internalError: 1011,
+  unauthorized: 4001,
+  badHandshake: 4002,
+  unsupported: 4003,
+  keepaliveTimeout: 4008,
+  rateLimited: 4029,
+} as const;
+
+/** Error codes of `error` messages (§7). */
+export type ErrorCode =
+  | "invalid_message"
+  | "unsupported_protocol"
+  | "bad_audio_format"
+  | "unauthorized"
+  | "rate_limited"
+  | "engine_failure"
+  | "timeout";
+
+/** Final status of a response (`response.done`). */
+export type ResponseStatus = "completed" | "interrupted" | "cancelled" | "failed";
+
+/** Messages the engine sends (§4.2). */
+export type EngineMessage =
+  | {
+    type: "session.ready";
+    session_id: string;
+    engine_session_id: string;
+    audio: { output: { encoding: "pcm_s16le"; sample_rate: number; channels: 1 } };
+  }
+  | { type: "response.started"; response_id: string }
+  | { type: "response.done"; response_id: string; status: ResponseStatus }
+  | { type: "input.speech_started" }
+  | { type: "input.interrupt"; response_id: string }
+  | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean }
+  | { type: "error"; code: ErrorCode; message: string; fatal: boolean; event_id?: string }
+  | { type: "ping"; id: number }
+  | { type: "pong"; id?: unknown }
+  | { type: "session.end"; reason: string };
+
+/** A parsed bridge message: any JSON object with a string `type`. */
+export interface BridgeMessage {
+  /** Message type, e.g. `session.start`. */
+  type: string;
+  /** Optional sender-unique id, echoed by `error` replies. */
+  event_id?: unknown;
+  /** Any other field. */
+  [field: string]: unknown;
+}
+
+/** Result of {@link parseBridgeMessage}. */
+export type ParsedMessage = { ok: true; message: BridgeMessage } | { ok: false; reason: string };
+
+/**
+ * Parses a text frame into a message object.
+ *
+ * @param text the frame's text
+ * @returns the message, or why it is not a valid protocol message
+ */
+export function parseBridgeMessage(text: string): ParsedMessage {
+  const tooLarge = text.length > MAX_FRAME_BYTES ||
+    (text.length * 3 > MAX_FRAME_BYTES && new TextEncoder().encode(text).byteLength > MAX_FRAME_BYTES);
+  if (tooLarge) return { ok: false, reason: "text frame larger than 64 KiB" };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, reason: "text frame is not valid JSON" };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, reason: "text frame is not a JSON object" };
+  }
+  const message = value as BridgeMessage;
+  if (typeof message.type !== "string" || message.type === "") {
+    return { ok: false, reason: "message has no string type" };
+  }
+  return { ok: true, message };
+}
+
+/** The parts of `session.start` the engine uses. */
+export interface SessionStart {
+  /** The bridge's session id. */
+  sessionId: string;
+  /** Rate of the user's audio, in Hz. */
+  inputSampleRate: number;
+  /** The bridge's preferred output rate, when given. */
+  preferredOutputSampleRate: number | null;
+  /** `metadata`, as sent (informational). */
+  metadata: Record<string, unknown>;
+}
+
+/** Outcome of {@link validateSessionStart}: the start parameters, or the error to send and the close code. */
+export type SessionStartResult =
+  | { ok: true; start: SessionStart }
+  | {
+    ok: false;
+    code: "invalid_message" | "unsupported_protocol" | "bad_audio_format";
+    closeCode: number;
+    message: string;
+  };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Validates a `session.start` message (§2): protocol `v0`, a session id, and an input format the engine
+ * accepts (`pcm_s16le`, 1 channel, 8000–48000 Hz, integer rate); if `audio.output.encodings` is given it must
+ * include `pcm_s16le`.
+ *
+ * @param message a message whose type is `session.start`
+ * @returns the parameters, or an `error` code with close code 4002 (invalid) / 4003 (unsupported)
+ */
+export function validateSessionStart(message: BridgeMessage): SessionStartResult {
+  if (message.protocol !== PROTOCOL_VERSION) {
+    if (typeof message.protocol === "string") {
+      return {
+        ok: false,
+        code: "unsupported_protocol",
+        closeCode: CloseCode.unsupported,
+        message: `unsupported protocol version (this engine speaks ${PROTOCOL_VERSION})`,
+      };
+    }
+    return {
+      ok: false,
+      code: "invalid_message",
+      closeCode: CloseCode.badHandshake,
+      message: "session.start lacks protocol",
+    };
+  }
+  const sessionId = message.session_id;
+  if (typeof sessionId !== "string" || sessionId === "" || sessionId.length > 256) {
+    return {
+      ok: false,
+      code: "invalid_message",
+      closeCode: CloseCode.badHandshake,
+      message: "session.start lacks a valid session_id",
+    };
+  }
+  const badFormat = (detail: string): SessionStartResult => ({
+    ok: false,
+    code: "bad_audio_format",
+    closeCode: CloseCode.unsupported,
+    message: `unsupported audio format: ${detail}`,
+  });
+  const audio = message.audio;
+  if (!isRecord(audio) || !isRecord(audio.input)) return badFormat("audio.input missing");
+  const input = audio.input;
+  if (input.encoding !== "pcm_s16le") return badFormat("input encoding must be pcm_s16le");
+  if (input.channels !== 1) return badFormat("input must be mono (channels 1)");
+  const rate = input.sample_rate;
+  if (
+    typeof rate !== "number" || !Number.isInteger(rate) || rate < MIN_SAMPLE_RATE || rate > MAX_SAMPLE_RATE
+  ) {
+    return badFormat(`input sample_rate must be an integer within ${MIN_SAMPLE_RATE}-${MAX_SAMPLE_RATE}`);
+  }
+  let preferred: number | null = null;
+  if (audio.output !== undefined) {
+    if (!isRecord(audio.output)) return badFormat("audio.output must be an object");
+    const encodings = audio.output.encodings;
+    if (Array.isArray(encodings) && !encodings.includes("pcm_s16le")) {
+      return badFormat("output encodings must include pcm_s16le");
+    }
+    const p = audio.output.preferred_sample_rate;
+    if (typeof p === "number" && Number.isInteger(p) && p >= MIN_SAMPLE_RATE && p <= MAX_SAMPLE_RATE) {
+      preferred = p;
+    }
+  }
+  return {
+    ok: true,
+    start: {
+      sessionId,
+      inputSampleRate: rate,
+      preferredOutputSampleRate: preferred,
+      metadata: isRecord(message.metadata) ? message.metadata : {},
+    },
+  };
+}
+
+/**
+ * The `event_id` of a message when it is a string (echoed by `error` replies), else undefined.
+ *
+ * @param message a parsed bridge message
+ */
+export function eventIdOf(message: BridgeMessage | undefined): string | undefined {
+  return typeof message?.event_id === "string" ? message.event_id : undefined;
+}

@@ -1,0 +1,116 @@
+/**
+ * The application factory: every dependency (KV, clock, config, runtime, tokens, logger) is passed in.
+ *
+ * @module
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { ApiError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { SessionRuntime } from "../runtime/session_runtime.ts";
+import { SessionService } from "../sessions/service.ts";
+import type { TokenService } from "../auth/tokens.ts";
+import type { AppEnv } from "./env.ts";
+import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
+import { apiKeyAuth } from "./middleware/auth.ts";
+import { requestContext } from "./middleware/request_context.ts";
+import { registerApiKeyRoutes } from "./routes/api_keys.ts";
+import { registerDocsRoutes } from "./routes/docs.ts";
+import { registerSessionRoutes } from "./routes/sessions.ts";
+
+/** Version of the API document. */
+export const API_VERSION = "1.0.0";
+
+/** Everything the app needs. */
+export interface AppDeps {
+  kv: Deno.Kv;
+  clock: Clock;
+  config: Config;
+  runtime: SessionRuntime;
+  tokens: TokenService;
+  logger: Logger;
+  /** Id of this process (owner of the sessions it runs). */
+  instanceId: string;
+  /** Overrides for tests (the spec's 10 s teardown timeout by default). */
+  teardownTimeoutMs?: number;
+  idempotencyWaitMs?: number;
+}
+
+/** The built app and the services behind it. */
+export interface App {
+  app: OpenAPIHono<AppEnv>;
+  sessions: SessionService;
+  /** The OpenAPI 3.1 document emitted from the route definitions. */
+  document(): Record<string, unknown>;
+}
+
+/** The OpenAPI document's top-level fields. */
+export const DOCUMENT_INFO = {
+  openapi: "3.1.0",
+  info: {
+    title: "Conversational avatar session service",
+    version: API_VERSION,
+    description:
+      "Creates and runs real-time sessions in which a conversation engine drives a rendered talking avatar. The six canonical endpoints are the `/v1/api-keys` create/revoke and `/v1/sessions` create/get/end/client-token operations; routes marked non-canonical are not part of the contract. Errors: see /docs/errors.",
+  },
+};
+
+/**
+ * Builds the HTTP app.
+ *
+ * @example Usage
+ * ```ts ignore
+ * const { app } = createApp({ kv, clock: systemClock, config, runtime, tokens, logger, instanceId: "i1" });
+ * Deno.serve(app.fetch);
+ * ```
+ */
+export function createApp(deps: AppDeps): App {
+  const { kv, clock, config, logger } = deps;
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const sessions = new SessionService({
+    kv,
+    clock,
+    config,
+    runtime: deps.runtime,
+    tokens: deps.tokens,
+    logger,
+    instanceId: deps.instanceId,
+    teardownTimeoutMs: deps.teardownTimeoutMs,
+    idempotencyWaitMs: deps.idempotencyWaitMs,
+  });
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "`Authorization: Bearer <API key>`",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "x-api-key",
+    description: "`x-api-key: <API key>`",
+  });
+
+  app.use("*", requestContext(logger));
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: config.maxBodyBytes,
+      onError: () => {
+        throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
+      },
+    }),
+  );
+  app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
+
+  registerApiKeyRoutes(app, { kv, clock });
+  registerSessionRoutes(app, { sessions });
+  const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
+  registerDocsRoutes(app, document);
+
+  app.notFound((c) => errorResponse(c, new ApiError("SVC_ROUTE_NOT_FOUND"), config.docsUrl));
+  app.onError((err, c) => errorResponse(c, toApiError(err, logger, c.get("requestId")), config.docsUrl));
+  return { app, sessions, document };
+}

@@ -1,0 +1,21 @@
+/**
+ * Hono environment of the API: the per-request variables.
+ *
+ * @module
+ */
+import type { Scope } from "../auth/scopes.ts";
+
+/** The authenticated API key of a request. */
+export interface AuthenticatedCaller {
+  projectId: string;
+  keyId: string;
+  scopes: Scope[];
+}
+
+/** Variables set by middleware. */
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    caller?: AuthenticatedCaller;
+  };
+}

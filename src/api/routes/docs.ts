@@ -1,0 +1,58 @@
+/**
+ * Non-canonical system routes: the OpenAPI document, the interactive API reference (Swagger UI served
+ * from the `swagger-ui-dist` npm package, so it works offline), the error reference, and a health check.
+ *
+ * @module
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRequire } from "node:module";
+import { errorReferenceHtml } from "../error_reference.ts";
+import type { AppEnv } from "../env.ts";
+
+const SWAGGER_ASSETS: Record<string, string> = {
+  "swagger-ui.css": "text/css; charset=utf-8",
+  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+};
+
+function swaggerDir(): string {
+  const require = createRequire(import.meta.url);
+  return (require("swagger-ui-dist") as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+}
+
+const REFERENCE_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Avatar session service: API reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/init.js"></script>
+</body>
+</html>
+`;
+
+const INIT_JS =
+  `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true });\n`;
+
+/** Registers /openapi.json, /docs, /docs/errors, /docs/assets/* and /healthz. */
+export function registerDocsRoutes(app: OpenAPIHono<AppEnv>, document: () => unknown): void {
+  app.get("/openapi.json", (c) => c.json(document()));
+  app.get("/docs", (c) => c.html(REFERENCE_PAGE));
+  app.get("/docs/errors", (c) => c.html(errorReferenceHtml()));
+  app.get(
+    "/docs/assets/init.js",
+    (c) => c.body(INIT_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
+  );
+  app.get("/docs/assets/:file", async (c) => {
+    const file = c.req.param("file");
+    const type = SWAGGER_ASSETS[file];
+    if (!type) return c.notFound();
+    const bytes = await Deno.readFile(`${swaggerDir()}/${file}`);
+    return c.body(bytes, 200, { "content-type": type, "cache-control": "public, max-age=86400" });
+  });
+  app.get("/healthz", (c) => c.json({ ok: true }));
+}

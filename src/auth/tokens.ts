@@ -1,0 +1,146 @@
+/**
+ * Short-lived HMAC-signed media-plane tokens (HS256 JWTs via hono's JWT helper).
+ *
+ * Two purposes: `client` (the `client_token` handed to the browser) and `media` (the `session_token` of
+ * `stream_metadata`). Both live 5 minutes, are bound to one session and one project, and are verified
+ * against the current secret and, during a rotation, the previous one. Expiry is checked against the
+ * injected clock (hono's own `exp` check reads the wall clock, so it is switched off and done here).
+ *
+ * @module
+ */
+import { sign, verify } from "hono/jwt";
+import type { Clock } from "../clock.ts";
+
+/** Token lifetime, ms (5 minutes, from the interface specification). */
+export const TOKEN_TTL_MS = 5 * 60_000;
+/** Token purposes. */
+export type TokenPurpose = "client" | "media";
+
+/** Claims of a verified token. */
+export interface TokenClaims {
+  /** Session id. */
+  sub: string;
+  /** Project id. */
+  pid: string;
+  /** Purpose. */
+  pur: TokenPurpose;
+  /** Issued at, seconds. */
+  iat: number;
+  /** Expires at, seconds. */
+  exp: number;
+  /** Unique token id. */
+  jti: string;
+}
+
+/** Why a token was refused. */
+export type TokenRejection = "invalid" | "expired" | "wrong_purpose" | "wrong_session";
+
+const ISSUER = "svc";
+
+/** Mints and verifies tokens with the configured secret(s). */
+export class TokenService {
+  readonly #current: string | null;
+  readonly #previous: string | null;
+
+  constructor(
+    secrets: { current: string; previous: string | null } | null,
+    readonly clock: Clock,
+  ) {
+    this.#current = secrets?.current ?? null;
+    this.#previous = secrets?.previous ?? null;
+  }
+
+  /** A fresh random secret for the embedded default (lives as long as the process). */
+  static generateEphemeralSecret(): string {
+    const bytes = crypto.getRandomValues(new Uint8Array(48));
+    return btoa(String.fromCharCode(...bytes)).replace(
+      /[+/=]/g,
+      (c) => ({ "+": "-", "/": "_", "=": "" })[c]!,
+    );
+  }
+
+  /**
+   * Derives a 256-bit HMAC key for `label` from the current secret (HKDF-SHA256), e.g. for idempotency
+   * fingerprints. Null when no secret is configured.
+   */
+  async deriveKey(label: string): Promise<CryptoKey | null> {
+    if (this.#current === null) return null;
+    const base = await crypto.subtle.importKey(
+      "raw",
+      new TextEncoder().encode(this.#current),
+      "HKDF",
+      false,
+      [
+        "deriveKey",
+      ],
+    );
+    return await crypto.subtle.deriveKey(
+      { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: new TextEncoder().encode(label) },
+      base,
+      { name: "HMAC", hash: "SHA-256", length: 256 },
+      false,
+      ["sign"],
+    );
+  }
+
+  /** Whether a signing secret is configured. */
+  get available(): boolean {
+    return this.#current !== null;
+  }
+
+  /** Mints a token; `expiresAt` (ms) equals the token's `exp` claim × 1000. */
+  async mint(
+    sessionId: string,
+    projectId: string,
+    purpose: TokenPurpose,
+  ): Promise<{ token: string; expiresAt: number }> {
+    if (this.#current === null) throw new Error("no token signing secret");
+    const iat = Math.floor(this.clock.now() / 1000);
+    const exp = iat + TOKEN_TTL_MS / 1000;
+    const claims: TokenClaims & { iss: string } = {
+      iss: ISSUER,
+      sub: sessionId,
+      pid: projectId,
+      pur: purpose,
+      iat,
+      exp,
+      jti: crypto.randomUUID(),
+    };
+    return { token: await sign({ ...claims }, this.#current, "HS256"), expiresAt: exp * 1000 };
+  }
+
+  /**
+   * Verifies a token for `purposes` (and, if given, one session). Signature, algorithm, issuer, expiry
+   * and purpose are all checked.
+   */
+  async verify(
+    token: string,
+    expect: { purposes: readonly TokenPurpose[]; sessionId?: string },
+  ): Promise<{ ok: true; claims: TokenClaims } | { ok: false; reason: TokenRejection }> {
+    if (this.#current === null) return { ok: false, reason: "invalid" };
+    let claims: (TokenClaims & { iss?: string }) | null = null;
+    for (const key of [this.#current, this.#previous]) {
+      if (key === null) continue;
+      try {
+        claims = await verify(token, key, { alg: "HS256", exp: false, nbf: false, iat: false }) as unknown as
+          & TokenClaims
+          & { iss?: string };
+        break;
+      } catch {
+        // try the previous secret, then give up
+      }
+    }
+    if (
+      !claims || claims.iss !== ISSUER || typeof claims.exp !== "number" || typeof claims.sub !== "string" ||
+      typeof claims.pid !== "string"
+    ) {
+      return { ok: false, reason: "invalid" };
+    }
+    if (this.clock.now() >= claims.exp * 1000) return { ok: false, reason: "expired" };
+    if (!expect.purposes.includes(claims.pur)) return { ok: false, reason: "wrong_purpose" };
+    if (expect.sessionId !== undefined && claims.sub !== expect.sessionId) {
+      return { ok: false, reason: "wrong_session" };
+    }
+    return { ok: true, claims };
+  }
+}

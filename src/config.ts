@@ -1,0 +1,167 @@
+/**
+ * Service configuration: the one module that reads environment variables.
+ *
+ * Every variable is validated with zod; {@link loadConfig} throws a {@link ConfigError} whose message is one
+ * line naming the offending variable, and `main.ts` stops start-up with it. Defaults are the embedded
+ * defaults documented in `docs/configuration.md`.
+ *
+ * @module
+ */
+import { z } from "zod";
+
+/** How the token signing secret is provided. */
+export type TokenSecretSetting =
+  | { kind: "configured"; current: string; previous: string | null }
+  | { kind: "ephemeral" }
+  | { kind: "none" };
+
+/** The parsed, validated configuration of one service process. */
+export interface Config {
+  /** TCP port of the HTTP server. */
+  port: number;
+  /** Interface the HTTP server binds to. */
+  host: string;
+  /** Deno KV location: a file path, `:memory:`, or a KV Connect URL. */
+  kv: string;
+  /** Public origin of this service (media-plane URLs are built from it). */
+  publicUrl: string;
+  /** Public https base of the documentation pages; `doc_url` = `${docsUrl}/errors#CODE`. */
+  docsUrl: string;
+  /** Client/session token signing secret. */
+  tokenSecret: TokenSecretSetting;
+  /** Per-API-key request rate limit (GCRA): sustained rate and burst. */
+  rateLimit: { perMinute: number; burst: number };
+  /** Ceiling of concurrently live sessions per project. */
+  maxConcurrentSessions: number;
+  /** Deadline for connecting a session's conversation engine (TCP + TLS + upgrade + handshake). */
+  providerConnectTimeoutMs: number;
+  /** Extra CA certificate (PEM file) trusted for engine connections, or null. */
+  engineCaFile: string | null;
+  /** The in-process reference engine of the embedded default. */
+  referenceEngine: { enabled: boolean; port: number; dir: string };
+  /** Minimum level of log lines written. */
+  logLevel: "debug" | "info" | "warn" | "error";
+  /** Largest accepted request body, bytes. */
+  maxBodyBytes: number;
+}
+
+/** Raised for an invalid environment; the message is one line and names the variable. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const bool = z.enum(["true", "false", "1", "0", "on", "off", "yes", "no"]).transform((v) =>
+  ["true", "1", "on", "yes"].includes(v)
+);
+const int = (min: number, max: number) =>
+  z.string().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(
+    z.number().int().min(min).max(max),
+  );
+const secret = z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -base64 48`)");
+const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ""));
+
+/** Each variable: its schema and its default (as the string a user would write). */
+const VARIABLES = {
+  PORT: { schema: int(0, 65535), default: "8787" },
+  SVC_HOST: { schema: z.string().min(1), default: "127.0.0.1" },
+  SVC_KV: { schema: z.string().min(1), default: ".data/svc.kv" },
+  SVC_PUBLIC_URL: { schema: httpUrl, default: undefined },
+  SVC_DOCS_URL: {
+    schema: z.url({ protocol: /^https$/, error: "must be an https:// URL" }).transform((u) =>
+      u.replace(/\/+$/, "")
+    ),
+    default: undefined,
+  },
+  SVC_TOKEN_SECRET: { schema: secret, default: undefined },
+  SVC_TOKEN_SECRET_PREVIOUS: { schema: secret, default: undefined },
+  SVC_TOKEN_SECRET_EPHEMERAL: { schema: bool, default: "true" },
+  SVC_RATE_LIMIT_PER_MINUTE: { schema: int(1, 1_000_000), default: "600" },
+  SVC_RATE_LIMIT_BURST: { schema: int(1, 100_000), default: "60" },
+  SVC_MAX_CONCURRENT_SESSIONS: { schema: int(1, 100_000), default: "10" },
+  SVC_PROVIDER_CONNECT_TIMEOUT_MS: { schema: int(100, 60_000), default: "8000" },
+  SVC_ENGINE_CA_FILE: { schema: z.string().min(1), default: undefined },
+  SVC_REFERENCE_ENGINE: { schema: bool, default: "true" },
+  SVC_REFERENCE_ENGINE_PORT: { schema: int(0, 65535), default: "8788" },
+  SVC_REFERENCE_ENGINE_DIR: { schema: z.string().min(1), default: ".data/reference-engine" },
+  SVC_LOG_LEVEL: { schema: z.enum(["debug", "info", "warn", "error"]), default: "info" },
+  SVC_MAX_BODY_BYTES: { schema: int(1024, 1_048_576), default: "65536" },
+} as const;
+
+/** Names of every environment variable the service reads. */
+export const CONFIG_VARIABLES = Object.keys(VARIABLES) as (keyof typeof VARIABLES)[];
+
+type Parsed = { [K in keyof typeof VARIABLES]: z.output<(typeof VARIABLES)[K]["schema"]> | undefined };
+
+function parseAll(env: Record<string, string | undefined>): Parsed {
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(VARIABLES)) {
+    const raw = env[name] === undefined || env[name] === "" ? spec.default : env[name];
+    if (raw === undefined) {
+      out[name] = undefined;
+      continue;
+    }
+    const r = (spec.schema as z.ZodType).safeParse(raw);
+    if (!r.success) {
+      const reason = r.error.issues[0]?.message ?? "invalid value";
+      // Never echo the value: it may be a secret.
+      throw new ConfigError(`invalid configuration: ${name} ${reason}`);
+    }
+    out[name] = r.data;
+  }
+  return out as Parsed;
+}
+
+/**
+ * Parses and validates a configuration from an environment map.
+ *
+ * @example Usage
+ * ```ts
+ * import { loadConfig } from "./config.ts";
+ * const config = loadConfig({ PORT: "0", SVC_KV: ":memory:" });
+ * console.log(config.port); // 0
+ * ```
+ */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const v = parseAll(env);
+  const port = v.PORT!;
+  const publicUrl = v.SVC_PUBLIC_URL ?? `http://localhost:${port}`;
+  const docsUrl = v.SVC_DOCS_URL ?? `${publicUrl.replace(/^http:/, "https:")}/docs`;
+  const tokenSecret: TokenSecretSetting = v.SVC_TOKEN_SECRET
+    ? {
+      kind: "configured",
+      current: v.SVC_TOKEN_SECRET,
+      previous: v.SVC_TOKEN_SECRET_PREVIOUS ?? null,
+    }
+    : v.SVC_TOKEN_SECRET_EPHEMERAL
+    ? { kind: "ephemeral" }
+    : { kind: "none" };
+  if (v.SVC_TOKEN_SECRET_PREVIOUS && !v.SVC_TOKEN_SECRET) {
+    throw new ConfigError(
+      "invalid configuration: SVC_TOKEN_SECRET_PREVIOUS is set but SVC_TOKEN_SECRET is not",
+    );
+  }
+  return {
+    port,
+    host: v.SVC_HOST!,
+    kv: v.SVC_KV!,
+    publicUrl,
+    docsUrl,
+    tokenSecret,
+    rateLimit: { perMinute: v.SVC_RATE_LIMIT_PER_MINUTE!, burst: v.SVC_RATE_LIMIT_BURST! },
+    maxConcurrentSessions: v.SVC_MAX_CONCURRENT_SESSIONS!,
+    providerConnectTimeoutMs: v.SVC_PROVIDER_CONNECT_TIMEOUT_MS!,
+    engineCaFile: v.SVC_ENGINE_CA_FILE ?? null,
+    referenceEngine: {
+      enabled: v.SVC_REFERENCE_ENGINE!,
+      port: v.SVC_REFERENCE_ENGINE_PORT!,
+      dir: v.SVC_REFERENCE_ENGINE_DIR!,
+    },
+    logLevel: v.SVC_LOG_LEVEL!,
+    maxBodyBytes: v.SVC_MAX_BODY_BYTES!,
+  };
+}
+
+/** Reads the process environment and validates it (see {@link loadConfig}). */
+export function loadConfigFromEnv(): Config {
+  return loadConfig(Deno.env.toObject());
+}

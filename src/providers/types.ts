@@ -1,0 +1,81 @@
+/**
+ * The runtime's provider interface: one connector per provider type, one connection per live session.
+ *
+ * A connector turns a session's credentials into a live connection to its conversation engine (or fails
+ * with an {@link import("../errors.ts").ApiError} carrying the mapped code). The connection then carries
+ * user audio to the engine and engine events back to the session runtime until it is closed.
+ *
+ * @module
+ */
+import type { CredentialHolder } from "../runtime/credential_holder.ts";
+
+/** Every provider type, from the interface specification. */
+export const PROVIDER_TYPES = ["vendor1_realtime", "vendor2", "external_engine", "vendor3"] as const;
+/** One provider type. */
+export type ProviderType = (typeof PROVIDER_TYPES)[number];
+
+/** Why a provider connection ended on its own. */
+export type ProviderClosure =
+  /** The engine ended the session normally (`session.end` then close 1000). */
+  | { kind: "ended_by_engine"; reason: string }
+  /** The connection failed (drop, error close, fatal error, keepalive timeout). */
+  | { kind: "failed"; reason: string };
+
+/** Events a provider connection reports to its session. */
+export interface ProviderEvents {
+  /** Agent audio, PCM16 mono at the connection's `outputSampleRate`. */
+  onAudio(pcm: Int16Array, responseId: string): void;
+  /** An agent turn begins. */
+  onResponseStarted(responseId: string): void;
+  /** The engine sent all audio of a turn. */
+  onResponseDone(responseId: string, status: string): void;
+  /** Barge-in: drop queued speech of `responseId` at once. */
+  onInterrupt(responseId: string): void;
+  /** A transcript line (full text so far for its turn). */
+  onTranscript(line: { role: "user" | "agent"; turnId: string; text: string; final: boolean }): void;
+  /** The connection ended without the session asking for it. */
+  onClosed(closure: ProviderClosure): void;
+}
+
+/** What the session tells a connector when connecting. */
+export interface ConnectRequest {
+  sessionId: string;
+  credentials: CredentialHolder;
+  /** Deadline for the whole connection and handshake. */
+  timeoutMs: number;
+  events: ProviderEvents;
+  /** Informational metadata passed to the engine (avatar and background). */
+  metadata: Record<string, string>;
+}
+
+/** How a connection was closed by the session. */
+export interface CloseResult {
+  /** True when the graceful handshake completed (or a forced close was requested). */
+  clean: boolean;
+  /** Why it was not clean; provider-agnostic, no hostnames or secrets. */
+  detail?: string;
+}
+
+/** A live connection to a conversation engine. */
+export interface ProviderConnection {
+  /** Sample rate of user audio the engine expects (PCM16LE mono). */
+  readonly inputSampleRate: number;
+  /** Sample rate of the engine's audio. */
+  readonly outputSampleRate: number;
+  /** Sends user audio (PCM16LE mono at `inputSampleRate`). */
+  sendUserAudio(pcm: Uint8Array): void;
+  /** Reports how much of a response was played to the user. */
+  reportPlayed(responseId: string, playedMs: number, interrupted: boolean): void;
+  /**
+   * Closes the connection. Graceful: the engine is told the session is ending and the close handshake is
+   * awaited up to `timeoutMs`. Forced: the socket is closed at once.
+   */
+  close(options: { graceful: boolean; timeoutMs: number; reason: string }): Promise<CloseResult>;
+  /** Resolves once the underlying transport is fully released. */
+  readonly released: Promise<void>;
+}
+
+/** Connects sessions of one provider type. */
+export interface ProviderConnector {
+  connect(request: ConnectRequest): Promise<ProviderConnection>;
+}

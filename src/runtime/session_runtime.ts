@@ -1,0 +1,265 @@
+/**
+ * The in-process runtime of live sessions: each holds its credentials, its provider connection and
+ * (through {@link SessionMedia}) its media plane, for as long as the session lives.
+ *
+ * The runtime knows nothing of KV or HTTP: the session service drives it and records state. Every way a
+ * session leaves the runtime (start failure, end, engine closing, shutdown) zeroes its credentials.
+ *
+ * @module
+ */
+import type { Logger } from "../log.ts";
+import type {
+  ProviderClosure,
+  ProviderConnection,
+  ProviderConnector,
+  ProviderEvents,
+  ProviderType,
+} from "../providers/types.ts";
+import type { CredentialHolder } from "./credential_holder.ts";
+
+/** The spec's teardown timeout for a graceful end. */
+export const TEARDOWN_TIMEOUT_MS = 10_000;
+
+/**
+ * A session's media plane (renderer, encoder, client sockets), attached by a {@link SessionMediaFactory}.
+ * It receives the engine's events and reports what it rendered.
+ */
+export interface SessionMedia extends Omit<ProviderEvents, "onClosed"> {
+  /** Media chunks rendered so far. */
+  chunksRendered(): number;
+  /** Stops the media plane; resolves with a warning when it did not stop cleanly. */
+  stop(options: { graceful: boolean; timeoutMs: number }): Promise<string | null>;
+}
+
+/** Creates the media plane of a session once its engine is connected. */
+export type SessionMediaFactory = (session: {
+  sessionId: string;
+  projectId: string;
+  avatarId: string | null;
+  bgId: string | null;
+  connection: ProviderConnection;
+  /** Called by the media plane when it fails on its own (e.g. the encoder died). */
+  fail(reason: string): void;
+}) => Promise<SessionMedia>;
+
+/** What starting a session needs. */
+export interface StartRequest {
+  sessionId: string;
+  projectId: string;
+  providerType: ProviderType;
+  credentials: CredentialHolder;
+  avatarId: string | null;
+  bgId: string | null;
+  timeoutMs: number;
+}
+
+/** How an end went. */
+export interface EndOutcome {
+  /** Null when teardown completed gracefully; otherwise what went wrong (provider-agnostic). */
+  warning: string | null;
+  chunksRendered: number;
+}
+
+/** A session that ended without the API asking (engine closed, media failed). */
+export interface SelfEnded {
+  sessionId: string;
+  projectId: string;
+  closure: ProviderClosure;
+  warning: string | null;
+  chunksRendered: number;
+}
+
+interface LiveSession {
+  sessionId: string;
+  projectId: string;
+  credentials: CredentialHolder;
+  connection: ProviderConnection;
+  media: SessionMedia | null;
+  ending: boolean;
+}
+
+/** Dependencies of the runtime. */
+export interface SessionRuntimeDeps {
+  connectors: Record<ProviderType, ProviderConnector>;
+  logger: Logger;
+  /** Media plane factory; without one, sessions run their engine connection only. */
+  media?: SessionMediaFactory;
+}
+
+/** Runs live sessions in this process. */
+export class SessionRuntime {
+  readonly #live = new Map<string, LiveSession>();
+  readonly #releases = new Set<Promise<void>>();
+  #onSelfEnded: (e: SelfEnded) => void = () => {};
+
+  constructor(readonly deps: SessionRuntimeDeps) {}
+
+  /** Registers who is told when a session ends by itself. */
+  onSelfEnded(handler: (e: SelfEnded) => void): void {
+    this.#onSelfEnded = handler;
+  }
+
+  /** Number of live sessions in this process. */
+  get size(): number {
+    return this.#live.size;
+  }
+
+  /** Whether this process runs the session. */
+  has(sessionId: string): boolean {
+    return this.#live.has(sessionId);
+  }
+
+  /** The session's provider connection (for the media plane), if it runs here. */
+  connection(sessionId: string): ProviderConnection | undefined {
+    return this.#live.get(sessionId)?.connection;
+  }
+
+  /**
+   * Connects the session's engine and media plane. On failure the credentials are zeroed and the
+   * mapped {@link import("../errors.ts").ApiError} is thrown.
+   */
+  async start(req: StartRequest): Promise<void> {
+    const connector = this.deps.connectors[req.providerType];
+    let session: LiveSession | null = null;
+    const events: ProviderEvents = {
+      onAudio: (pcm, id) => session?.media?.onAudio(pcm, id),
+      onResponseStarted: (id) => session?.media?.onResponseStarted(id),
+      onResponseDone: (id, status) => session?.media?.onResponseDone(id, status),
+      onInterrupt: (id) => session?.media?.onInterrupt(id),
+      onTranscript: (line) => session?.media?.onTranscript(line),
+      onClosed: (closure) => {
+        if (session) void this.#selfEnd(session, closure, null);
+      },
+    };
+    let connection: ProviderConnection;
+    try {
+      connection = await connector.connect({
+        sessionId: req.sessionId,
+        credentials: req.credentials,
+        timeoutMs: req.timeoutMs,
+        events,
+        metadata: {
+          ...(req.avatarId ? { avatar_id: req.avatarId } : {}),
+          ...(req.bgId ? { bg_id: req.bgId } : {}),
+        },
+      });
+    } catch (err) {
+      req.credentials.zero();
+      throw err;
+    }
+    this.#track(connection.released);
+    session = {
+      sessionId: req.sessionId,
+      projectId: req.projectId,
+      credentials: req.credentials,
+      connection,
+      media: null,
+      ending: false,
+    };
+    this.#live.set(req.sessionId, session);
+    if (this.deps.media) {
+      try {
+        session.media = await this.deps.media({
+          sessionId: req.sessionId,
+          projectId: req.projectId,
+          avatarId: req.avatarId,
+          bgId: req.bgId,
+          connection,
+          fail: (reason) => {
+            if (session) {
+              void this.#selfEnd(session, { kind: "failed", reason }, "The avatar media plane failed.");
+            }
+          },
+        });
+      } catch (err) {
+        this.#live.delete(req.sessionId);
+        session.ending = true;
+        await connection.close({ graceful: false, timeoutMs: 0, reason: "start_failed" });
+        req.credentials.zero();
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Ends a session run by this process: graceful (engine handshake, bounded by `timeoutMs`) or forced.
+   * A session this process does not run ends with a warning.
+   */
+  async end(
+    sessionId: string,
+    options: { force: boolean; timeoutMs?: number; reason?: string },
+  ): Promise<EndOutcome> {
+    const session = this.#live.get(sessionId);
+    if (!session || session.ending) {
+      return {
+        warning: "The session's runtime was no longer running; its resources were already released.",
+        chunksRendered: 0,
+      };
+    }
+    session.ending = true;
+    const timeoutMs = options.timeoutMs ?? TEARDOWN_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
+    const warnings: string[] = [];
+    try {
+      if (session.media) {
+        const w = await session.media.stop({ graceful: !options.force, timeoutMs });
+        if (w) warnings.push(w);
+      }
+      const res = await session.connection.close({
+        graceful: !options.force,
+        timeoutMs: Math.max(0, deadline - Date.now()),
+        reason: options.reason ?? "ended_by_api",
+      });
+      if (!res.clean && res.detail) warnings.push(res.detail);
+    } catch (err) {
+      this.deps.logger.warn("teardown error", { session_id: sessionId, error: String(err).slice(0, 200) });
+      warnings.push("Part of the session's teardown failed.");
+    } finally {
+      session.credentials.zero();
+      this.#live.delete(sessionId);
+    }
+    return {
+      warning: warnings.length ? warnings.join(" ") : null,
+      chunksRendered: session.media?.chunksRendered() ?? 0,
+    };
+  }
+
+  /** Force-ends every session (process shutdown) and waits for every connection to be released. */
+  async shutdown(): Promise<void> {
+    await Promise.all([...this.#live.keys()].map((id) => this.end(id, { force: true, reason: "shutdown" })));
+    await Promise.all(this.#releases);
+  }
+
+  /** Resolves when every connection ever opened by this runtime is released. */
+  async drained(): Promise<void> {
+    await Promise.all(this.#releases);
+  }
+
+  #track(p: Promise<void>): void {
+    this.#releases.add(p);
+    p.finally(() => this.#releases.delete(p));
+  }
+
+  async #selfEnd(session: LiveSession, closure: ProviderClosure, warning: string | null): Promise<void> {
+    if (session.ending) return;
+    session.ending = true;
+    this.#live.delete(session.sessionId);
+    let mediaWarning: string | null = null;
+    try {
+      if (session.media) mediaWarning = await session.media.stop({ graceful: false, timeoutMs: 2000 });
+      await session.connection.close({ graceful: false, timeoutMs: 0, reason: closure.reason });
+    } catch { /* best effort: the session is over either way */ }
+    session.credentials.zero();
+    this.deps.logger.info("session ended by itself", {
+      session_id: session.sessionId,
+      reason: closure.reason,
+    });
+    this.#onSelfEnded({
+      sessionId: session.sessionId,
+      projectId: session.projectId,
+      closure,
+      warning: warning ?? mediaWarning,
+      chunksRendered: session.media?.chunksRendered() ?? 0,
+    });
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Assembles and runs one service process: KV, tokens, the in-process reference engine (embedded
+ * default), the session runtime, the HTTP app. Used by `main.ts` and by tests that need a real server.
+ *
+ * @module
+ */
+import { createApp } from "./api/app.ts";
+import { TokenService } from "./auth/tokens.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { ExternalEngineConnector } from "./providers/external_engine.ts";
+import { UnavailableConnector } from "./providers/unavailable.ts";
+import { SessionRuntime } from "./runtime/session_runtime.ts";
+import { randomBase62 } from "./ids.ts";
+
+/** A running service. */
+export interface RunningService {
+  /** Base URL the HTTP server listens on (loopback form). */
+  url: string;
+  /** The reference engine, when the embedded default runs one. */
+  referenceEngine: { url: string; caFile: string; tokenFile: string; token: string } | null;
+  /** Stops accepting requests, ends every live session, closes KV. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Opens the configured Deno KV (creating the parent folder of a file path). */
+export async function openKv(location: string): Promise<Deno.Kv> {
+  if (location !== ":memory:" && !/^https?:\/\//.test(location)) {
+    const dir = location.includes("/") ? location.slice(0, location.lastIndexOf("/")) : "";
+    if (dir) await Deno.mkdir(dir, { recursive: true });
+  }
+  return await Deno.openKv(location);
+}
+
+/** Starts a service process from a configuration. */
+export async function startService(
+  config: Config,
+  options: { logger?: Logger; clock?: Clock; signal?: AbortSignal } = {},
+): Promise<RunningService> {
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const clock = options.clock ?? systemClock;
+  const instanceId = `inst_${randomBase62(12)}`;
+
+  let secrets: { current: string; previous: string | null } | null = null;
+  if (config.tokenSecret.kind === "configured") {
+    secrets = { current: config.tokenSecret.current, previous: config.tokenSecret.previous };
+  } else if (config.tokenSecret.kind === "ephemeral") {
+    secrets = { current: TokenService.generateEphemeralSecret(), previous: null };
+    logger.warn(
+      "SVC_TOKEN_SECRET is not set: using an ephemeral token signing secret; tokens will not survive a restart and other instances cannot verify them",
+    );
+  } else {
+    logger.warn(
+      "no token signing secret: session creation and client tokens will answer 503 SVC_TOKEN_SECRET_NOT_CONFIGURED",
+    );
+  }
+  const tokens = new TokenService(secrets, clock);
+
+  const kv = await openKv(config.kv);
+  const caCerts: string[] = [];
+  if (config.engineCaFile) caCerts.push(await Deno.readTextFile(config.engineCaFile));
+
+  let engine: Awaited<ReturnType<typeof startEmbeddedEngine>> | null = null;
+  if (config.referenceEngine.enabled) {
+    engine = await startEmbeddedEngine(config, logger);
+    caCerts.push(engine.caPem);
+  }
+  const httpClient = caCerts.length ? Deno.createHttpClient({ caCerts }) : undefined;
+
+  const unavailable = new UnavailableConnector();
+  const runtime = new SessionRuntime({
+    connectors: {
+      external_engine: new ExternalEngineConnector({ httpClient, logger }),
+      vendor1_realtime: unavailable,
+      vendor2: unavailable,
+      vendor3: unavailable,
+    },
+    logger,
+  });
+  const { app } = createApp({ kv, clock, config, runtime, tokens, logger, instanceId });
+
+  const server = Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    signal: options.signal,
+    onListen: () => {},
+  }, app.fetch);
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${server.addr.port}`;
+  logger.info("listening", {
+    url,
+    public_url: config.publicUrl,
+    kv: /^https?:/.test(config.kv) ? "remote" : config.kv,
+  });
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    referenceEngine: engine
+      ? { url: engine.engine.url, caFile: engine.caFile, tokenFile: engine.tokenFile, token: engine.token }
+      : null,
+    close() {
+      closing ??= (async () => {
+        await server.shutdown();
+        await runtime.shutdown();
+        await engine?.engine.close();
+        httpClient?.close();
+        kv.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+async function startEmbeddedEngine(config: Config, logger: Logger) {
+  const { loadOrCreateEngineTls, loadOrCreateToken, startReferenceEngine } = await import("../engine/mod.ts");
+  const dir = config.referenceEngine.dir;
+  const tls = await loadOrCreateEngineTls(dir);
+  const tokenFile = `${dir}/token`;
+  const { token } = await loadOrCreateToken(tokenFile);
+  const engine = await startReferenceEngine({
+    hostname: "127.0.0.1",
+    port: config.referenceEngine.port,
+    tls: { certPem: tls.certPem, keyPem: tls.keyPem },
+    authToken: token,
+  });
+  logger.info("reference engine listening", { url: engine.url, ca_file: tls.caFile, token_file: tokenFile });
+  return { engine, caPem: tls.caPem, caFile: tls.caFile, tokenFile, token };
+}

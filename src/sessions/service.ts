@@ -1,0 +1,417 @@
+/**
+ * The session service: the six endpoints' session logic over KV records and the in-process runtime.
+ *
+ * States: a new session is written `created` (taking a concurrency slot), moves to `activating` while its
+ * engine connects, then `active` (the only state a create answers 200 with), or `failed` (slot freed, the
+ * mapped error returned). End moves `active` → `ending` → `ended` | `ended_with_warnings`.
+ *
+ * @module
+ */
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { ApiError, type ErrorCode } from "../errors.ts";
+import { newSessionId } from "../ids.ts";
+import {
+  canonicalJson,
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  dropIdempotencyRecord,
+  type IdempotencyRecord,
+  releaseIdempotencyKey,
+} from "../kv/idempotency.ts";
+import { retryUnavailable } from "../kv/guard.ts";
+import { getSession, insertSession, type SessionRecord, transitionSession } from "../kv/sessions.ts";
+import type { Logger } from "../log.ts";
+import { checkProviderConfigShape } from "../providers/config_schema.ts";
+import type { ProviderType } from "../providers/types.ts";
+import { CredentialHolder } from "../runtime/credential_holder.ts";
+import { type SelfEnded, type SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
+import type { TokenService } from "../auth/tokens.ts";
+import { resolveTransport, type Transport } from "./transport.ts";
+
+/** The authenticated caller. */
+export interface Caller {
+  projectId: string;
+  keyId: string;
+}
+
+/** A validated create-session body. */
+export interface CreateSessionInput {
+  provider_type: ProviderType;
+  provider_config: Record<string, Record<string, unknown> | undefined>;
+  avatar_config?: { avatar_id?: string; bg_id?: string };
+  transport: Transport;
+  webhook_url?: string;
+}
+
+/** `stream_metadata` of create and client-token answers. */
+export interface StreamMetadata {
+  ice_servers: { urls: string | string[]; username?: string; credential?: string }[];
+  session_token: string;
+  sfu_endpoint: string | null;
+}
+
+/** The create-session answer. */
+export interface CreatedSession {
+  client_token: string;
+  expires_at: number;
+  session_id: string;
+  status: SessionRecord["status"];
+  stream_metadata: StreamMetadata;
+  transport: SessionRecord["transport"];
+}
+
+/** The public view of a session (GET). */
+export interface SessionView {
+  session_id: string;
+  status: SessionRecord["status"];
+  provider_type: ProviderType;
+  transport: SessionRecord["transport"];
+  created_at?: number;
+  started_at?: number;
+  ended_at?: number;
+}
+
+/** The end answer. */
+export interface EndedSession {
+  session_id: string;
+  status: SessionRecord["status"];
+  ended_at: number;
+  chunks_rendered: number;
+  duration_s: number;
+  warning?: string;
+}
+
+/** The client-token answer. */
+export interface MintedToken {
+  client_token: string;
+  expires_at: number;
+  stream_metadata: StreamMetadata;
+  transport: SessionRecord["transport"];
+}
+
+/** Dependencies of the session service. */
+export interface SessionServiceDeps {
+  kv: Deno.Kv;
+  clock: Clock;
+  config: Config;
+  runtime: SessionRuntime;
+  tokens: TokenService;
+  logger: Logger;
+  /** Id of this process, recorded as the owner of the sessions it runs. */
+  instanceId: string;
+  /** Teardown timeout for graceful ends (the spec's 10 s; tests may shorten it). */
+  teardownTimeoutMs?: number;
+  /** How long a concurrent duplicate (same Idempotency-Key) waits for the first request. */
+  idempotencyWaitMs?: number;
+}
+
+/** The session logic behind the `/v1/sessions` routes. */
+export class SessionService {
+  constructor(readonly deps: SessionServiceDeps) {
+    deps.runtime.onSelfEnded((e) => void this.#recordSelfEnd(e));
+  }
+
+  /** Creates and starts a session; answers only once it is `active` (or throws the mapped error). */
+  async create(
+    caller: Caller,
+    input: CreateSessionInput,
+    idempotencyKey: string | undefined,
+  ): Promise<{ session: CreatedSession; replayed: boolean }> {
+    const { kv, clock, config, tokens } = this.deps;
+    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config);
+    if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
+    const transport = resolveTransport(input.transport, false);
+    if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
+
+    let claim: { key: string; versionstamp: string; record: IdempotencyRecord } | null = null;
+    if (idempotencyKey !== undefined) {
+      const fingerprint = await this.#fingerprint(input);
+      const outcome = await this.#claim(caller.projectId, idempotencyKey, fingerprint);
+      if (outcome.kind === "replay") {
+        return { session: await this.#replay(caller, outcome.sessionId), replayed: true };
+      }
+      claim = { key: idempotencyKey, versionstamp: outcome.versionstamp, record: outcome.record };
+    }
+
+    // From here on the credentials live only in the holder.
+    const credentials = CredentialHolder.fromObject(input.provider_config[input.provider_type]!);
+    const sessionId = newSessionId();
+    const record: SessionRecord = {
+      session_id: sessionId,
+      project_id: caller.projectId,
+      status: "created",
+      provider_type: input.provider_type,
+      transport,
+      avatar_id: input.avatar_config?.avatar_id ?? null,
+      bg_id: input.avatar_config?.bg_id ?? null,
+      webhook_url: input.webhook_url ?? null,
+      created_at: clock.now(),
+      started_at: null,
+      ended_at: null,
+      warning: null,
+      error_code: null,
+      end_reason: null,
+      chunks_rendered: 0,
+      created_by: caller.keyId,
+      owner: this.deps.instanceId,
+    };
+    const release = async () => {
+      if (claim) {
+        await releaseIdempotencyKey(kv, caller.projectId, claim.key, claim.record.claim_id).catch(() => {});
+      }
+    };
+    try {
+      await insertSession(
+        kv,
+        record,
+        config.maxConcurrentSessions,
+        claim
+          ? {
+            key: claim.key,
+            versionstamp: claim.versionstamp,
+            value: { ...claim.record, session_id: sessionId },
+          }
+          : undefined,
+      );
+    } catch (err) {
+      credentials.zero();
+      await release();
+      throw err;
+    }
+
+    try {
+      await transitionSession(kv, caller.projectId, sessionId, ["created"], "activating");
+    } catch (err) {
+      credentials.zero();
+      await this.#markFailed(caller.projectId, sessionId, "SVC_SESSION_STATE_UNAVAILABLE", ["created"]);
+      await release();
+      throw err;
+    }
+
+    try {
+      await this.deps.runtime.start({
+        sessionId,
+        projectId: caller.projectId,
+        providerType: input.provider_type,
+        credentials,
+        avatarId: record.avatar_id,
+        bgId: record.bg_id,
+        timeoutMs: config.providerConnectTimeoutMs,
+      });
+    } catch (err) {
+      const code: ErrorCode = err instanceof ApiError ? err.code : "SVC_INTERNAL_ERROR";
+      await this.#markFailed(caller.projectId, sessionId, code, ["activating"]);
+      await release();
+      throw err;
+    }
+
+    let activated: { ok: boolean; record: SessionRecord | null };
+    try {
+      activated = await transitionSession(kv, caller.projectId, sessionId, ["activating"], "active", {
+        started_at: clock.now(),
+      });
+    } catch (err) {
+      await this.deps.runtime.end(sessionId, { force: true, reason: "start_failed" });
+      await this.#markFailed(caller.projectId, sessionId, "SVC_SESSION_STATE_UNAVAILABLE", ["activating"]);
+      await release();
+      throw err;
+    }
+    if (!activated.ok) {
+      await this.deps.runtime.end(sessionId, { force: true, reason: "cancelled" });
+      await release();
+      throw new ApiError("SVC_SESSION_CANCELLED");
+    }
+    if (claim) await completeIdempotencyKey(kv, caller.projectId, claim.key, sessionId).catch(() => {});
+    this.deps.logger.info("session active", { session_id: sessionId, project_id: caller.projectId });
+    return { session: await this.#answer(activated.record!), replayed: false };
+  }
+
+  /** The public view of one session of the caller's project. */
+  async get(caller: Caller, sessionId: string): Promise<SessionView> {
+    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
+    return toView(rec);
+  }
+
+  /** Ends an active session (graceful with the 10 s teardown timeout, or forced). */
+  async end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
+    const { kv, clock, runtime } = this.deps;
+    const moved = await transitionSession(kv, caller.projectId, sessionId, ["active"], "ending");
+    if (!moved.ok) throw notActive(moved.record);
+    const outcome = await runtime.end(sessionId, {
+      force,
+      timeoutMs: this.deps.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS,
+      reason: "ended_by_api",
+    });
+    const endedAt = clock.now();
+    const status = outcome.warning ? "ended_with_warnings" : "ended";
+    // The session is torn down: its final state must land, so brief storage failures are retried.
+    const done = await retryUnavailable(() =>
+      transitionSession(kv, caller.projectId, sessionId, ["ending"], status, {
+        ended_at: endedAt,
+        warning: outcome.warning,
+        chunks_rendered: outcome.chunksRendered,
+        end_reason: force ? "ended_by_api_forced" : "ended_by_api",
+      })
+    );
+    const rec = done.record!;
+    this.deps.logger.info("session ended", { session_id: sessionId, status, forced: force });
+    return {
+      session_id: sessionId,
+      status: rec.status,
+      ended_at: endedAt,
+      chunks_rendered: outcome.chunksRendered,
+      duration_s: durationS(rec.started_at, endedAt),
+      ...(outcome.warning ? { warning: outcome.warning } : {}),
+    };
+  }
+
+  /** Mints a fresh client token and session token for an active session. */
+  async mintClientToken(caller: Caller, sessionId: string): Promise<MintedToken> {
+    if (!this.deps.tokens.available) {
+      const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+      if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
+      throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
+    }
+    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    if (!rec || rec.status !== "active") throw notActive(rec);
+    const { client_token, expires_at, stream_metadata, transport } = await this.#answer(rec);
+    return { client_token, expires_at, stream_metadata, transport };
+  }
+
+  async #answer(rec: SessionRecord): Promise<CreatedSession> {
+    const { tokens } = this.deps;
+    const client = await tokens.mint(rec.session_id, rec.project_id, "client");
+    const media = await tokens.mint(rec.session_id, rec.project_id, "media");
+    return {
+      client_token: client.token,
+      expires_at: client.expiresAt,
+      session_id: rec.session_id,
+      status: rec.status,
+      stream_metadata: { ice_servers: [], session_token: media.token, sfu_endpoint: null },
+      transport: rec.transport,
+    };
+  }
+
+  async #replay(caller: Caller, sessionId: string): Promise<CreatedSession> {
+    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
+    return await this.#answer(rec);
+  }
+
+  async #fingerprint(input: CreateSessionInput): Promise<string> {
+    const key = await this.deps.tokens.deriveKey("idempotency-fingerprint/v1");
+    const mac = await crypto.subtle.sign("HMAC", key!, new TextEncoder().encode(canonicalJson(input)));
+    return Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  /** Claims the key, or waits for a concurrent duplicate to finish and replays it. */
+  async #claim(
+    projectId: string,
+    key: string,
+    fingerprint: string,
+  ): Promise<
+    { kind: "claimed"; versionstamp: string; record: IdempotencyRecord } | {
+      kind: "replay";
+      sessionId: string;
+    }
+  > {
+    const { kv, clock } = this.deps;
+    const waitUntil = Date.now() + (this.deps.idempotencyWaitMs ?? 15_000);
+    for (;;) {
+      const r = await claimIdempotencyKey(kv, projectId, key, fingerprint, clock.now());
+      if (r.kind === "mismatch") throw new ApiError("SVC_IDEMPOTENCY_KEY_REUSED");
+      if (r.kind === "claimed") return r;
+      // "done", or in flight with its session already written: look at the session.
+      if (r.record.session_id !== null) {
+        const rec = await getSession(kv, projectId, r.record.session_id);
+        // Replay only what a create answered (or is answering) 200 for; a failed or vanished session
+        // frees the key.
+        if (!rec || rec.status === "failed") {
+          await dropIdempotencyRecord(kv, projectId, key, r.versionstamp);
+          continue;
+        }
+        if (rec.status !== "created" && rec.status !== "activating") {
+          return { kind: "replay", sessionId: rec.session_id };
+        }
+      }
+      if (Date.now() >= waitUntil) throw new ApiError("SVC_IDEMPOTENCY_IN_PROGRESS");
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  }
+
+  async #markFailed(
+    projectId: string,
+    sessionId: string,
+    code: ErrorCode,
+    from: SessionRecord["status"][],
+  ): Promise<void> {
+    try {
+      await retryUnavailable(() =>
+        transitionSession(this.deps.kv, projectId, sessionId, from, "failed", {
+          error_code: code,
+          end_reason: "start_failed",
+          ended_at: this.deps.clock.now(),
+        })
+      );
+    } catch (err) {
+      this.deps.logger.error("could not record a failed session", {
+        session_id: sessionId,
+        error: String(err),
+      });
+    }
+  }
+
+  async #recordSelfEnd(e: SelfEnded): Promise<void> {
+    const failed = e.closure.kind === "failed";
+    const warning = failed ? (e.warning ?? "The conversation engine connection was lost.") : e.warning;
+    try {
+      await retryUnavailable(() =>
+        transitionSession(
+          this.deps.kv,
+          e.projectId,
+          e.sessionId,
+          ["active"],
+          warning ? "ended_with_warnings" : "ended",
+          {
+            ended_at: this.deps.clock.now(),
+            warning,
+            chunks_rendered: e.chunksRendered,
+            end_reason: failed ? "engine_failed" : "engine_ended",
+          },
+        )
+      );
+    } catch (err) {
+      this.deps.logger.error("could not record a session's end", {
+        session_id: e.sessionId,
+        error: String(err),
+      });
+    }
+  }
+}
+
+function notActive(rec: SessionRecord | null): ApiError {
+  if (!rec) return new ApiError("SVC_SESSION_NOT_FOUND");
+  if (rec.status === "ended" || rec.status === "ended_with_warnings") {
+    return new ApiError("SVC_SESSION_ENDED");
+  }
+  return new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
+}
+
+function durationS(startedAt: number | null, endedAt: number): number {
+  return startedAt === null ? 0 : Math.max(0, Math.round(endedAt - startedAt)) / 1000;
+}
+
+/** The public view of a record (no credentials, no tokens, no internal fields). */
+export function toView(rec: SessionRecord): SessionView {
+  return {
+    session_id: rec.session_id,
+    status: rec.status,
+    provider_type: rec.provider_type,
+    transport: rec.transport,
+    created_at: rec.created_at,
+    ...(rec.started_at !== null ? { started_at: rec.started_at } : {}),
+    ...(rec.ended_at !== null ? { ended_at: rec.ended_at } : {}),
+  };
+}

@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from "../../src/config.ts";
+
+Deno.test("config: embedded defaults", () => {
+  const c = loadConfig({});
+  assert.equal(c.port, 8787);
+  assert.equal(c.host, "127.0.0.1");
+  assert.equal(c.kv, ".data/svc.kv");
+  assert.equal(c.publicUrl, "http://localhost:8787");
+  assert.equal(c.docsUrl, "https://localhost:8787/docs");
+  assert.deepEqual(c.tokenSecret, { kind: "ephemeral" });
+  assert.deepEqual(c.rateLimit, { perMinute: 600, burst: 60 });
+  assert.equal(c.maxConcurrentSessions, 10);
+  assert.equal(c.providerConnectTimeoutMs, 8000);
+  assert.deepEqual(c.referenceEngine, { enabled: true, port: 8788, dir: ".data/reference-engine" });
+  assert.equal(c.maxBodyBytes, 65536);
+});
+
+Deno.test("config: invalid values stop start-up with one line naming the variable, never the value", () => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: "eighty" }, "PORT"],
+    [{ PORT: "70000" }, "PORT"],
+    [{ SVC_DOCS_URL: "http://docs.example" }, "SVC_DOCS_URL"],
+    [{ SVC_PUBLIC_URL: "ftp://x" }, "SVC_PUBLIC_URL"],
+    [{ SVC_TOKEN_SECRET: "short-secret-value" }, "SVC_TOKEN_SECRET"],
+    [{ SVC_TOKEN_SECRET_EPHEMERAL: "maybe" }, "SVC_TOKEN_SECRET_EPHEMERAL"],
+    [{ SVC_RATE_LIMIT_BURST: "0" }, "SVC_RATE_LIMIT_BURST"],
+    [{ SVC_MAX_CONCURRENT_SESSIONS: "-1" }, "SVC_MAX_CONCURRENT_SESSIONS"],
+    [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL"],
+    [{ SVC_TOKEN_SECRET_PREVIOUS: "x".repeat(40) }, "SVC_TOKEN_SECRET_PREVIOUS"],
+  ];
+  for (const [env, name] of cases) {
+    const err = assert.throws(() => loadConfig(env), ConfigError) as unknown;
+    void err;
+    try {
+      loadConfig(env);
+    } catch (e) {
+      const msg = (e as Error).message;
+      assert.ok(msg.includes(name), `${msg} should name ${name}`);
+      assert.ok(!msg.includes("\n"), "one line");
+      for (const v of Object.values(env)) if (v.length > 6) assert.ok(!msg.includes(v), "value not echoed");
+    }
+  }
+});
+
+Deno.test("config: secrets, overrides and the documented variable list", () => {
+  const c = loadConfig({
+    PORT: "9000",
+    SVC_TOKEN_SECRET: "a".repeat(40),
+    SVC_TOKEN_SECRET_PREVIOUS: "b".repeat(40),
+    SVC_PUBLIC_URL: "https://avatars.example.com/",
+  });
+  assert.deepEqual(c.tokenSecret, { kind: "configured", current: "a".repeat(40), previous: "b".repeat(40) });
+  assert.equal(c.publicUrl, "https://avatars.example.com");
+  assert.equal(c.docsUrl, "https://avatars.example.com/docs");
+  assert.deepEqual(loadConfig({ SVC_TOKEN_SECRET_EPHEMERAL: "false" }).tokenSecret, { kind: "none" });
+  // every variable is documented in docs/configuration.md and the README
+  const docs = Deno.readTextFileSync(new URL("../../docs/configuration.md", import.meta.url));
+  const readme = Deno.readTextFileSync(new URL("../../README.md", import.meta.url));
+  for (const name of CONFIG_VARIABLES) {
+    assert.ok(docs.includes(`\`${name}\``), `${name} missing from docs/configuration.md`);
+    assert.ok(readme.includes(`\`${name}\``), `${name} missing from README.md`);
+  }
+});
+
+Deno.test("config: main.ts exits 1 with a one-line error for an invalid environment", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: new URL("../..", import.meta.url),
+    env: { PORT: "not-a-port" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 1);
+  const err = new TextDecoder().decode(out.stderr).trim();
+  assert.equal(err, "invalid configuration: PORT must be a whole number");
+});

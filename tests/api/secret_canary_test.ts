@@ -1,0 +1,178 @@
+/**
+ * Secret canary: a unique credential string is sent in every credential field of valid and invalid
+ * create requests; afterwards it must appear nowhere: not in KV, logs, responses or error bodies; and every
+ * credential holder's bytes must be zero once its session is over.
+ */
+import assert from "node:assert/strict";
+import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
+import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
+import { UnavailableConnector } from "../../src/providers/unavailable.ts";
+import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import { silentLogger } from "../../src/log.ts";
+import { createHarness } from "../helpers/harness.ts";
+import { startFakeEngine } from "../helpers/fake_engine.ts";
+import { engineBody, testTls } from "../helpers/fixtures.ts";
+
+const CANARY = `canary${crypto.randomUUID().replaceAll("-", "")}`;
+
+class Recording implements ProviderConnector {
+  constructor(readonly inner: ProviderConnector, readonly holders: CredentialHolder[]) {}
+  connect(request: ConnectRequest) {
+    this.holders.push(request.credentials);
+    return this.inner.connect(request);
+  }
+}
+
+Deno.test("secret canary: credentials reach no KV entry, log line, response or error, and are zeroed", async () => {
+  const ok = await startFakeEngine(testTls, "ok");
+  const refusing = await startFakeEngine(testTls, "close_4001");
+  const slow = await startFakeEngine(testTls, "ignore_end");
+  const holders: CredentialHolder[] = [];
+  const client = Deno.createHttpClient({ caCerts: [testTls.caPem] });
+  const external = new Recording(
+    new ExternalEngineConnector({ httpClient: client, logger: silentLogger }),
+    holders,
+  );
+  const unavailable = new Recording(new UnavailableConnector(), holders);
+  const h = await createHarness({
+    teardownTimeoutMs: 300,
+    connectors: {
+      external_engine: external,
+      vendor1_realtime: unavailable,
+      vendor2: unavailable,
+      vendor3: unavailable,
+    },
+  });
+  const responses: string[] = [];
+  try {
+    const key = await h.key("proj_a");
+    const send = async (body: unknown, headers: Record<string, string> = {}) => {
+      const res = await h.req("POST", "/v1/sessions", { key, body, headers });
+      responses.push(res.text, JSON.stringify([...res.headers]));
+      return res;
+    };
+    const withCanary = (url: string, extra: Record<string, unknown> = {}) => {
+      const b = engineBody(url, extra, CANARY);
+      (b.provider_config.external_engine as Record<string, unknown>).url = `${url}?k=${CANARY}`;
+      return b;
+    };
+
+    // valid sessions: one ended gracefully, one forced, one torn down after a teardown timeout
+    const live = [];
+    for (const url of [ok.url, ok.url, slow.url]) {
+      const res = await send(withCanary(url), { "Idempotency-Key": crypto.randomUUID() });
+      assert.equal(res.status, 200, res.text);
+      live.push(res.body.session_id);
+    }
+    // a replay of an idempotent create with the canary in the body
+    const idem = { "Idempotency-Key": "canary-idem" };
+    assert.equal((await send(withCanary(ok.url), idem)).status, 200);
+    assert.equal((await send(withCanary(ok.url), idem)).status, 200);
+    assert.equal((await send(withCanary(refusing.url), idem)).status, 422);
+
+    // refused and failing starts
+    assert.equal((await send(withCanary(refusing.url))).status, 502);
+    assert.equal(
+      (await send({
+        provider_type: "vendor1_realtime",
+        provider_config: { vendor1_realtime: { client_secret: CANARY } },
+      })).status,
+      503,
+    );
+    assert.equal(
+      (await send({
+        provider_type: "vendor2",
+        provider_config: { vendor2: { access_token: CANARY, agent_id: "a" } },
+      })).status,
+      503,
+    );
+    assert.equal(
+      (await send({
+        provider_type: "vendor3",
+        provider_config: { vendor3: { agent_id: "a", api_key: CANARY } },
+      })).status,
+      503,
+    );
+
+    // invalid bodies carrying the canary in values, header names and unknown field names
+    const invalid: unknown[] = [
+      {
+        provider_type: "vendor1_realtime",
+        provider_config: { vendor1_realtime: { client_secret: CANARY, extra: CANARY } },
+      },
+      { provider_type: "vendor2", provider_config: { vendor2: { access_token: CANARY } } },
+      { provider_type: "vendor2", provider_config: { vendor1_realtime: { client_secret: CANARY } } },
+      withCanary(ok.url, { provider_connection_id: CANARY }),
+      withCanary(ok.url, { [CANARY]: 1 }),
+      { ...withCanary(ok.url), transport: CANARY },
+      { ...withCanary(ok.url), webhook_url: `http://${CANARY}.example` },
+      {
+        provider_type: "external_engine",
+        provider_config: {
+          external_engine: { url: `ws://${CANARY}.example`, auth_headers: { [`bad ${CANARY}`]: CANARY } },
+        },
+      },
+      {
+        provider_type: "external_engine",
+        provider_config: {
+          external_engine: { url: ok.url, auth_headers: { [`X-${CANARY}`]: `${CANARY}\n` } },
+        },
+      },
+      {
+        provider_type: "vendor3",
+        provider_config: { vendor3: { agent_id: CANARY, signed_url: `wss://${CANARY}.example/x` } },
+      },
+      `{"provider_type":"vendor1_realtime","provider_config":{"vendor1_realtime":{"client_secret":"${CANARY}"`,
+    ];
+    for (const body of invalid) {
+      const res = await send(body);
+      assert.ok(
+        res.status >= 400 && res.status < 500,
+        `expected a 4xx for ${JSON.stringify(body).slice(0, 80)}: ${res.text}`,
+      );
+    }
+
+    // end the live sessions three ways
+    for (const [i, sid] of live.entries()) {
+      const res = await h.req("POST", `/v1/sessions/${sid}/end${i === 1 ? "?force=true" : ""}`, { key });
+      responses.push(res.text);
+      assert.equal(res.status, 200, res.text);
+    }
+    // GETs for good measure
+    for (const sid of live) responses.push((await h.req("GET", `/v1/sessions/${sid}`, { key })).text);
+
+    // 1. KV: a full dump of keys and values
+    const dump: string[] = [];
+    for await (const e of h.kv.list({ prefix: [] })) {
+      dump.push(JSON.stringify(e.key), JSON.stringify(e.value));
+    }
+    assert.ok(dump.length > 0);
+    assert.ok(!dump.join("\n").includes(CANARY), "canary found in KV");
+    // 2. logs
+    assert.ok(h.logs.length > 0);
+    assert.ok(!h.logs.join("\n").includes(CANARY), "canary found in logs");
+    // 3. responses and error bodies (and their headers)
+    assert.ok(!responses.join("\n").includes(CANARY), "canary found in a response");
+    // 4. holders: redacted when printed, and zeroed once their session is over
+    assert.ok(holders.length >= 8, `${holders.length} holders recorded`);
+    for (const holder of holders) {
+      assert.ok(!JSON.stringify({ holder }).includes(CANARY));
+      assert.ok(!Deno.inspect(holder).includes(CANARY));
+      assert.ok(!String(holder).includes(CANARY));
+      assert.ok(!JSON.stringify(structuredClone(holder)).includes(CANARY));
+    }
+    // the replayed idempotent session is still live: end everything, then every holder is zero
+    await h.runtime.shutdown();
+    for (const holder of holders) {
+      assert.ok(holder.isZeroed());
+      assert.ok(holder.snapshotBytes().every((b) => b === 0), "holder bytes are all zero");
+      assert.throws(() => holder.use(() => 0));
+    }
+  } finally {
+    await h.close();
+    client.close();
+    await ok.close();
+    await refusing.close();
+    await slow.close();
+  }
+});

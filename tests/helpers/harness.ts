@@ -1,0 +1,154 @@
+/**
+ * Test harness: the app over an in-memory KV with an offset clock, captured logs, and helpers to
+ * bootstrap keys and make requests in-process.
+ *
+ * @module
+ */
+import { createApp } from "../../src/api/app.ts";
+import type { Scope } from "../../src/auth/scopes.ts";
+import { TokenService } from "../../src/auth/tokens.ts";
+import { OffsetClock } from "../../src/clock.ts";
+import { type Config, loadConfig } from "../../src/config.ts";
+import { createApiKey } from "../../src/kv/api_keys.ts";
+import { createLogger } from "../../src/log.ts";
+import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
+import type { ProviderConnector, ProviderType } from "../../src/providers/types.ts";
+import { UnavailableConnector } from "../../src/providers/unavailable.ts";
+import { type SessionMediaFactory, SessionRuntime } from "../../src/runtime/session_runtime.ts";
+import type { SessionService } from "../../src/sessions/service.ts";
+
+/** Options of {@link createHarness}. */
+export interface HarnessOptions {
+  /** Environment overrides (validated like the real environment). */
+  env?: Record<string, string>;
+  /** CA certificates trusted for engine connections. */
+  caCerts?: string[];
+  /** Use this KV instead of a fresh in-memory one (not closed by the harness). */
+  kv?: Deno.Kv;
+  /** Token secret; `null` for none. Default: a fixed test secret. */
+  tokenSecret?: string | null;
+  teardownTimeoutMs?: number;
+  idempotencyWaitMs?: number;
+  connectors?: Partial<Record<ProviderType, ProviderConnector>>;
+  media?: SessionMediaFactory;
+}
+
+/** A JSON response. */
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  // deno-lint-ignore no-explicit-any
+  body: any;
+  text: string;
+}
+
+/** The harness. */
+export interface Harness {
+  kv: Deno.Kv;
+  clock: OffsetClock;
+  config: Config;
+  runtime: SessionRuntime;
+  sessions: SessionService;
+  tokens: TokenService;
+  logs: string[];
+  fetch(req: Request): Promise<Response>;
+  /** Bootstraps a key for a project (default: all scopes); returns its plaintext. */
+  key(projectId: string, scopes?: Scope[]): Promise<string>;
+  /** Makes an in-process request. `key` is sent as Bearer unless `via: "x-api-key"`. */
+  req(
+    method: string,
+    path: string,
+    options?: {
+      key?: string;
+      via?: "bearer" | "x-api-key";
+      body?: unknown;
+      headers?: Record<string, string>;
+    },
+  ): Promise<JsonResponse>;
+  close(): Promise<void>;
+}
+
+/** A fixed secret for tests. */
+export const TEST_TOKEN_SECRET = "test-secret-0123456789abcdef0123456789abcdef";
+
+/** Builds the harness. */
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const kv = options.kv ?? await Deno.openKv(":memory:");
+  const clock = new OffsetClock();
+  const config = loadConfig({ SVC_KV: ":memory:", SVC_REFERENCE_ENGINE: "false", ...options.env });
+  const logs: string[] = [];
+  const logger = createLogger({ level: "debug", sink: (l) => logs.push(l) });
+  const httpClient = options.caCerts?.length
+    ? Deno.createHttpClient({ caCerts: options.caCerts })
+    : undefined;
+  const unavailable = new UnavailableConnector();
+  const runtime = new SessionRuntime({
+    connectors: {
+      external_engine: new ExternalEngineConnector({ httpClient, logger }),
+      vendor1_realtime: unavailable,
+      vendor2: unavailable,
+      vendor3: unavailable,
+      ...options.connectors,
+    },
+    logger,
+    media: options.media,
+  });
+  const secret = options.tokenSecret === undefined ? TEST_TOKEN_SECRET : options.tokenSecret;
+  const tokens = new TokenService(secret === null ? null : { current: secret, previous: null }, clock);
+  const { app, sessions } = createApp({
+    kv,
+    clock,
+    config,
+    runtime,
+    tokens,
+    logger,
+    instanceId: "test",
+    teardownTimeoutMs: options.teardownTimeoutMs,
+    idempotencyWaitMs: options.idempotencyWaitMs,
+  });
+  const fetch = async (req: Request) => await app.fetch(req);
+  return {
+    kv,
+    clock,
+    config,
+    runtime,
+    sessions,
+    tokens,
+    logs,
+    fetch,
+    async key(projectId, scopes = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"]) {
+      const { plaintext } = await createApiKey(kv, {
+        projectId,
+        name: "test",
+        scopes,
+        now: clock.now(),
+        createdBy: "bootstrap",
+      });
+      return plaintext;
+    },
+    async req(method, path, o = {}) {
+      const headers = new Headers(o.headers);
+      if (o.key !== undefined) {
+        if (o.via === "x-api-key") headers.set("x-api-key", o.key);
+        else headers.set("authorization", `Bearer ${o.key}`);
+      }
+      let body: BodyInit | undefined;
+      if (o.body !== undefined) {
+        body = typeof o.body === "string" ? o.body : JSON.stringify(o.body);
+        if (!headers.has("content-type")) headers.set("content-type", "application/json");
+      }
+      const res = await fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
+      const text = await res.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch { /* not JSON */ }
+      return { status: res.status, headers: res.headers, body: parsed, text };
+    },
+    async close() {
+      await runtime.shutdown();
+      httpClient?.close();
+      if (!options.kv) kv.close();
+    },
+  };
+}
