@@ -40,6 +40,8 @@ export type SessionMediaFactory = (session: {
   connection: ProviderConnection;
   /** Called by the media plane when it fails on its own (e.g. the encoder died). */
   fail(reason: string): void;
+  /** Called by the media plane whenever the number of connected media clients changes. */
+  clientsChanged(count: number): void;
 }) => Promise<SessionMedia>;
 
 /** What starting a session needs. */
@@ -76,6 +78,8 @@ interface LiveSession {
   connection: ProviderConnection;
   media: SessionMedia | null;
   ending: boolean;
+  /** Media clients connected now. */
+  clients: number;
 }
 
 /** Dependencies of the runtime. */
@@ -107,6 +111,16 @@ export class SessionRuntime {
   /** Whether this process runs the session. */
   has(sessionId: string): boolean {
     return this.#live.has(sessionId);
+  }
+
+  /** The session's media plane, if it runs here and has one. */
+  media(sessionId: string): SessionMedia | undefined {
+    return this.#live.get(sessionId)?.media ?? undefined;
+  }
+
+  /** Media clients connected to the session now (0 if it does not run here). */
+  clientCount(sessionId: string): number {
+    return this.#live.get(sessionId)?.clients ?? 0;
   }
 
   /** The session's provider connection (for the media plane), if it runs here. */
@@ -155,6 +169,7 @@ export class SessionRuntime {
       connection,
       media: null,
       ending: false,
+      clients: 0,
     };
     this.#live.set(req.sessionId, session);
     if (this.deps.media) {
