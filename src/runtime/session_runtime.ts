@@ -185,6 +185,9 @@ export class SessionRuntime {
               void this.#selfEnd(session, { kind: "failed", reason }, "The avatar media plane failed.");
             }
           },
+          clientsChanged: (count) => {
+            if (session) session.clients = count;
+          },
         });
       } catch (err) {
         this.#live.delete(req.sessionId);
