@@ -25,6 +25,7 @@ export const CloseCode = {
   goingAway: 1001,
   policyViolation: 1008,
   internalError: 1011,
+  tryAgainLater: 1013,
   unauthorized: 4001,
   badHandshake: 4002,
   unsupported: 4003,

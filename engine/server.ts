@@ -43,7 +43,10 @@ export interface ReferenceEngineOptions {
   vad?: Omit<VadOptions, "sampleRate">;
   /** How far ahead of real time response audio is sent, default 200 ms. */
   leadMs?: number;
-  /** Upgrades beyond this many open sessions are answered 503, default 32. */
+  /**
+   * Sessions beyond this many open ones are refused in-band (upgrade, then close 1013 "try again later", which
+   * the bridge maps to the retryable `SVC_PROVIDER_UNAVAILABLE`), default 32.
+   */
   maxSessions?: number;
   /**
    * How bad credentials are refused: `"http_401"` (default) answers the upgrade request with HTTP 401;
@@ -151,11 +154,11 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("WebSocket upgrade required\n", { status: 426, headers: { upgrade: "websocket" } });
     }
-    if (closing) return new Response("engine shutting down\n", { status: 503 });
+    if (closing) return rejectAfterUpgrade(request, "shutting_down");
     if (!(await bearerTokenMatches(request.headers.get("authorization"), token))) {
       rejectedAuth++;
       log("auth_rejected", { remote, via: authFailure });
-      if (authFailure === "close_4001") return rejectAfterUpgrade(request);
+      if (authFailure === "close_4001") return rejectAfterUpgrade(request, "unauthorized");
       return new Response("unauthorized\n", {
         status: 401,
         headers: { "www-authenticate": 'Bearer realm="reference-engine"' },
@@ -163,7 +166,7 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
     }
     if (open.size >= maxSessions) {
       log("session_limit", { open: open.size });
-      return new Response("too many sessions\n", { status: 503, headers: { "retry-after": "5" } });
+      return rejectAfterUpgrade(request, "busy");
     }
     const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
     const { socket, response } = Deno.upgradeWebSocket(request, {
@@ -195,8 +198,12 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
     return response;
   };
 
-  /** Accepts the upgrade only to report the credentials failure in-band: `error unauthorized`, close 4001. */
-  const rejectAfterUpgrade = (request: Request): Response => {
+  /**
+   * Accepts the upgrade only to refuse the session in-band: bad credentials → `error unauthorized` + close
+   * 4001; too many sessions or shutting down → close 1013 (try again later). Deno's WebSocket client cannot
+   * see the status of a refused upgrade over wss, so an in-band close is the only way a Deno bridge learns why.
+   */
+  const rejectAfterUpgrade = (request: Request, why: "unauthorized" | "busy" | "shutting_down"): Response => {
     const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
     const { socket, response } = Deno.upgradeWebSocket(request, {
       idleTimeout: 0,
@@ -204,10 +211,19 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
     });
     const closed = new Promise<void>((resolve) => socket.addEventListener("close", () => resolve()));
     socket.addEventListener("open", () => {
-      socket.send(
-        JSON.stringify({ type: "error", code: "unauthorized", message: "invalid credentials", fatal: true }),
-      );
-      socket.close(CloseCode.unauthorized, "unauthorized");
+      if (why === "unauthorized") {
+        socket.send(
+          JSON.stringify({
+            type: "error",
+            code: "unauthorized",
+            message: "invalid credentials",
+            fatal: true,
+          }),
+        );
+        socket.close(CloseCode.unauthorized, "unauthorized");
+      } else {
+        socket.close(CloseCode.tryAgainLater, why === "busy" ? "too many sessions" : "shutting down");
+      }
     });
     socket.addEventListener("message", () => {}); // nothing is processed
     socket.addEventListener("error", () => {});

@@ -303,3 +303,30 @@ Deno.test("protocol: options are validated", async () => {
   );
   await assert.rejects(() => startReferenceEngine({ tls, authToken: "t", path: "v0" }), TypeError);
 });
+
+Deno.test("reference engine: beyond maxSessions, sessions are refused in-band with close 1013", async () => {
+  const { generateEngineTls, startReferenceEngine } = await import("../../engine/mod.ts");
+  const tls = await generateEngineTls();
+  const engine = await startReferenceEngine({ tls, authToken: "tok", maxSessions: 1, greeting: null });
+  const client = Deno.createHttpClient({ caCerts: [tls.caPem] });
+  const open = (): Promise<{ ws: WebSocket; closed: Promise<number> }> =>
+    new Promise((resolve) => {
+      const ws = new WebSocket(engine.url, {
+        client,
+        headers: { authorization: "Bearer tok" },
+        protocols: ["avatar-engine.v0"],
+      });
+      const closed = new Promise<number>((r) => ws.addEventListener("close", (e) => r(e.code)));
+      ws.addEventListener("open", () => resolve({ ws, closed }));
+    });
+  try {
+    const first = await open();
+    const second = await open();
+    if ((await second.closed) !== 1013) throw new Error("expected 1013");
+    first.ws.close(1000);
+    await first.closed;
+  } finally {
+    client.close();
+    await engine.close();
+  }
+});
