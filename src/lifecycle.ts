@@ -121,6 +121,7 @@ export class Lifecycle {
     this.deps.sessions.lifetimes.stop();
     const live = runtime.liveSessions().length;
     await sessions.endAllLocal("service_shutdown", Math.min(10_000, Math.floor(budgetMs / 2)));
+    await sessions.settled(); // self-ends already under way record their events too
     // Let the polling loop's attempts finish (not abort them), then deliver whatever is due.
     await this.worker.stop({ finishInflight: true });
     await this.worker.drain(deadline).catch((err) =>

@@ -173,9 +173,7 @@ export async function claimEvent(
 export type AttemptOutcome =
   | { kind: "delivered"; status: number }
   | { kind: "retry"; at: number; status: number | null; error: string }
-  | { kind: "give_up"; state: "failed" | "gone" | "refused"; status: number | null; error: string }
-  /** no attempt was made (the worker is stopping): the event is due again at `at` */
-  | { kind: "release"; at: number };
+  | { kind: "give_up"; state: "failed" | "gone" | "refused"; status: number | null; error: string };
 
 /**
  * Records an attempt's outcome if the claim still holds. A 410 also records the URL as gone, in the same
@@ -194,10 +192,7 @@ export async function recordAttempt(
     const op = kv.atomic().check({ key, versionstamp: claim.versionstamp })
       .delete(webhookDueKey(rec.due_at, rec.project_id, rec.event_id));
     const base = { ...rec, lease_owner: null, lease_until: null };
-    if (outcome.kind === "release") {
-      op.set(key, { ...base, due_at: outcome.at })
-        .set(webhookDueKey(outcome.at, rec.project_id, rec.event_id), true);
-    } else if (outcome.kind === "retry") {
+    if (outcome.kind === "retry") {
       op.set(key, {
         ...base,
         attempts: rec.attempts + 1,

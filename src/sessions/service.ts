@@ -123,15 +123,28 @@ export interface SessionServiceDeps {
 export class SessionService {
   /** Ends this process's sessions when their join window, idle timeout or maximum duration is up. */
   readonly lifetimes: LifetimeMonitor;
+  /** Ends and records running in the background (lifetime ends, engine/media self-ends). */
+  readonly #background = new Set<Promise<unknown>>();
 
   constructor(readonly deps: SessionServiceDeps) {
-    deps.runtime.onSelfEnded((e) => void this.#recordSelfEnd(e));
+    deps.runtime.onSelfEnded((e) => this.#inBackground(this.#recordSelfEnd(e)));
     this.lifetimes = new LifetimeMonitor({
       runtime: deps.runtime,
       clock: deps.clock,
       limits: deps.config.lifetimes,
-      onExpired: (projectId, sessionId, reason) => void this.endBySelf(projectId, sessionId, reason),
+      onExpired: (projectId, sessionId, reason) =>
+        this.#inBackground(this.endBySelf(projectId, sessionId, reason)),
     });
+  }
+
+  /** Resolves once the ends and records running in the background have settled. */
+  async settled(): Promise<void> {
+    while (this.#background.size) await Promise.allSettled([...this.#background]);
+  }
+
+  #inBackground(p: Promise<unknown>): void {
+    this.#background.add(p);
+    p.finally(() => this.#background.delete(p));
   }
 
   /** Creates and starts a session; answers only once it is `active` (or throws the mapped error). */

@@ -62,6 +62,11 @@ export interface WebhookWorkerDeps {
   random?: () => number;
 }
 
+/** What one attempt came to, before the retry schedule is applied. */
+type SendResult =
+  | Extract<AttemptOutcome, { kind: "delivered" } | { kind: "give_up" }>
+  | { kind: "failed"; status: number | null; error: string; retryAfterMs: number | null };
+
 /** Abort reason of attempts cut by {@link WebhookWorker.stop}. */
 const STOPPED = new DOMException("the webhook worker stopped", "AbortError");
 
@@ -199,20 +204,17 @@ export class WebhookWorker {
       return;
     }
     const attemptNo = rec.attempts + 1;
-    const failure = (
-      status: number | null,
-      error: string,
-      retryAfter: number | null = null,
-    ): AttemptOutcome => {
-      const at = nextAttemptAt(settings.retrySchedule, attemptNo, clock.now(), this.#random, retryAfter);
-      return at === null
-        ? { kind: "give_up", state: "failed", status, error }
-        : { kind: "retry", at, status, error };
-    };
-
-    const outcome = await this.#send(claim, failure, deadline);
-    if (outcome === null) return;
-    const recorded = await recordAttempt(kv, claim, outcome, clock.now(), urlHash);
+    const result = await this.#send(claim, deadline);
+    if (result === null) return;
+    const now = clock.now();
+    let outcome: AttemptOutcome;
+    if (result.kind === "failed") {
+      const at = nextAttemptAt(settings.retrySchedule, attemptNo, now, this.#random, result.retryAfterMs);
+      outcome = at === null
+        ? { kind: "give_up", state: "failed", status: result.status, error: result.error }
+        : { kind: "retry", at, status: result.status, error: result.error };
+    } else outcome = result;
+    const recorded = await recordAttempt(kv, claim, outcome, now, urlHash);
     const fields = {
       event_id: rec.event_id,
       session_id: rec.session_id,
@@ -228,11 +230,17 @@ export class WebhookWorker {
   }
 
   /** Checks the destination and POSTs the event; null when the worker is stopping (nothing to record). */
-  async #send(
-    claim: ClaimedEvent,
-    failure: (status: number | null, error: string, retryAfter?: number | null) => AttemptOutcome,
-    deadline?: number,
-  ): Promise<AttemptOutcome | null> {
+  async #send(claim: ClaimedEvent, deadline?: number): Promise<SendResult | null> {
+    const failure = (
+      status: number | null,
+      error: string,
+      retryAfterMs: number | null = null,
+    ): SendResult => ({
+      kind: "failed",
+      status,
+      error,
+      retryAfterMs,
+    });
     const { kv, clock, settings } = this.#deps;
     const rec = claim.record;
     try {

@@ -45,7 +45,10 @@ export interface HarnessOptions {
   random?: () => number;
   /** Period of lifetime checks, lease renewals and reaper passes, wall-clock ms (default 20). */
   tickMs?: number;
-  /** Start the lifecycle machinery (lease, reaper, lifetimes, webhook worker); default true. */
+  /**
+   * Start the lifecycle machinery (owner lease, reaper, lifetime checks, webhook worker). Default false,
+   * so tests that move the clock for other reasons are not ended by session lifetimes.
+   */
   lifecycle?: boolean;
 }
 
@@ -150,7 +153,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     random: options.random ?? (() => 0),
     tickMs: options.tickMs ?? 20,
   });
-  if (options.lifecycle !== false) await lifecycle.start();
+  if (options.lifecycle === true) await lifecycle.start();
   const fetch = async (req: Request) => await app.fetch(req);
   return {
     kv,
@@ -195,6 +198,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     async close() {
       await lifecycle.stop();
       await runtime.shutdown();
+      await sessions.settled();
       httpClient?.close();
       webhookHttpClient?.close();
       if (!options.kv) kv.close();

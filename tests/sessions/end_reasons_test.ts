@@ -35,6 +35,7 @@ async function setup(behavior: FakeEngineBehavior = "ok", chunks = 3): Promise<S
     webhookCaCerts: [testTls.caPem],
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "20" },
     media: media.factory,
+    lifecycle: true,
     teardownTimeoutMs: 500,
   });
   const key = await h.key("proj_life");

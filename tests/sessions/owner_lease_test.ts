@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
-import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
+import { startServiceProcess } from "../helpers/service_process.ts";
 import { startFakeEngine } from "../helpers/fake_engine.ts";
 import { engineBody, testTls } from "../helpers/fixtures.ts";
 import { createHarness, type Harness, type HarnessOptions } from "../helpers/harness.ts";
@@ -20,6 +20,7 @@ function options(kv: Deno.Kv, extra: HarnessOptions = {}): HarnessOptions {
     kv,
     caCerts: [testTls.caPem],
     webhookCaCerts: [testTls.caPem],
+    lifecycle: true,
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "10" },
     ...extra,
   };
@@ -36,37 +37,16 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
   await Deno.writeTextFile(`${dir}/ca.pem`, testTls.caPem);
   const kv = await Deno.openKv(`${dir}/svc.kv`);
   const other = await createHarness(options(kv));
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
-    cwd: new URL("../..", import.meta.url),
-    env: {
-      PORT: "0",
-      SVC_KV: `${dir}/svc.kv`,
-      SVC_REFERENCE_ENGINE: "false",
-      SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
-      SVC_WEBHOOK_CA_FILE: `${dir}/ca.pem`,
-      SVC_WEBHOOK_ALLOW_PRIVATE: "true",
-      SVC_WEBHOOK_POLL_MS: "50",
-      SVC_TOKEN_SECRET: TEST_TOKEN_SECRET,
-      SVC_OWNER_LEASE_S: String(LEASE_MS / 1000),
-    },
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let killed = false;
+  const proc = await startServiceProcess({
+    SVC_KV: `${dir}/svc.kv`,
+    SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
+    SVC_WEBHOOK_CA_FILE: `${dir}/ca.pem`,
+    SVC_WEBHOOK_ALLOW_PRIVATE: "true",
+    SVC_WEBHOOK_POLL_MS: "50",
+    SVC_OWNER_LEASE_S: String(LEASE_MS / 1000),
+  });
+  const url = proc.url;
   try {
-    // the child logs its address once it listens
-    let url = "";
-    let buffered = "";
-    for (let i = 0; i < 200 && !url; i++) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error("the service process exited early");
-      buffered += value;
-      const m = /"msg":"listening","url":"(http:\/\/[^"]+)"/.exec(buffered);
-      if (m) url = m[1];
-    }
-    assert.ok(url, "the service process listens");
     const key = await other.key(PROJECT);
     const res = await fetch(`${url}/v1/sessions`, {
       method: "POST",
@@ -80,9 +60,8 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
     const owner = (await kv.get<{ owner: string }>(["project", PROJECT, "session", sid])).value!.owner;
     assert.notEqual(owner, other.instanceId);
 
-    child.kill("SIGKILL");
-    killed = true;
-    await child.status;
+    proc.kill("SIGKILL");
+    assert.equal((await proc.exited()).status.signal, "SIGKILL");
     // Dead, but its lease has not run out yet: nothing is reaped.
     await other.lifecycle.sweep();
     assert.equal((await other.req("GET", `/v1/sessions/${sid}`, { key })).body.status, "active");
@@ -98,8 +77,15 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
     assert.equal(got.status, "ended_with_warnings");
     assert.equal(got.end_reason, "owner_lost");
     assert.equal(await liveCount(kv), 0, "the slot is free");
-    assert.equal((await kv.get(["owned_session", owner, PROJECT, sid])).versionstamp, null, "index entry gone");
-    assert.ok((await kv.get<{ reaped_at: number }>(["owner_lease", owner])).value!.reaped_at, "lease tombstoned");
+    assert.equal(
+      (await kv.get(["owned_session", owner, PROJECT, sid])).versionstamp,
+      null,
+      "index entry gone",
+    );
+    assert.ok(
+      (await kv.get<{ reaped_at: number }>(["owner_lease", owner])).value!.reaped_at,
+      "lease tombstoned",
+    );
 
     await receiver.waitFor(() => receiver.accepted().length === 2, 5000, "session.ended from the reaper");
     const events = receiver.accepted().map((r) => LifecycleEvent.parse(JSON.parse(r.body)));
@@ -109,9 +95,8 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
     assert.equal(ended.data.end_reason, "owner_lost");
     assert.equal(ended.data.status, "ended_with_warnings");
   } finally {
-    if (!killed) child.kill("SIGKILL");
-    await lines.cancel().catch(() => {});
-    await child.status;
+    proc.kill("SIGKILL");
+    await proc.exited();
     await other.close();
     kv.close();
     await engine.close();
@@ -205,7 +190,9 @@ Deno.test("owner lease: reapers racing end each session exactly once; a live lea
     assert.equal(a.runtime.size, 6);
     await a.lifecycle.lease.renew();
     assert.equal(a.runtime.size, 0, "the old owner stopped running them");
-    for (const sid of sids) assert.equal((await listEvents(kv, PROJECT, sid)).length, 2, "no second end event");
+    for (const sid of sids) {
+      assert.equal((await listEvents(kv, PROJECT, sid)).length, 2, "no second end event");
+    }
     const lease = (await kv.get<{ reaped_at: number | null }>(["owner_lease", a.instanceId])).value!;
     assert.equal(lease.reaped_at, null, "a fresh lease");
   } finally {

@@ -20,6 +20,7 @@ async function harness(options: HarnessOptions = {}): Promise<Harness> {
     caCerts: [testTls.caPem],
     webhookCaCerts: [testTls.caPem],
     teardownTimeoutMs: 300,
+    lifecycle: true,
     ...options,
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "50", ...options.env },
   });
@@ -69,7 +70,9 @@ Deno.test("delivery: signed with the project's secret; after a rotation with bot
     await receiver.waitFor(() => receiver.accepted().length === 6);
     for (const r of receiver.accepted().slice(4)) {
       assert.equal(r.signature.split(" ").length, 1);
-      await assert.rejects(verifyWebhook({ secret: before, headers: r.headers, body: r.body, now: h.clock.now() }));
+      await assert.rejects(
+        verifyWebhook({ secret: before, headers: r.headers, body: r.body, now: h.clock.now() }),
+      );
       await verifyWebhook({ secret: rotated.secret, headers: r.headers, body: r.body, now: h.clock.now() });
     }
   } finally {
@@ -86,17 +89,24 @@ Deno.test("delivery: failed attempts are retried on the schedule (injected clock
   try {
     const key = await h.key(PROJECT);
     const sid = await startAndEnd(h, key, engine.url, receiver.url);
-    await receiver.waitFor(() => receiver.received.length === 2, 5000, "first attempts");
+    // an attempt counts once its outcome is recorded (the next due time is set from that moment)
+    const recorded = (n: number) =>
+      eventually(async () => {
+        const events = await listEvents(h.kv, PROJECT, sid);
+        return events.length === 2 && events.every((e) => e.attempts === n && e.lease_owner === null);
+      }, 5000, `attempt ${n} recorded`);
+    await recorded(1);
     const schedule = parseRetrySchedule(DEFAULT_RETRY_SCHEDULE);
     assert.ok(schedule.reduce((a, b) => a + b) > 24 * 3600_000, "the default schedule spans more than a day");
     let seen = 2;
-    for (const delay of schedule) {
+    for (const [i, delay] of schedule.entries()) {
       h.clock.advance(delay - 1000);
       await sleep(120);
       assert.equal(receiver.received.length, seen, `no attempt before ${delay} ms`);
       h.clock.advance(1000);
       seen += 2;
       await receiver.waitFor(() => receiver.received.length === seen, 5000, `attempts after ${delay} ms`);
+      await recorded(i + 2);
     }
     h.clock.advance(7 * 24 * 3600_000);
     await sleep(150);
@@ -127,13 +137,21 @@ Deno.test("delivery: 410 Gone stops deliveries to that URL; other URLs still get
   try {
     const key = await h.key(PROJECT);
     const a = await startAndEnd(h, key, engine.url, receiver.url);
-    await eventually(async () => (await listEvents(h.kv, PROJECT, a)).every((e) => e.state === "gone"), 5000, "gone");
+    await eventually(
+      async () => (await listEvents(h.kv, PROJECT, a)).every((e) => e.state === "gone"),
+      5000,
+      "gone",
+    );
     const firstCount = receiver.received.length;
     assert.ok(firstCount >= 1 && firstCount <= 2, `${firstCount} requests before the URL was known gone`);
     const b = await startAndEnd(h, key, engine.url, receiver.url);
     const c = await startAndEnd(h, key, engine.url, live.url);
     await live.waitFor(() => live.accepted().length === 2);
-    await eventually(async () => (await listEvents(h.kv, PROJECT, b)).every((e) => e.state === "gone"), 5000, "b gone");
+    await eventually(
+      async () => (await listEvents(h.kv, PROJECT, b)).every((e) => e.state === "gone"),
+      5000,
+      "b gone",
+    );
     h.clock.advance(3 * 3600_000);
     await sleep(100);
     assert.equal(receiver.received.length, firstCount, "nothing more was sent to the gone URL");
@@ -151,8 +169,10 @@ Deno.test("delivery: 410 Gone stops deliveries to that URL; other URLs still get
 Deno.test("delivery: redirects are not followed; a receiver that does not answer times out; both are retried", async () => {
   const engine = await startFakeEngine(testTls, "ok");
   const target = startWebhookReceiver(testTls);
-  const redirecting = startWebhookReceiver(testTls, () =>
-    new Response(null, { status: 307, headers: { location: target.url } }));
+  const redirecting = startWebhookReceiver(
+    testTls,
+    () => new Response(null, { status: 307, headers: { location: target.url } }),
+  );
   const hanging = startWebhookReceiver(testTls, () => "hang");
   const h = await harness({ env: { SVC_WEBHOOK_TIMEOUT_MS: "300" } });
   try {
@@ -242,7 +262,9 @@ Deno.test("delivery: a service restart in the middle of a delivery loses nothing
     b.clock.advance(2_000 + 30_000); // the claim (timeout + margin) runs out
     await receiver.waitFor(() => receiver.accepted().length === 2, 5000, "redelivered after the restart");
     assert.deepEqual(receiver.accepted().map((r) => r.id).sort(), events.map((e) => e.event_id).sort());
-    await eventually(async () => (await listEvents(b!.kv, PROJECT, sid)).every((e) => e.state === "delivered"));
+    await eventually(async () =>
+      (await listEvents(b!.kv, PROJECT, sid)).every((e) => e.state === "delivered")
+    );
   } finally {
     await b?.close();
     kvB?.close();
