@@ -91,10 +91,14 @@ Deno.test("delivery: failed attempts are retried on the schedule (injected clock
     const sid = await startAndEnd(h, key, engine.url, receiver.url);
     // an attempt counts once its outcome is recorded (the next due time is set from that moment)
     const recorded = (n: number) =>
-      eventually(async () => {
-        const events = await listEvents(h.kv, PROJECT, sid);
-        return events.length === 2 && events.every((e) => e.attempts === n && e.lease_owner === null);
-      }, 5000, `attempt ${n} recorded`);
+      eventually(
+        async () => {
+          const events = await listEvents(h.kv, PROJECT, sid);
+          return events.length === 2 && events.every((e) => e.attempts === n && e.lease_owner === null);
+        },
+        5000,
+        `attempt ${n} recorded`,
+      );
     await recorded(1);
     const schedule = parseRetrySchedule(DEFAULT_RETRY_SCHEDULE);
     assert.ok(schedule.reduce((a, b) => a + b) > 24 * 3600_000, "the default schedule spans more than a day");
