@@ -94,11 +94,13 @@ export async function listOwnedSessions(
   instanceId: string,
   limit = 1000,
 ): Promise<{ projectId: string; sessionId: string }[]> {
-  const out: { projectId: string; sessionId: string }[] = [];
-  for await (const e of kv.list({ prefix: ownedSessionPrefix(instanceId) }, { limit })) {
-    out.push({ projectId: String(e.key[2]), sessionId: String(e.key[3]) });
-  }
-  return out;
+  return await kvOp(async () => {
+    const out: { projectId: string; sessionId: string }[] = [];
+    for await (const e of kv.list({ prefix: ownedSessionPrefix(instanceId) }, { limit })) {
+      out.push({ projectId: String(e.key[2]), sessionId: String(e.key[3]) });
+    }
+    return out;
+  });
 }
 
 /**

@@ -9,6 +9,7 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
+import { kvOp } from "../kv/guard.ts";
 import { ownedSessionKey } from "../kv/keys.ts";
 import {
   listOwnedSessions,
@@ -56,7 +57,7 @@ export class Reaper {
       const rec = await getSession(kv, projectId, sessionId);
       if (!rec || !LIVE_STATUSES.includes(rec.status) || rec.owner !== lease.instance_id) {
         // A stale index entry (cannot normally happen: it is removed with the final transition).
-        await kv.delete(ownedSessionKey(lease.instance_id, projectId, sessionId));
+        await kvOp(() => kv.delete(ownedSessionKey(lease.instance_id, projectId, sessionId)));
         return false;
       }
       const now = clock.now();

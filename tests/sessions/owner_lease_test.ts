@@ -36,7 +36,8 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
   const receiver = startWebhookReceiver(testTls);
   await Deno.writeTextFile(`${dir}/ca.pem`, testTls.caPem);
   const kv = await Deno.openKv(`${dir}/svc.kv`);
-  const other = await createHarness(options(kv));
+  // two processes on one SQLite file: the other process ticks slowly to keep lock contention low
+  const other = await createHarness(options(kv, { tickMs: 200 }));
   const proc = await startServiceProcess({
     SVC_KV: `${dir}/svc.kv`,
     SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
