@@ -22,7 +22,9 @@ if (import.meta.main) {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    const timer = setTimeout(() => Deno.exit(1), 30_000);
+    // close() is bounded by SVC_SHUTDOWN_TIMEOUT_S (+ the HTTP server's in-flight requests); past a
+    // margin, exit anyway.
+    const timer = setTimeout(() => Deno.exit(1), config.shutdownTimeoutMs + 15_000);
     await service.close();
     clearTimeout(timer);
     Deno.exit(0);

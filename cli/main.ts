@@ -7,11 +7,13 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFromEnv } from "../src/config.ts";
 import { openKv } from "../src/server.ts";
 import { bootstrap, parseBootstrapInput, UsageError } from "./admin_bootstrap.ts";
+import { runWebhooksCommand } from "./webhooks_secret.ts";
 
 const HELP = `Usage: deno task cli <command> [options]
 
 Commands:
   admin bootstrap   Mint a project's first API key straight into the configured KV (SVC_KV)
+  webhooks secret   Read (get) or rotate a project's webhook signing secret in the configured KV
 
 Run 'deno task cli <command> --help' for a command's options.
 `;
@@ -73,6 +75,7 @@ export async function run(args: string[]): Promise<number> {
       return command ? 0 : 2;
     }
     if (command === "admin" && sub === "bootstrap") return await adminBootstrap(rest);
+    if (command === "webhooks") return await runWebhooksCommand(args.slice(1));
     if (command === "admin" && (sub === undefined || sub === "--help" || sub === "-h")) {
       console.log(BOOTSTRAP_HELP);
       return sub ? 0 : 2;

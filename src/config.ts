@@ -8,6 +8,7 @@
  * @module
  */
 import { z } from "zod";
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./webhooks/schedule.ts";
 
 /** How the token signing secret is provided. */
 export type TokenSecretSetting =
@@ -43,6 +44,21 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error";
   /** Largest accepted request body, bytes. */
   maxBodyBytes: number;
+  /** When a live session ends by itself (measured from `started_at` / the last client leaving). */
+  lifetimes: { joinWindowMs: number; idleTimeoutMs: number; maxDurationMs: number };
+  /** Time-to-live of this process's owner lease (renewed every third of it). */
+  ownerLeaseMs: number;
+  /** Budget of a graceful shutdown: ending the sessions and delivering their events. */
+  shutdownTimeoutMs: number;
+  /** Lifecycle webhook delivery. */
+  webhooks: {
+    timeoutMs: number;
+    retrySchedule: number[];
+    pollMs: number;
+    concurrency: number;
+    allowPrivate: boolean;
+    caFile: string | null;
+  };
 }
 
 /** Raised for an invalid environment; the message is one line and names the variable. */
@@ -85,6 +101,27 @@ const VARIABLES = {
   SVC_REFERENCE_ENGINE_DIR: { schema: z.string().min(1), default: ".data/reference-engine" },
   SVC_LOG_LEVEL: { schema: z.enum(["debug", "info", "warn", "error"]), default: "info" },
   SVC_MAX_BODY_BYTES: { schema: int(1024, 1_048_576), default: "65536" },
+  SVC_SESSION_JOIN_WINDOW_S: { schema: int(5, 3600), default: "120" },
+  SVC_SESSION_IDLE_TIMEOUT_S: { schema: int(5, 3600), default: "60" },
+  SVC_SESSION_MAX_DURATION_S: { schema: int(60, 86_400), default: "3600" },
+  SVC_OWNER_LEASE_S: { schema: int(3, 600), default: "30" },
+  SVC_SHUTDOWN_TIMEOUT_S: { schema: int(1, 300), default: "20" },
+  SVC_WEBHOOK_TIMEOUT_MS: { schema: int(200, 30_000), default: "10000" },
+  SVC_WEBHOOK_RETRY_SCHEDULE: {
+    schema: z.string().transform((v, ctx) => {
+      try {
+        return parseRetrySchedule(v);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+    default: DEFAULT_RETRY_SCHEDULE,
+  },
+  SVC_WEBHOOK_POLL_MS: { schema: int(10, 60_000), default: "1000" },
+  SVC_WEBHOOK_CONCURRENCY: { schema: int(1, 64), default: "8" },
+  SVC_WEBHOOK_ALLOW_PRIVATE: { schema: bool, default: "false" },
+  SVC_WEBHOOK_CA_FILE: { schema: z.string().min(1), default: undefined },
 } as const;
 
 /** Names of every environment variable the service reads. */
@@ -158,6 +195,21 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     logLevel: v.SVC_LOG_LEVEL!,
     maxBodyBytes: v.SVC_MAX_BODY_BYTES!,
+    lifetimes: {
+      joinWindowMs: v.SVC_SESSION_JOIN_WINDOW_S! * 1000,
+      idleTimeoutMs: v.SVC_SESSION_IDLE_TIMEOUT_S! * 1000,
+      maxDurationMs: v.SVC_SESSION_MAX_DURATION_S! * 1000,
+    },
+    ownerLeaseMs: v.SVC_OWNER_LEASE_S! * 1000,
+    shutdownTimeoutMs: v.SVC_SHUTDOWN_TIMEOUT_S! * 1000,
+    webhooks: {
+      timeoutMs: v.SVC_WEBHOOK_TIMEOUT_MS!,
+      retrySchedule: v.SVC_WEBHOOK_RETRY_SCHEDULE!,
+      pollMs: v.SVC_WEBHOOK_POLL_MS!,
+      concurrency: v.SVC_WEBHOOK_CONCURRENCY!,
+      allowPrivate: v.SVC_WEBHOOK_ALLOW_PRIVATE!,
+      caFile: v.SVC_WEBHOOK_CA_FILE ?? null,
+    },
   };
 }
 

@@ -32,7 +32,7 @@ export const ERROR_CATALOG = {
     retryable: false,
     spec: false,
     when:
-      "The body, a query parameter or a header is invalid: malformed JSON, a missing or mistyped field, an unknown field, an unknown scope, a name out of 1..128 characters, a webhook_url that is not https, or a malformed Idempotency-Key.",
+      "The body, a query parameter or a header is invalid: malformed JSON, a missing or mistyped field, an unknown field, an unknown scope, a name out of 1..128 characters, a webhook_url that is not https or whose host is (or resolves to) a loopback, private, link-local or metadata address, or a malformed Idempotency-Key.",
     message: "The request is invalid.",
   },
   SVC_PROVIDER_MISCONFIGURED: {

@@ -1,6 +1,7 @@
 /**
  * Assembles and runs one service process: KV, tokens, the in-process reference engine (embedded
- * default), the session runtime, the HTTP app. Used by `main.ts` and by tests that need a real server.
+ * default), the session runtime, the HTTP app, and the lifecycle machinery (owner lease, reaper, session
+ * lifetimes, webhook delivery). Used by `main.ts` and by tests that need a real server.
  *
  * @module
  */
@@ -11,8 +12,9 @@ import type { Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { ExternalEngineConnector } from "./providers/external_engine.ts";
 import { UnavailableConnector } from "./providers/unavailable.ts";
-import { SessionRuntime } from "./runtime/session_runtime.ts";
+import { type SessionMediaFactory, SessionRuntime } from "./runtime/session_runtime.ts";
 import { randomBase62 } from "./ids.ts";
+import { Lifecycle } from "./lifecycle.ts";
 
 /** A running service. */
 export interface RunningService {
@@ -20,7 +22,16 @@ export interface RunningService {
   url: string;
   /** The reference engine, when the embedded default runs one. */
   referenceEngine: { url: string; caFile: string; tokenFile: string; token: string } | null;
-  /** Stops accepting requests, ends every live session, closes KV. Idempotent. */
+  /** Id of this process (its owner lease). */
+  instanceId: string;
+  /** The live sessions of this process. */
+  runtime: SessionRuntime;
+  /** Owner lease, reaper, webhook worker. */
+  lifecycle: Lifecycle;
+  /**
+   * Graceful stop: stops accepting requests, ends every live session (`service_shutdown`), delivers the
+   * events due within `SVC_SHUTDOWN_TIMEOUT_S`, gives the owner lease up, closes KV. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -36,7 +47,15 @@ export async function openKv(location: string): Promise<Deno.Kv> {
 /** Starts a service process from a configuration. */
 export async function startService(
   config: Config,
-  options: { logger?: Logger; clock?: Clock; signal?: AbortSignal } = {},
+  options: {
+    logger?: Logger;
+    clock?: Clock;
+    signal?: AbortSignal;
+    /** The media plane (issue 3 wires the real one); without one, sessions have no media clients. */
+    media?: SessionMediaFactory;
+    /** Period of lifetime checks, lease renewals and reaper passes (see {@link Lifecycle}). */
+    tickMs?: number;
+  } = {},
 ): Promise<RunningService> {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   const clock = options.clock ?? systemClock;
@@ -67,6 +86,9 @@ export async function startService(
     caCerts.push(engine.caPem);
   }
   const httpClient = caCerts.length ? Deno.createHttpClient({ caCerts }) : undefined;
+  const webhookHttpClient = config.webhooks.caFile
+    ? Deno.createHttpClient({ caCerts: [await Deno.readTextFile(config.webhooks.caFile)] })
+    : undefined;
 
   const unavailable = new UnavailableConnector();
   const runtime = new SessionRuntime({
@@ -77,8 +99,21 @@ export async function startService(
       vendor3: unavailable,
     },
     logger,
+    media: options.media,
   });
-  const { app } = createApp({ kv, clock, config, runtime, tokens, logger, instanceId });
+  const { app, sessions } = createApp({ kv, clock, config, runtime, tokens, logger, instanceId });
+  const lifecycle = new Lifecycle({
+    kv,
+    clock,
+    config,
+    logger,
+    instanceId,
+    runtime,
+    sessions,
+    webhookHttpClient,
+    tickMs: options.tickMs,
+  });
+  await lifecycle.start();
 
   const server = Deno.serve({
     hostname: config.host,
@@ -100,12 +135,17 @@ export async function startService(
     referenceEngine: engine
       ? { url: engine.engine.url, caFile: engine.caFile, tokenFile: engine.tokenFile, token: engine.token }
       : null,
+    instanceId,
+    runtime,
+    lifecycle,
     close() {
       closing ??= (async () => {
         await server.shutdown();
+        await lifecycle.shutdown();
         await runtime.shutdown();
         await engine?.engine.close();
         httpClient?.close();
+        webhookHttpClient?.close();
         kv.close();
       })();
       return closing;

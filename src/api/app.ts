@@ -19,6 +19,9 @@ import { requestContext } from "./middleware/request_context.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
+import { registerWebhookRoutes } from "./routes/webhooks.ts";
+import { registerWebhookDocs } from "./webhook_schemas.ts";
+import type { Resolver } from "../webhooks/url_guard.ts";
 
 /** Version of the API document. */
 export const API_VERSION = "1.0.0";
@@ -36,6 +39,8 @@ export interface AppDeps {
   /** Overrides for tests (the spec's 10 s teardown timeout by default). */
   teardownTimeoutMs?: number;
   idempotencyWaitMs?: number;
+  /** Resolver for the webhook_url check at creation (default: the system DNS). */
+  resolve?: Resolver;
 }
 
 /** The built app and the services behind it. */
@@ -53,7 +58,7 @@ export const DOCUMENT_INFO = {
     title: "Conversational avatar session service",
     version: API_VERSION,
     description:
-      "Creates and runs real-time sessions in which a conversation engine drives a rendered talking avatar. The six canonical endpoints are the `/v1/api-keys` create/revoke and `/v1/sessions` create/get/end/client-token operations; routes marked non-canonical are not part of the contract. Errors: see /docs/errors.",
+      "Creates and runs real-time sessions in which a conversation engine drives a rendered talking avatar. The six canonical endpoints are the `/v1/api-keys` create/revoke and `/v1/sessions` create/get/end/client-token operations; routes marked non-canonical are not part of the contract. Lifecycle events POSTed to a session's `webhook_url` are under `webhooks`. Errors: see /docs/errors.",
   },
 };
 
@@ -79,6 +84,7 @@ export function createApp(deps: AppDeps): App {
     instanceId: deps.instanceId,
     teardownTimeoutMs: deps.teardownTimeoutMs,
     idempotencyWaitMs: deps.idempotencyWaitMs,
+    resolve: deps.resolve,
   });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
@@ -107,6 +113,8 @@ export function createApp(deps: AppDeps): App {
 
   registerApiKeyRoutes(app, { kv, clock });
   registerSessionRoutes(app, { sessions });
+  registerWebhookRoutes(app, { kv, clock });
+  registerWebhookDocs(app);
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
   registerDocsRoutes(app, document);
 

@@ -8,6 +8,7 @@ import { SCOPES } from "../auth/scopes.ts";
 import { ERROR_CODES } from "../errors.ts";
 import { KEY_ID_PATTERN, SESSION_ID_PATTERN } from "../ids.ts";
 import { SESSION_STATUSES } from "../kv/sessions.ts";
+import { END_REASONS } from "../sessions/end_reasons.ts";
 import { ProviderConfig } from "../providers/config_schema.ts";
 import { PROVIDER_TYPES } from "../providers/types.ts";
 import { TRANSPORTS } from "../sessions/transport.ts";
@@ -95,6 +96,11 @@ export const SessionIdParam = z.object({
 
 /** Session statuses. */
 export const SessionStatus = z.enum(SESSION_STATUSES).openapi("SessionStatus");
+/** End reasons. */
+export const EndReason = z.enum(END_REASONS).openapi("EndReason", {
+  description:
+    "Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, render_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#end-reasons.",
+});
 /** Provider types. */
 export const ProviderType = z.enum(PROVIDER_TYPES).openapi("ProviderType");
 /** Requested transports. */
@@ -114,6 +120,8 @@ export const CreateSessionBody = z.strictObject({
   transport: Transport.default("auto"),
   webhook_url: z.url().max(2048).regex(/^https:\/\//, "must be an https:// URL").optional().openapi({
     format: "uri",
+    description:
+      "Where lifecycle events are POSTed (see the `webhooks` of this document and docs/webhooks.md). Must be https; hosts resolving to loopback, private, link-local or metadata addresses are refused (400).",
   }),
 }).openapi("CreateSessionRequest");
 
@@ -153,6 +161,9 @@ export const Session = z.object({
   created_at: epochMs().optional(),
   started_at: epochMs().optional(),
   ended_at: epochMs().optional(),
+  end_reason: EndReason.optional().openapi({
+    description: "Added field (not in the specification): why the session ended. Absent while it is live.",
+  }),
 }).openapi("Session");
 
 /** POST /v1/sessions/{session_id}/end query. */
@@ -171,6 +182,9 @@ export const EndedSession = z.object({
   chunks_rendered: z.number().int().min(0).optional(),
   duration_s: z.number().min(0).optional(),
   warning: z.string().optional().openapi({ description: "Present only with status ended_with_warnings." }),
+  end_reason: EndReason.optional().openapi({
+    description: "Added field (not in the specification): `ended_by_api` or `ended_by_api_forced`.",
+  }),
 }).openapi("EndedSession");
 
 /** POST /v1/sessions/{session_id}/client-token answer. */
@@ -189,3 +203,17 @@ export const IdempotencyHeader = z.object({
         "1..255 printable ASCII characters (a UUID is recommended). Same key and body within 24 h → the same session (with fresh tokens); same key, other body → 422.",
     }),
 });
+
+/** The project's webhook signing secret (non-canonical routes). */
+export const WebhookSecret = z.object({
+  secret: z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/).openapi({
+    description: "`whsec_` + base64 of 32 random bytes: the HMAC-SHA256 key of `webhook-signature` (v1).",
+  }),
+  previous_secret: z.string().nullable().openapi({
+    description:
+      "The secret before the last rotation; deliveries carry its signature too until previous_valid_until.",
+  }),
+  previous_valid_until: epochMs().nullable(),
+  created_at: epochMs(),
+  rotated_at: epochMs().nullable(),
+}).openapi("WebhookSecret");

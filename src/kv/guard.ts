@@ -5,17 +5,32 @@
  */
 import { ApiError } from "../errors.ts";
 
+/** How often a KV operation is retried when SQLite reports the database locked by another process. */
+const LOCKED_RETRIES = 6;
+
+function isLocked(err: unknown): boolean {
+  return err instanceof Error && /database is locked/i.test(err.message);
+}
+
 /**
- * Runs a KV operation; an error that is not already an {@link ApiError} (a KV I/O failure, "database is
- * locked", a closed database) becomes `503 SVC_SESSION_STATE_UNAVAILABLE`. KV atomic operations either
- * commit whole or not at all, so nothing is half-written.
+ * Runs a KV operation; an error that is not already an {@link ApiError} (a KV I/O failure, a closed
+ * database) becomes `503 SVC_SESSION_STATE_UNAVAILABLE`. KV atomic operations either commit whole or not at
+ * all, so nothing is half-written. "database is locked" (several processes on one SQLite file) is transient:
+ * the operation is retried a few times with backoff first (`fn` must be safe to run again, as every
+ * compare-and-set loop and plain read or write of this service is).
  */
 export async function kvOp<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    throw new ApiError("SVC_SESSION_STATE_UNAVAILABLE", undefined, { cause: err });
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      if (isLocked(err) && attempt < LOCKED_RETRIES) {
+        await new Promise((r) => setTimeout(r, (5 << attempt) + Math.random() * 10));
+        continue;
+      }
+      throw new ApiError("SVC_SESSION_STATE_UNAVAILABLE", undefined, { cause: err });
+    }
   }
 }
 

@@ -2,8 +2,10 @@
  * Every Deno KV key shape of the service, in one place.
  *
  * Project data lives under `["project", project_id, …]`, so a lookup with another project's id is
- * structurally a miss (cross-project access answers 404). The only key outside a project is the API-key
- * hash index, which authentication reads before the project is known.
+ * structurally a miss (cross-project access answers 404). Keys outside a project are indexes read before the
+ * project is known: the API-key hash index (authentication), and the process-wide indexes of the lifecycle
+ * machinery (owner leases, the sessions each process owns, the webhook due index), which hold ids only and
+ * point back into project data.
  *
  * | key | value |
  * |---|---|
@@ -13,6 +15,12 @@
  * | `["project", pid, "live_sessions"]` | number of sessions holding a concurrency slot |
  * | `["project", pid, "idempotency", idempotency_key]` | {@link import("./idempotency.ts").IdempotencyRecord} |
  * | `["project", pid, "rate_limit", key_id]` | GCRA theoretical arrival time (ms) |
+ * | `["project", pid, "webhook_secret"]` | {@link import("./webhook_secrets.ts").WebhookSecretRecord} |
+ * | `["project", pid, "webhook_event", event_id]` | {@link import("./webhook_outbox.ts").WebhookEventRecord} |
+ * | `["project", pid, "webhook_gone", url_sha256_hex]` | {@link import("./webhook_outbox.ts").GoneUrlRecord} |
+ * | `["owner_lease", instance_id]` | {@link import("./owner_leases.ts").OwnerLease} |
+ * | `["owned_session", instance_id, pid, session_id]` | `true`: a live session the instance runs |
+ * | `["webhook_due", due_at_ms, pid, event_id]` | `true`: the event is due for an attempt at `due_at_ms` |
  *
  * @module
  */
@@ -53,3 +61,43 @@ export const rateLimitKey = (projectId: string, keyId: string): Deno.KvKey => [
   "rate_limit",
   keyId,
 ];
+/** Key of a project's webhook signing secret. */
+export const webhookSecretKey = (projectId: string): Deno.KvKey => ["project", projectId, "webhook_secret"];
+/** Key of a webhook event (the outbox entry). */
+export const webhookEventKey = (projectId: string, eventId: string): Deno.KvKey => [
+  "project",
+  projectId,
+  "webhook_event",
+  eventId,
+];
+/** Prefix of a project's webhook events. */
+export const webhookEventPrefix = (projectId: string): Deno.KvKey => ["project", projectId, "webhook_event"];
+/** Key of a webhook URL that answered 410 Gone (deliveries to it stop). */
+export const webhookGoneKey = (projectId: string, urlHashHex: string): Deno.KvKey => [
+  "project",
+  projectId,
+  "webhook_gone",
+  urlHashHex,
+];
+/** Key of a process's owner lease. */
+export const ownerLeaseKey = (instanceId: string): Deno.KvKey => ["owner_lease", instanceId];
+/** Prefix of every owner lease. */
+export const ownerLeasePrefix: Deno.KvKey = ["owner_lease"];
+/** Key of the index entry recording that `instanceId` runs a live session. */
+export const ownedSessionKey = (instanceId: string, projectId: string, sessionId: string): Deno.KvKey => [
+  "owned_session",
+  instanceId,
+  projectId,
+  sessionId,
+];
+/** Prefix of the live sessions a process runs. */
+export const ownedSessionPrefix = (instanceId: string): Deno.KvKey => ["owned_session", instanceId];
+/** Key of a webhook event's entry in the due index. */
+export const webhookDueKey = (dueAt: number, projectId: string, eventId: string): Deno.KvKey => [
+  "webhook_due",
+  dueAt,
+  projectId,
+  eventId,
+];
+/** Prefix of the webhook due index (ordered by due time). */
+export const webhookDuePrefix: Deno.KvKey = ["webhook_due"];

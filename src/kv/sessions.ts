@@ -6,12 +6,20 @@
  * atomic operation that moves a record to `ended`, `ended_with_warnings` or `failed`, so the ceiling holds
  * exactly under concurrent requests and across processes sharing one KV.
  *
+ * The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
+ * session is live, see `owner_leases.ts`) and the webhook outbox (the event a transition causes is written
+ * with it, see `src/webhooks/events.ts`), so a session's final state, its freed slot and its one terminal
+ * event land together or not at all.
+ *
  * @module
  */
 import { ApiError, type ErrorCode } from "../errors.ts";
 import type { ProviderType } from "../providers/types.ts";
+import type { EndReason } from "../sessions/end_reasons.ts";
+import { lifecycleEvent } from "../webhooks/events.ts";
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
-import { idempotencyKey, liveSessionsKey, sessionKey } from "./keys.ts";
+import { idempotencyKey, liveSessionsKey, ownedSessionKey, sessionKey } from "./keys.ts";
+import { addEventToOp } from "./webhook_outbox.ts";
 
 /** Every session status. */
 export const SESSION_STATUSES = [
@@ -51,7 +59,7 @@ export interface SessionRecord {
   /** Set with `failed`. */
   error_code: ErrorCode | null;
   /** Machine-readable reason the session ended or failed. */
-  end_reason: string | null;
+  end_reason: EndReason | null;
   /** Media chunks rendered over the session's life. */
   chunks_rendered: number;
   /** key_id of the API key that created it. */
@@ -99,6 +107,7 @@ export async function insertSession(
           .check({ key: sessionKey(record.project_id, record.session_id), versionstamp: null })
           .set(liveSessionsKey(record.project_id), live + 1)
           .set(sessionKey(record.project_id, record.session_id), record);
+        if (record.owner) op.set(ownedSessionKey(record.owner, record.project_id, record.session_id), true);
         if (idempotency) {
           const k = idempotencyKey(record.project_id, idempotency.key);
           op.check({ key: k, versionstamp: idempotency.versionstamp }).set(k, idempotency.value, {
@@ -120,7 +129,8 @@ export async function insertSession(
 
 /**
  * Moves a session from one of `from` to `to`, applying `patch`, with compare-and-set. Leaving the live
- * statuses for a terminal one frees the concurrency slot in the same atomic operation.
+ * statuses for a terminal one frees the concurrency slot and removes the owner index entry in the same
+ * atomic operation, which also writes the webhook event the transition causes (due at `now`).
  *
  * Returns `{ ok: true, record }` with the new record, or `{ ok: false, record }` with the current record
  * (null if the session does not exist) when its status is not in `from`.
@@ -131,7 +141,8 @@ export async function transitionSession(
   sessionId: string,
   from: readonly SessionStatus[],
   to: SessionStatus,
-  patch: Partial<SessionRecord> = {},
+  patch: Partial<SessionRecord>,
+  now: number,
 ): Promise<{ ok: boolean; record: SessionRecord | null }> {
   return await kvOp(async () => {
     let outcome: { ok: boolean; record: SessionRecord | null } = { ok: false, record: null };
@@ -149,7 +160,10 @@ export async function transitionSession(
       const freesSlot = LIVE_STATUSES.includes(entry.value.status) && TERMINAL_STATUSES.includes(to);
       if (freesSlot) {
         op.check(counter).set(liveSessionsKey(projectId), Math.max(0, (counter.value ?? 1) - 1));
+        if (entry.value.owner) op.delete(ownedSessionKey(entry.value.owner, projectId, sessionId));
       }
+      const event = lifecycleEvent(entry.value.status, next, now);
+      if (event) addEventToOp(op, event, now);
       const res = await op.commit();
       outcome = { ok: true, record: next };
       return res.ok;

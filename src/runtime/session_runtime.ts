@@ -8,6 +8,7 @@
  * @module
  */
 import type { Logger } from "../log.ts";
+import type { EndReason } from "../sessions/end_reasons.ts";
 import type {
   ProviderClosure,
   ProviderConnection,
@@ -67,6 +68,8 @@ export interface SelfEnded {
   sessionId: string;
   projectId: string;
   closure: ProviderClosure;
+  /** `engine_ended`, `engine_failed` or `render_failed`. */
+  reason: EndReason;
   warning: string | null;
   chunksRendered: number;
 }
@@ -95,12 +98,30 @@ export class SessionRuntime {
   readonly #live = new Map<string, LiveSession>();
   readonly #releases = new Set<Promise<void>>();
   #onSelfEnded: (e: SelfEnded) => void = () => {};
+  readonly #clientListeners = new Set<(sessionId: string, count: number) => void>();
 
   constructor(readonly deps: SessionRuntimeDeps) {}
 
   /** Registers who is told when a session ends by itself. */
   onSelfEnded(handler: (e: SelfEnded) => void): void {
     this.#onSelfEnded = handler;
+  }
+
+  /**
+   * Registers a listener told whenever a session's media client count changes (the media plane reports it
+   * through `clientsChanged`). Returns a function that removes the listener.
+   */
+  onClientsChanged(listener: (sessionId: string, count: number) => void): () => void {
+    this.#clientListeners.add(listener);
+    return () => this.#clientListeners.delete(listener);
+  }
+
+  /** The sessions live in this process now. */
+  liveSessions(): { sessionId: string; projectId: string }[] {
+    return [...this.#live.values()].filter((s) => !s.ending).map((s) => ({
+      sessionId: s.sessionId,
+      projectId: s.projectId,
+    }));
   }
 
   /** Number of live sessions in this process. */
@@ -142,7 +163,8 @@ export class SessionRuntime {
       onInterrupt: (id) => session?.media?.onInterrupt(id),
       onTranscript: (line) => session?.media?.onTranscript(line),
       onClosed: (closure) => {
-        if (session) void this.#selfEnd(session, closure, null);
+        const reason = closure.kind === "failed" ? "engine_failed" : "engine_ended";
+        if (session) void this.#selfEnd(session, closure, reason, null);
       },
     };
     let connection: ProviderConnection;
@@ -182,11 +204,18 @@ export class SessionRuntime {
           connection,
           fail: (reason) => {
             if (session) {
-              void this.#selfEnd(session, { kind: "failed", reason }, "The avatar media plane failed.");
+              void this.#selfEnd(
+                session,
+                { kind: "failed", reason },
+                "render_failed",
+                "The avatar media plane failed.",
+              );
             }
           },
           clientsChanged: (count) => {
-            if (session) session.clients = count;
+            if (!session || session.ending || session.clients === count) return;
+            session.clients = count;
+            for (const listener of this.#clientListeners) listener(req.sessionId, count);
           },
         });
       } catch (err) {
@@ -258,7 +287,12 @@ export class SessionRuntime {
     p.finally(() => this.#releases.delete(p));
   }
 
-  async #selfEnd(session: LiveSession, closure: ProviderClosure, warning: string | null): Promise<void> {
+  async #selfEnd(
+    session: LiveSession,
+    closure: ProviderClosure,
+    reason: EndReason,
+    warning: string | null,
+  ): Promise<void> {
     if (session.ending) return;
     session.ending = true;
     this.#live.delete(session.sessionId);
@@ -276,6 +310,7 @@ export class SessionRuntime {
       sessionId: session.sessionId,
       projectId: session.projectId,
       closure,
+      reason,
       warning: warning ?? mediaWarning,
       chunksRendered: session.media?.chunksRendered() ?? 0,
     });

@@ -3,7 +3,10 @@
  *
  * States: a new session is written `created` (taking a concurrency slot), moves to `activating` while its
  * engine connects, then `active` (the only state a create answers 200 with), or `failed` (slot freed, the
- * mapped error returned). End moves `active` → `ending` → `ended` | `ended_with_warnings`.
+ * mapped error returned). End moves `active` → `ending` → `ended` | `ended_with_warnings`, whether the API
+ * asked (`ended_by_api[_forced]`), a lifetime limit was reached, or the service is shutting down; the engine
+ * or the media plane ending a session moves it from `active` straight to its final state. Every final state
+ * carries its `end_reason` (see `end_reasons.ts`), and the webhook event it causes is written with it.
  *
  * @module
  */
@@ -21,12 +24,17 @@ import {
 } from "../kv/idempotency.ts";
 import { retryUnavailable } from "../kv/guard.ts";
 import { getSession, insertSession, type SessionRecord, transitionSession } from "../kv/sessions.ts";
+import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
 import type { ProviderType } from "../providers/types.ts";
 import { CredentialHolder } from "../runtime/credential_holder.ts";
 import { type SelfEnded, type SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
 import type { TokenService } from "../auth/tokens.ts";
+import { durationS } from "../webhooks/events.ts";
+import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
+import { type EndReason, OWNER_LOST_WARNING } from "./end_reasons.ts";
+import { LifetimeMonitor } from "./lifetime.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 
 /** The authenticated caller. */
@@ -70,6 +78,8 @@ export interface SessionView {
   created_at?: number;
   started_at?: number;
   ended_at?: number;
+  /** Why the session ended or failed (absent while it is live). */
+  end_reason?: EndReason;
 }
 
 /** The end answer. */
@@ -80,6 +90,7 @@ export interface EndedSession {
   chunks_rendered: number;
   duration_s: number;
   warning?: string;
+  end_reason: EndReason;
 }
 
 /** The client-token answer. */
@@ -104,12 +115,36 @@ export interface SessionServiceDeps {
   teardownTimeoutMs?: number;
   /** How long a concurrent duplicate (same Idempotency-Key) waits for the first request. */
   idempotencyWaitMs?: number;
+  /** Resolves webhook hosts for the destination check at creation (default: the system DNS). */
+  resolve?: Resolver;
 }
 
 /** The session logic behind the `/v1/sessions` routes. */
 export class SessionService {
+  /** Ends this process's sessions when their join window, idle timeout or maximum duration is up. */
+  readonly lifetimes: LifetimeMonitor;
+  /** Ends and records running in the background (lifetime ends, engine/media self-ends). */
+  readonly #background = new Set<Promise<unknown>>();
+
   constructor(readonly deps: SessionServiceDeps) {
-    deps.runtime.onSelfEnded((e) => void this.#recordSelfEnd(e));
+    deps.runtime.onSelfEnded((e) => this.#inBackground(this.#recordSelfEnd(e)));
+    this.lifetimes = new LifetimeMonitor({
+      runtime: deps.runtime,
+      clock: deps.clock,
+      limits: deps.config.lifetimes,
+      onExpired: (projectId, sessionId, reason) =>
+        this.#inBackground(this.endBySelf(projectId, sessionId, reason)),
+    });
+  }
+
+  /** Resolves once the ends and records running in the background have settled. */
+  async settled(): Promise<void> {
+    while (this.#background.size) await Promise.allSettled([...this.#background]);
+  }
+
+  #inBackground(p: Promise<unknown>): void {
+    this.#background.add(p);
+    p.finally(() => this.#background.delete(p));
   }
 
   /** Creates and starts a session; answers only once it is `active` (or throws the mapped error). */
@@ -123,6 +158,7 @@ export class SessionService {
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
     const transport = resolveTransport(input.transport, false);
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
+    if (input.webhook_url !== undefined) await this.#checkWebhookUrl(caller.projectId, input.webhook_url);
 
     let claim: { key: string; versionstamp: string; record: IdempotencyRecord } | null = null;
     if (idempotencyKey !== undefined) {
@@ -181,7 +217,7 @@ export class SessionService {
     }
 
     try {
-      await transitionSession(kv, caller.projectId, sessionId, ["created"], "activating");
+      await transitionSession(kv, caller.projectId, sessionId, ["created"], "activating", {}, clock.now());
     } catch (err) {
       credentials.zero();
       await this.#markFailed(caller.projectId, sessionId, "SVC_SESSION_STATE_UNAVAILABLE", ["created"]);
@@ -208,9 +244,10 @@ export class SessionService {
 
     let activated: { ok: boolean; record: SessionRecord | null };
     try {
+      const startedAt = clock.now();
       activated = await transitionSession(kv, caller.projectId, sessionId, ["activating"], "active", {
-        started_at: clock.now(),
-      });
+        started_at: startedAt,
+      }, startedAt);
     } catch (err) {
       await this.deps.runtime.end(sessionId, { force: true, reason: "start_failed" });
       await this.#markFailed(caller.projectId, sessionId, "SVC_SESSION_STATE_UNAVAILABLE", ["activating"]);
@@ -222,6 +259,7 @@ export class SessionService {
       await release();
       throw new ApiError("SVC_SESSION_CANCELLED");
     }
+    this.lifetimes.track(caller.projectId, sessionId, activated.record!.started_at!);
     if (claim) await completeIdempotencyKey(kv, caller.projectId, claim.key, sessionId).catch(() => {});
     this.deps.logger.info("session active", { session_id: sessionId, project_id: caller.projectId });
     return { session: await this.#answer(activated.record!), replayed: false };
@@ -236,27 +274,100 @@ export class SessionService {
 
   /** Ends an active session (graceful with the 10 s teardown timeout, or forced). */
   async end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
-    const { kv, clock, runtime } = this.deps;
-    const moved = await transitionSession(kv, caller.projectId, sessionId, ["active"], "ending");
-    if (!moved.ok) throw notActive(moved.record);
-    const outcome = await runtime.end(sessionId, {
+    const ended = await this.#finish(caller.projectId, sessionId, {
       force,
-      timeoutMs: this.deps.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS,
-      reason: "ended_by_api",
+      reason: force ? "ended_by_api_forced" : "ended_by_api",
+    });
+    this.deps.logger.info("session ended", { session_id: sessionId, status: ended.status, forced: force });
+    return ended;
+  }
+
+  /**
+   * Ends an active session of this process for a reason of its own (a lifetime limit, shutdown). Never
+   * throws: a session that is no longer active is left as it is.
+   */
+  async endBySelf(
+    projectId: string,
+    sessionId: string,
+    reason: EndReason,
+    options: { timeoutMs?: number } = {},
+  ): Promise<EndedSession | null> {
+    try {
+      const ended = await this.#finish(projectId, sessionId, { force: false, reason, ...options });
+      this.deps.logger.info("session ended", { session_id: sessionId, status: ended.status, reason });
+      return ended;
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status >= 500) {
+        this.deps.logger.error("could not end a session", {
+          session_id: sessionId,
+          reason,
+          error: String(err),
+        });
+      }
+      return null;
+    }
+  }
+
+  /** Ends every session this process runs, gracefully within `timeoutMs` (service shutdown). */
+  async endAllLocal(reason: EndReason, timeoutMs: number): Promise<void> {
+    await Promise.all(
+      this.deps.runtime.liveSessions().map((s) =>
+        this.endBySelf(s.projectId, s.sessionId, reason, { timeoutMs })
+      ),
+    );
+  }
+
+  /**
+   * This process's lease was reaped by another (it was presumed dead): the records of its sessions are
+   * final already, so tear down what still runs here and record `owner_lost` where nothing was recorded.
+   */
+  async abandonAllLocal(): Promise<void> {
+    const { kv, clock, runtime } = this.deps;
+    await Promise.all(
+      runtime.liveSessions().map(async (s) => {
+        this.lifetimes.untrack(s.sessionId);
+        const outcome = await runtime.end(s.sessionId, { force: true, reason: "owner_lost" });
+        await transitionSession(kv, s.projectId, s.sessionId, ["active", "ending"], "ended_with_warnings", {
+          ended_at: clock.now(),
+          warning: OWNER_LOST_WARNING,
+          chunks_rendered: outcome.chunksRendered,
+          end_reason: "owner_lost",
+        }, clock.now()).catch((err) =>
+          this.deps.logger.error("could not record a session's end", {
+            session_id: s.sessionId,
+            error: String(err),
+          })
+        );
+      }),
+    );
+  }
+
+  async #finish(
+    projectId: string,
+    sessionId: string,
+    options: { force: boolean; reason: EndReason; timeoutMs?: number },
+  ): Promise<EndedSession> {
+    const { kv, clock, runtime } = this.deps;
+    const moved = await transitionSession(kv, projectId, sessionId, ["active"], "ending", {}, clock.now());
+    if (!moved.ok) throw notActive(moved.record);
+    this.lifetimes.untrack(sessionId);
+    const outcome = await runtime.end(sessionId, {
+      force: options.force,
+      timeoutMs: options.timeoutMs ?? this.deps.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS,
+      reason: options.reason,
     });
     const endedAt = clock.now();
     const status = outcome.warning ? "ended_with_warnings" : "ended";
     // The session is torn down: its final state must land, so brief storage failures are retried.
     const done = await retryUnavailable(() =>
-      transitionSession(kv, caller.projectId, sessionId, ["ending"], status, {
+      transitionSession(kv, projectId, sessionId, ["ending"], status, {
         ended_at: endedAt,
         warning: outcome.warning,
         chunks_rendered: outcome.chunksRendered,
-        end_reason: force ? "ended_by_api_forced" : "ended_by_api",
-      })
+        end_reason: options.reason,
+      }, endedAt)
     );
     const rec = done.record!;
-    this.deps.logger.info("session ended", { session_id: sessionId, status, forced: force });
     return {
       session_id: sessionId,
       status: rec.status,
@@ -264,6 +375,7 @@ export class SessionService {
       chunks_rendered: outcome.chunksRendered,
       duration_s: durationS(rec.started_at, endedAt),
       ...(outcome.warning ? { warning: outcome.warning } : {}),
+      end_reason: options.reason,
     };
   }
 
@@ -298,6 +410,20 @@ export class SessionService {
     const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     return await this.#answer(rec);
+  }
+
+  /** Refuses (400) a webhook_url that is not https or points at a blocked address; creates the secret. */
+  async #checkWebhookUrl(projectId: string, url: string): Promise<void> {
+    const { config, clock } = this.deps;
+    try {
+      await checkWebhookUrl(url, config.webhooks.allowPrivate, this.deps.resolve ?? dnsResolver(2000));
+    } catch (err) {
+      if (!(err instanceof WebhookUrlError)) throw err;
+      // A name that does not resolve now may later: delivery checks again.
+      if (!err.transient) throw new ApiError("SVC_INVALID_REQUEST", `${err.message}.`);
+    }
+    // Operators can read the signing secret before the first event is sent.
+    await getOrCreateWebhookSecret(this.deps.kv, projectId, clock.now());
   }
 
   async #fingerprint(input: CreateSessionInput): Promise<string> {
@@ -353,7 +479,7 @@ export class SessionService {
           error_code: code,
           end_reason: "start_failed",
           ended_at: this.deps.clock.now(),
-        })
+        }, this.deps.clock.now())
       );
     } catch (err) {
       this.deps.logger.error("could not record a failed session", {
@@ -364,6 +490,7 @@ export class SessionService {
   }
 
   async #recordSelfEnd(e: SelfEnded): Promise<void> {
+    this.lifetimes.untrack(e.sessionId);
     const failed = e.closure.kind === "failed";
     const warning = failed ? (e.warning ?? "The conversation engine connection was lost.") : e.warning;
     try {
@@ -378,8 +505,9 @@ export class SessionService {
             ended_at: this.deps.clock.now(),
             warning,
             chunks_rendered: e.chunksRendered,
-            end_reason: failed ? "engine_failed" : "engine_ended",
+            end_reason: e.reason,
           },
+          this.deps.clock.now(),
         )
       );
     } catch (err) {
@@ -399,10 +527,6 @@ function notActive(rec: SessionRecord | null): ApiError {
   return new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
 }
 
-function durationS(startedAt: number | null, endedAt: number): number {
-  return startedAt === null ? 0 : Math.max(0, Math.round(endedAt - startedAt)) / 1000;
-}
-
 /** The public view of a record (no credentials, no tokens, no internal fields). */
 export function toView(rec: SessionRecord): SessionView {
   return {
@@ -413,5 +537,6 @@ export function toView(rec: SessionRecord): SessionView {
     created_at: rec.created_at,
     ...(rec.started_at !== null ? { started_at: rec.started_at } : {}),
     ...(rec.ended_at !== null ? { ended_at: rec.ended_at } : {}),
+    ...(rec.end_reason !== null ? { end_reason: rec.end_reason } : {}),
   };
 }

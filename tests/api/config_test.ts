@@ -14,6 +14,62 @@ Deno.test("config: embedded defaults", () => {
   assert.equal(c.providerConnectTimeoutMs, 8000);
   assert.deepEqual(c.referenceEngine, { enabled: true, port: 8788, dir: ".data/reference-engine" });
   assert.equal(c.maxBodyBytes, 65536);
+  assert.deepEqual(c.lifetimes, { joinWindowMs: 120_000, idleTimeoutMs: 60_000, maxDurationMs: 3_600_000 });
+  assert.equal(c.ownerLeaseMs, 30_000);
+  assert.equal(c.shutdownTimeoutMs, 20_000);
+  assert.deepEqual(c.webhooks, {
+    timeoutMs: 10_000,
+    retrySchedule: [
+      5_000,
+      300_000,
+      1_800_000,
+      7_200_000,
+      18_000_000,
+      36_000_000,
+      50_400_000,
+      72_000_000,
+      86_400_000,
+    ],
+    pollMs: 1000,
+    concurrency: 8,
+    allowPrivate: false,
+    caFile: null,
+  });
+});
+
+Deno.test("config: lifecycle and webhook settings are validated within their bounds", () => {
+  const c = loadConfig({
+    SVC_SESSION_JOIN_WINDOW_S: "5",
+    SVC_SESSION_IDLE_TIMEOUT_S: "3600",
+    SVC_SESSION_MAX_DURATION_S: "86400",
+    SVC_OWNER_LEASE_S: "3",
+    SVC_WEBHOOK_RETRY_SCHEDULE: "100ms, 1s,1m,48h",
+    SVC_WEBHOOK_ALLOW_PRIVATE: "true",
+  });
+  assert.deepEqual(c.lifetimes, { joinWindowMs: 5_000, idleTimeoutMs: 3_600_000, maxDurationMs: 86_400_000 });
+  assert.deepEqual(c.webhooks.retrySchedule, [100, 1000, 60_000, 172_800_000]);
+  assert.equal(c.webhooks.allowPrivate, true);
+  const bad: [string, string][] = [
+    ["SVC_SESSION_JOIN_WINDOW_S", "4"],
+    ["SVC_SESSION_IDLE_TIMEOUT_S", "3601"],
+    ["SVC_SESSION_MAX_DURATION_S", "59"],
+    ["SVC_OWNER_LEASE_S", "601"],
+    ["SVC_SHUTDOWN_TIMEOUT_S", "0"],
+    ["SVC_WEBHOOK_TIMEOUT_MS", "31000"],
+    ["SVC_WEBHOOK_POLL_MS", "5"],
+    ["SVC_WEBHOOK_CONCURRENCY", "65"],
+    ["SVC_WEBHOOK_ALLOW_PRIVATE", "sometimes"],
+    ["SVC_WEBHOOK_RETRY_SCHEDULE", "5s,1s"],
+    ["SVC_WEBHOOK_RETRY_SCHEDULE", "5x"],
+    ["SVC_WEBHOOK_RETRY_SCHEDULE", "49h"],
+    ["SVC_WEBHOOK_RETRY_SCHEDULE", Array(21).fill("1s").join(",")],
+  ];
+  for (const [name, value] of bad) {
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (e: Error) => e instanceof ConfigError && e.message.includes(name),
+    );
+  }
 });
 
 Deno.test("config: invalid values stop start-up with one line naming the variable, never the value", () => {

@@ -141,3 +141,37 @@ Deno.test("docs/errors.md: generated from the catalog and up to date", async () 
   const md = await Deno.readTextFile(new URL("../../docs/errors.md", import.meta.url));
   assert.equal(md, errorReferenceMarkdown(), "docs/errors.md is stale: run `deno task openapi`");
 });
+
+Deno.test("openapi.json: the lifecycle webhooks with their Standard Webhooks headers and payloads", () => {
+  const doc = JSON.parse(committed);
+  assert.deepEqual(Object.keys(doc.webhooks).sort(), ["session.ended", "session.failed", "session.started"]);
+  for (
+    const [name, item] of Object.entries<Record<string, { parameters: { name: string; in: string }[] }>>(
+      doc.webhooks,
+    )
+  ) {
+    const op = item.post as unknown as {
+      parameters: { name: string; in: string; required: boolean }[];
+      requestBody: { content: Record<string, { schema: { $ref: string } }> };
+      responses: Record<string, unknown>;
+    };
+    assert.deepEqual(
+      op.parameters.filter((p) => p.in === "header" && p.required).map((p) => p.name).sort(),
+      ["webhook-id", "webhook-signature", "webhook-timestamp"],
+      name,
+    );
+    const ref = op.requestBody.content["application/json"].schema.$ref;
+    const schema = doc.components.schemas[ref.split("/").pop()!];
+    assert.deepEqual(schema.properties.type.enum, [name]);
+    assert.ok(op.responses["200"] && op.responses["410"], name);
+  }
+  const ended = doc.components.schemas.SessionEndedEvent.properties.data;
+  assert.deepEqual(
+    ["chunks_rendered", "duration_s", "end_reason", "status"].filter((f) => !ended.required.includes(f)),
+    [],
+  );
+  assert.ok(doc.components.schemas.Session.properties.end_reason, "GET adds end_reason");
+  assert.ok(doc.components.schemas.EndedSession.properties.end_reason, "the end answer adds end_reason");
+  // canonical required fields are unchanged by the added field
+  assert.ok(!doc.components.schemas.Session.required.includes("end_reason"));
+});

@@ -1,7 +1,8 @@
 /**
  * Secret canary: a unique credential string is sent in every credential field of valid and invalid
- * create requests; afterwards it must appear nowhere: not in KV, logs, responses or error bodies; and every
- * credential holder's bytes must be zero once its session is over.
+ * create requests; afterwards it must appear nowhere: not in KV, logs, responses, error bodies, or the
+ * webhooks the sessions caused (bodies and headers, which also carry no API key, token or signing secret);
+ * and every credential holder's bytes must be zero once its session is over.
  */
 import assert from "node:assert/strict";
 import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
@@ -12,6 +13,7 @@ import { silentLogger } from "../../src/log.ts";
 import { createHarness } from "../helpers/harness.ts";
 import { startFakeEngine } from "../helpers/fake_engine.ts";
 import { engineBody, testTls } from "../helpers/fixtures.ts";
+import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
 
 const CANARY = `canary${crypto.randomUUID().replaceAll("-", "")}`;
 
@@ -34,8 +36,12 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
     holders,
   );
   const unavailable = new Recording(new UnavailableConnector(), holders);
+  const receiver = startWebhookReceiver(testTls);
   const h = await createHarness({
     teardownTimeoutMs: 300,
+    webhookCaCerts: [testTls.caPem],
+    lifecycle: true,
+    env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true" },
     connectors: {
       external_engine: external,
       vendor1_realtime: unavailable,
@@ -52,7 +58,7 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
       return res;
     };
     const withCanary = (url: string, extra: Record<string, unknown> = {}) => {
-      const b = engineBody(url, extra, CANARY);
+      const b = engineBody(url, { webhook_url: receiver.url, ...extra }, CANARY);
       (b.provider_config.external_engine as Record<string, unknown>).url = `${url}?k=${CANARY}`;
       return b;
     };
@@ -140,6 +146,24 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
     }
     // GETs for good measure
     for (const sid of live) responses.push((await h.req("GET", `/v1/sessions/${sid}`, { key })).text);
+    // the webhooks: started + ended for the three ended sessions, started for the idempotent one, failed for
+    // the refused start (the 503s of unbridged vendors have no webhook_url)
+    await receiver.waitFor(() => receiver.accepted().length === 8, 5000, "webhooks");
+    const hooks = receiver.received.map((r) => `${JSON.stringify([...r.headers])}\n${r.body}`).join("\n");
+    assert.ok(hooks.includes('"session.ended"') && hooks.includes('"session.failed"'));
+    assert.ok(!hooks.includes(CANARY), "canary found in a webhook");
+    assert.ok(!hooks.includes(key), "API key found in a webhook");
+    assert.ok(!hooks.includes("svc_sk_"), "an API key found in a webhook");
+    const secret = (await h.req("GET", "/v1/webhooks/secret", { key })).body.secret as string;
+    assert.ok(
+      !hooks.includes(secret) && !hooks.includes(secret.slice(6)),
+      "signing secret found in a webhook",
+    );
+    for (const text of responses) {
+      for (const m of text.matchAll(/"(?:client_token|session_token)":"([^"]+)"/g)) {
+        assert.ok(!hooks.includes(m[1]), "a token found in a webhook");
+      }
+    }
 
     // 1. KV: a full dump of keys and values
     const dump: string[] = [];
@@ -174,5 +198,6 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
     await ok.close();
     await refusing.close();
     await slow.close();
+    await receiver.close();
   }
 });

@@ -16,6 +16,8 @@ import type { ProviderConnector, ProviderType } from "../../src/providers/types.
 import { UnavailableConnector } from "../../src/providers/unavailable.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../../src/runtime/session_runtime.ts";
 import type { SessionService } from "../../src/sessions/service.ts";
+import { Lifecycle } from "../../src/lifecycle.ts";
+import type { Resolver } from "../../src/webhooks/url_guard.ts";
 
 /** Options of {@link createHarness}. */
 export interface HarnessOptions {
@@ -31,6 +33,23 @@ export interface HarnessOptions {
   idempotencyWaitMs?: number;
   connectors?: Partial<Record<ProviderType, ProviderConnector>>;
   media?: SessionMediaFactory;
+  /** Id of this "process" (default: a fresh one; share a KV between harnesses to model processes). */
+  instanceId?: string;
+  /** CA certificates trusted for webhook deliveries (a client is created and closed by the harness). */
+  webhookCaCerts?: string[];
+  /** fetch used for webhook deliveries. */
+  fetch?: typeof fetch;
+  /** Resolver for webhook destination checks (tests never reach the real DNS). */
+  resolve?: Resolver;
+  /** Jitter source of the retry schedule (default: none, so schedules are exact). */
+  random?: () => number;
+  /** Period of lifetime checks, lease renewals and reaper passes, wall-clock ms (default 20). */
+  tickMs?: number;
+  /**
+   * Start the lifecycle machinery (owner lease, reaper, lifetime checks, webhook worker). Default false,
+   * so tests that move the clock for other reasons are not ended by session lifetimes.
+   */
+  lifecycle?: boolean;
 }
 
 /** A JSON response. */
@@ -49,6 +68,8 @@ export interface Harness {
   config: Config;
   runtime: SessionRuntime;
   sessions: SessionService;
+  lifecycle: Lifecycle;
+  instanceId: string;
   tokens: TokenService;
   logs: string[];
   fetch(req: Request): Promise<Response>;
@@ -75,7 +96,15 @@ export const TEST_TOKEN_SECRET = "test-secret-0123456789abcdef0123456789abcdef";
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   const kv = options.kv ?? await Deno.openKv(":memory:");
   const clock = new OffsetClock();
-  const config = loadConfig({ SVC_KV: ":memory:", SVC_REFERENCE_ENGINE: "false", ...options.env });
+  const config = loadConfig({
+    SVC_KV: ":memory:",
+    SVC_REFERENCE_ENGINE: "false",
+    SVC_WEBHOOK_POLL_MS: "20",
+    SVC_WEBHOOK_TIMEOUT_MS: "2000",
+    ...options.env,
+  });
+  const instanceId = options.instanceId ?? `inst_test_${crypto.randomUUID().slice(0, 8)}`;
+  const noDns: Resolver = () => Promise.resolve([]);
   const logs: string[] = [];
   const logger = createLogger({ level: "debug", sink: (l) => logs.push(l) });
   const httpClient = options.caCerts?.length
@@ -102,10 +131,29 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     runtime,
     tokens,
     logger,
-    instanceId: "test",
+    instanceId,
     teardownTimeoutMs: options.teardownTimeoutMs,
     idempotencyWaitMs: options.idempotencyWaitMs,
+    resolve: options.resolve ?? noDns,
   });
+  const webhookHttpClient = options.webhookCaCerts?.length
+    ? Deno.createHttpClient({ caCerts: options.webhookCaCerts })
+    : undefined;
+  const lifecycle = new Lifecycle({
+    kv,
+    clock,
+    config,
+    logger,
+    instanceId,
+    runtime,
+    sessions,
+    webhookHttpClient,
+    fetch: options.fetch,
+    resolve: options.resolve ?? noDns,
+    random: options.random ?? (() => 0),
+    tickMs: options.tickMs ?? 20,
+  });
+  if (options.lifecycle === true) await lifecycle.start();
   const fetch = async (req: Request) => await app.fetch(req);
   return {
     kv,
@@ -113,6 +161,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     config,
     runtime,
     sessions,
+    lifecycle,
+    instanceId,
     tokens,
     logs,
     fetch,
@@ -146,8 +196,11 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
     async close() {
+      await lifecycle.stop();
       await runtime.shutdown();
+      await sessions.settled();
       httpClient?.close();
+      webhookHttpClient?.close();
       if (!options.kv) kv.close();
     },
   };

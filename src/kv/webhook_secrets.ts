@@ -1,0 +1,85 @@
+/**
+ * Per-project webhook signing secrets: created on first use, rotated by operators. After a rotation the
+ * previous secret stays valid for a grace period, during which deliveries carry both signatures.
+ *
+ * @module
+ */
+import { generateWebhookSecret } from "../webhooks/sign.ts";
+import { casLoop, kvOp } from "./guard.ts";
+import { webhookSecretKey } from "./keys.ts";
+
+/** How long the previous secret keeps signing deliveries after a rotation: 24 hours. */
+export const ROTATION_GRACE_MS = 24 * 3600_000;
+
+/** The stored signing secret of a project. */
+export interface WebhookSecretRecord {
+  /** The secret deliveries are signed with (`whsec_…`). */
+  current: string;
+  /** The secret before the last rotation, still signing until `previous_until`. */
+  previous: string | null;
+  /** Unix ms until which `previous` also signs deliveries. */
+  previous_until: number | null;
+  created_at: number;
+  rotated_at: number | null;
+}
+
+/** The project's secret, creating it if the project has none yet. */
+export async function getOrCreateWebhookSecret(
+  kv: Deno.Kv,
+  projectId: string,
+  now: number,
+): Promise<WebhookSecretRecord> {
+  return await kvOp(async () => {
+    let out: WebhookSecretRecord | null = null;
+    await casLoop(async () => {
+      const entry = await kv.get<WebhookSecretRecord>(webhookSecretKey(projectId));
+      if (entry.value) {
+        out = entry.value;
+        return true;
+      }
+      const rec: WebhookSecretRecord = {
+        current: generateWebhookSecret(),
+        previous: null,
+        previous_until: null,
+        created_at: now,
+        rotated_at: null,
+      };
+      const res = await kv.atomic().check(entry).set(webhookSecretKey(projectId), rec).commit();
+      if (res.ok) out = rec;
+      return res.ok;
+    });
+    return out!;
+  });
+}
+
+/** Replaces the project's secret; the old one keeps signing for {@link ROTATION_GRACE_MS}. */
+export async function rotateWebhookSecret(
+  kv: Deno.Kv,
+  projectId: string,
+  now: number,
+): Promise<WebhookSecretRecord> {
+  return await kvOp(async () => {
+    let out: WebhookSecretRecord | null = null;
+    await casLoop(async () => {
+      const entry = await kv.get<WebhookSecretRecord>(webhookSecretKey(projectId));
+      const rec: WebhookSecretRecord = {
+        current: generateWebhookSecret(),
+        previous: entry.value?.current ?? null,
+        previous_until: entry.value ? now + ROTATION_GRACE_MS : null,
+        created_at: entry.value?.created_at ?? now,
+        rotated_at: now,
+      };
+      const res = await kv.atomic().check(entry).set(webhookSecretKey(projectId), rec).commit();
+      if (res.ok) out = rec;
+      return res.ok;
+    });
+    return out!;
+  });
+}
+
+/** The secrets a delivery at `now` is signed with: the current one, and the previous one in its grace. */
+export function signingSecrets(rec: WebhookSecretRecord, now: number): string[] {
+  return rec.previous && rec.previous_until !== null && now < rec.previous_until
+    ? [rec.current, rec.previous]
+    : [rec.current];
+}

@@ -1,0 +1,295 @@
+/**
+ * The webhook delivery worker: polls the outbox's due index, claims due events with a lease, signs and
+ * POSTs them, and records each outcome (see `src/kv/webhook_outbox.ts`). Any number of processes may run
+ * one on the same KV: claims are compare-and-set, and an event whose claimant dies is due again when the
+ * lease runs out. No KV queues are used (they do not exist on Deno Deploy or over KV Connect).
+ *
+ * Per attempt: the destination is checked (https, no blocked address after resolving, URL not gone),
+ * redirects are not followed (a 3xx is a failure), and the request is aborted after the attempt timeout.
+ * 2xx = delivered; 410 = the URL is gone (this and later events to it are dropped); anything else is retried
+ * on the schedule (`Retry-After` of a 429/503 honoured) and given up (`failed`) once it is exhausted.
+ *
+ * @module
+ */
+import type { Clock } from "../clock.ts";
+import { getOrCreateWebhookSecret, signingSecrets } from "../kv/webhook_secrets.ts";
+import {
+  type AttemptOutcome,
+  type ClaimedEvent,
+  claimEvent,
+  dropForGoneUrl,
+  goneUrl,
+  listDueEvents,
+  recordAttempt,
+} from "../kv/webhook_outbox.ts";
+import type { Logger } from "../log.ts";
+import { nextAttemptAt } from "./schedule.ts";
+import { webhookHeaders } from "./sign.ts";
+import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "./url_guard.ts";
+
+/** `User-Agent` of deliveries. */
+export const WEBHOOK_USER_AGENT = "avatar-session-service-webhooks/1";
+
+/** Delivery settings (from the configuration). */
+export interface WebhookSettings {
+  /** Per-attempt timeout, ms. */
+  timeoutMs: number;
+  /** Delays after each failed attempt, ms. */
+  retrySchedule: readonly number[];
+  /** Allow loopback/private/link-local destinations. */
+  allowPrivate: boolean;
+  /** How often the due index is polled, ms. */
+  pollMs: number;
+  /** Attempts in flight at once per process. */
+  concurrency: number;
+}
+
+/** Dependencies of the worker. */
+export interface WebhookWorkerDeps {
+  kv: Deno.Kv;
+  clock: Clock;
+  logger: Logger;
+  /** This process's id (recorded as the claimant). */
+  instanceId: string;
+  settings: WebhookSettings;
+  /** HTTP client for deliveries (e.g. one trusting a private CA). */
+  httpClient?: Deno.HttpClient;
+  /** fetch implementation (tests may observe calls). */
+  fetch?: typeof fetch;
+  /** Host name resolver for the destination check. */
+  resolve?: Resolver;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+}
+
+/** What one attempt came to, before the retry schedule is applied. */
+type SendResult =
+  | Extract<AttemptOutcome, { kind: "delivered" } | { kind: "give_up" }>
+  | { kind: "failed"; status: number | null; error: string; retryAfterMs: number | null };
+
+/** Abort reason of attempts cut by {@link WebhookWorker.stop}. */
+const STOPPED = new DOMException("the webhook worker stopped", "AbortError");
+
+/** How long a claim lasts beyond the attempt timeout (DNS, signing, recording). */
+const CLAIM_MARGIN_MS = 30_000;
+
+async function sha256Hex(s: string): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function retryAfterMs(res: Response, now: number): number | null {
+  if (res.status !== 429 && res.status !== 503) return null;
+  const v = res.headers.get("retry-after");
+  if (!v) return null;
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/** Delivers webhook events from the outbox. */
+export class WebhookWorker {
+  readonly #deps: WebhookWorkerDeps;
+  readonly #resolve: Resolver;
+  readonly #fetch: typeof fetch;
+  readonly #random: () => number;
+  readonly #inflight = new Set<AbortController>();
+  #stop: AbortController | null = null;
+  #loop: Promise<void> | null = null;
+  #finishing = false;
+
+  constructor(deps: WebhookWorkerDeps) {
+    this.#deps = deps;
+    this.#resolve = deps.resolve ?? dnsResolver();
+    this.#fetch = deps.fetch ?? fetch;
+    this.#random = deps.random ?? Math.random;
+  }
+
+  /** How long a claim lasts, ms. */
+  get leaseMs(): number {
+    return this.#deps.settings.timeoutMs + CLAIM_MARGIN_MS;
+  }
+
+  /** Starts polling (idempotent). */
+  start(): void {
+    if (this.#loop) return;
+    const stop = new AbortController();
+    this.#stop = stop;
+    this.#loop = (async () => {
+      while (!stop.signal.aborted) {
+        let busy = false;
+        try {
+          busy = (await this.tick()) >= this.#batch();
+        } catch (err) {
+          this.#deps.logger.warn("webhook worker: poll failed", { error: String(err).slice(0, 200) });
+        }
+        if (busy) continue;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, this.#deps.settings.pollMs);
+          function done() {
+            clearTimeout(t);
+            stop.signal.removeEventListener("abort", done);
+            resolve();
+          }
+          stop.signal.addEventListener("abort", done, { once: true });
+        });
+      }
+    })();
+  }
+
+  /**
+   * Stops polling. By default attempts in flight are aborted without being recorded: their claims run out
+   * and the events are delivered later by whichever worker finds them due (as after a crash). With
+   * `finishInflight` they are let finish (each within the attempt timeout) and recorded.
+   */
+  async stop(options: { finishInflight?: boolean } = {}): Promise<void> {
+    this.#finishing = options.finishInflight === true;
+    this.#stop?.abort();
+    if (!this.#finishing) { for (const c of this.#inflight) c.abort(STOPPED); }
+    await this.#loop;
+    this.#loop = null;
+    this.#finishing = false;
+  }
+
+  /**
+   * Attempts every event due now, in rounds, until none is due or `deadline` (wall-clock ms) passes.
+   * Attempts are cut short at the deadline. Used at shutdown.
+   */
+  async drain(deadline: number): Promise<void> {
+    for (let round = 0; round < 10_000 && Date.now() < deadline; round++) {
+      const due = await listDueEvents(this.#deps.kv, this.#deps.clock.now(), 1);
+      if (due.length === 0) return;
+      await this.tick(deadline);
+    }
+  }
+
+  #batch(): number {
+    return this.#deps.settings.concurrency * 4;
+  }
+
+  /** One round: claims up to a batch of due events and attempts them. Returns how many were attempted. */
+  async tick(deadline?: number): Promise<number> {
+    const { kv, clock, instanceId } = this.#deps;
+    const due = await listDueEvents(kv, clock.now(), this.#batch());
+    let attempted = 0;
+    let next = 0;
+    const lane = async () => {
+      while (next < due.length) {
+        const d = due[next++];
+        if (this.#stop?.signal.aborted && deadline === undefined && !this.#finishing) return;
+        try {
+          const claim = await claimEvent(kv, d, instanceId, clock.now(), this.leaseMs);
+          if (!claim) continue;
+          attempted++;
+          await this.#attempt(claim, deadline);
+        } catch (err) {
+          this.#deps.logger.warn("webhook worker: attempt not recorded", {
+            event_id: d.eventId,
+            error: String(err).slice(0, 200),
+          });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.#deps.settings.concurrency, due.length) }, lane));
+    return attempted;
+  }
+
+  async #attempt(claim: ClaimedEvent, deadline?: number): Promise<void> {
+    const { kv, clock, logger, settings } = this.#deps;
+    const rec = claim.record;
+    const urlHash = await sha256Hex(rec.url);
+    if (await goneUrl(kv, rec.project_id, urlHash, clock.now())) {
+      await dropForGoneUrl(kv, claim, clock.now());
+      logger.info("webhook dropped: its URL answered 410 Gone earlier", { event_id: rec.event_id });
+      return;
+    }
+    const attemptNo = rec.attempts + 1;
+    const result = await this.#send(claim, deadline);
+    if (result === null) return;
+    const now = clock.now();
+    let outcome: AttemptOutcome;
+    if (result.kind === "failed") {
+      const at = nextAttemptAt(settings.retrySchedule, attemptNo, now, this.#random, result.retryAfterMs);
+      outcome = at === null
+        ? { kind: "give_up", state: "failed", status: result.status, error: result.error }
+        : { kind: "retry", at, status: result.status, error: result.error };
+    } else outcome = result;
+    const recorded = await recordAttempt(kv, claim, outcome, now, urlHash);
+    const fields = {
+      event_id: rec.event_id,
+      session_id: rec.session_id,
+      type: rec.type,
+      attempt: attemptNo,
+      outcome: outcome.kind,
+      status: "status" in outcome ? outcome.status : null,
+      ...(outcome.kind === "retry" || outcome.kind === "give_up" ? { error: outcome.error } : {}),
+      ...(recorded ? {} : { note: "claim lost; outcome dropped" }),
+    };
+    if (outcome.kind === "delivered") logger.info("webhook delivered", fields);
+    else logger.warn("webhook attempt failed", fields);
+  }
+
+  /** Checks the destination and POSTs the event; null when the worker is stopping (nothing to record). */
+  async #send(claim: ClaimedEvent, deadline?: number): Promise<SendResult | null> {
+    const failure = (
+      status: number | null,
+      error: string,
+      retryAfterMs: number | null = null,
+    ): SendResult => ({
+      kind: "failed",
+      status,
+      error,
+      retryAfterMs,
+    });
+    const { kv, clock, settings } = this.#deps;
+    const rec = claim.record;
+    try {
+      await checkWebhookUrl(rec.url, settings.allowPrivate, this.#resolve);
+    } catch (err) {
+      if (!(err instanceof WebhookUrlError)) throw err;
+      return err.transient
+        ? failure(null, err.message)
+        : { kind: "give_up", state: "refused", status: null, error: err.message };
+    }
+    const secret = await getOrCreateWebhookSecret(kv, rec.project_id, clock.now());
+    const nowMs = clock.now();
+    const headers = await webhookHeaders(
+      signingSecrets(secret, nowMs),
+      rec.event_id,
+      Math.floor(nowMs / 1000),
+      rec.body,
+    );
+    const ctl = new AbortController();
+    this.#inflight.add(ctl);
+    const budget = deadline === undefined
+      ? settings.timeoutMs
+      : Math.max(1, Math.min(settings.timeoutMs, deadline - Date.now()));
+    const timer = setTimeout(() => ctl.abort(new DOMException("timeout", "TimeoutError")), budget);
+    try {
+      const res = await this.#fetch(rec.url, {
+        method: "POST",
+        headers: { ...headers, "user-agent": WEBHOOK_USER_AGENT },
+        body: rec.body,
+        redirect: "manual",
+        signal: ctl.signal,
+        ...(this.#deps.httpClient ? { client: this.#deps.httpClient } : {}),
+      } as RequestInit);
+      await res.body?.cancel().catch(() => {});
+      if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status };
+      if (res.status === 410) {
+        return { kind: "give_up", state: "gone", status: 410, error: "the receiver answered 410 Gone" };
+      }
+      const what = res.status >= 300 && res.status < 400
+        ? `redirect ${res.status} (not followed)`
+        : `HTTP ${res.status}`;
+      return failure(res.status, what, retryAfterMs(res, clock.now()));
+    } catch {
+      // Stopping: leave the claim to run out; whoever finds the event due next delivers it.
+      if (ctl.signal.reason === STOPPED) return null;
+      return failure(null, ctl.signal.aborted ? `timeout after ${budget} ms` : "connection failed");
+    } finally {
+      clearTimeout(timer);
+      this.#inflight.delete(ctl);
+    }
+  }
+}

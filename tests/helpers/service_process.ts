@@ -1,0 +1,65 @@
+/**
+ * Runs `main.ts` as a real child process on a KV file, for tests that kill or signal a service process.
+ *
+ * @module
+ */
+import { TEST_TOKEN_SECRET } from "./harness.ts";
+
+/** A service child process. */
+export interface ServiceProcess {
+  /** Its HTTP base URL (from its "listening" log line). */
+  url: string;
+  child: Deno.ChildProcess;
+  /** Sends a signal (once). */
+  kill(signal: Deno.Signal): void;
+  /** Waits for the exit; returns the status and everything it logged. */
+  exited(): Promise<{ status: Deno.CommandStatus; log: string }>;
+}
+
+/** Starts `main.ts` with `env` (plus a fixed token secret, no reference engine, port 0). */
+export async function startServiceProcess(env: Record<string, string>): Promise<ServiceProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: new URL("../..", import.meta.url),
+    env: { PORT: "0", SVC_REFERENCE_ENGINE: "false", SVC_TOKEN_SECRET: TEST_TOKEN_SECRET, ...env },
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let log = "";
+  let url = "";
+  for (let i = 0; i < 500 && !url; i++) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    log += value;
+    url = /"msg":"listening","url":"(http:\/\/[^"]+)"/.exec(log)?.[1] ?? "";
+  }
+  const rest = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      log += value;
+    }
+  })();
+  let signalled = false;
+  const proc: ServiceProcess = {
+    url,
+    child,
+    kill(signal) {
+      if (signalled) return;
+      signalled = true;
+      child.kill(signal);
+    },
+    async exited() {
+      const status = await child.status;
+      await rest;
+      return { status, log };
+    },
+  };
+  if (!url) {
+    proc.kill("SIGKILL");
+    await proc.exited();
+    throw new Error(`the service process did not start:\n${log}`);
+  }
+  return proc;
+}
