@@ -18,6 +18,7 @@ import {
   type ClaimedEvent,
   claimEvent,
   dropForGoneUrl,
+  type DueEntry,
   goneUrl,
   listDueEvents,
   recordAttempt,
@@ -110,30 +111,54 @@ export class WebhookWorker {
     return this.#deps.settings.timeoutMs + CLAIM_MARGIN_MS;
   }
 
-  /** Starts polling (idempotent). */
+  /**
+   * Starts polling (idempotent). Attempts run as a pool of at most `concurrency`: a slow receiver holds one
+   * slot for up to the attempt timeout and never keeps other due events waiting for a whole batch.
+   */
   start(): void {
     if (this.#loop) return;
     const stop = new AbortController();
     this.#stop = stop;
+    const active = new Set<Promise<void>>();
+    let wake: (() => void) | null = null;
+    const idle = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(t);
+          stop.signal.removeEventListener("abort", done);
+          wake = null;
+          resolve();
+        };
+        const t = setTimeout(done, ms);
+        wake = done;
+        stop.signal.addEventListener("abort", done, { once: true });
+      });
     this.#loop = (async () => {
       while (!stop.signal.aborted) {
-        let busy = false;
-        try {
-          busy = (await this.tick()) >= this.#batch();
-        } catch (err) {
-          this.#deps.logger.warn("webhook worker: poll failed", { error: String(err).slice(0, 200) });
-        }
-        if (busy) continue;
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(done, this.#deps.settings.pollMs);
-          function done() {
-            clearTimeout(t);
-            stop.signal.removeEventListener("abort", done);
-            resolve();
+        const free = this.#deps.settings.concurrency - active.size;
+        let started = 0;
+        if (free > 0) {
+          try {
+            const due = await listDueEvents(this.#deps.kv, this.#deps.clock.now(), free);
+            for (const d of due) {
+              if (stop.signal.aborted) break;
+              const p: Promise<void> = this.#claimAndAttempt(d).then(() => {}).finally(() => {
+                active.delete(p);
+                wake?.();
+              });
+              active.add(p);
+              started++;
+            }
+          } catch (err) {
+            this.#deps.logger.warn("webhook worker: poll failed", { error: String(err).slice(0, 200) });
           }
-          stop.signal.addEventListener("abort", done, { once: true });
-        });
+        }
+        // Full pool or nothing due: wait for a slot to free up or the next poll.
+        if (started === 0 || active.size >= this.#deps.settings.concurrency) {
+          await idle(this.#deps.settings.pollMs);
+        }
       }
+      await Promise.all(active);
     })();
   }
 
@@ -169,7 +194,7 @@ export class WebhookWorker {
 
   /** One round: claims up to a batch of due events and attempts them. Returns how many were attempted. */
   async tick(deadline?: number): Promise<number> {
-    const { kv, clock, instanceId } = this.#deps;
+    const { kv, clock } = this.#deps;
     const due = await listDueEvents(kv, clock.now(), this.#batch());
     let attempted = 0;
     let next = 0;
@@ -177,21 +202,28 @@ export class WebhookWorker {
       while (next < due.length) {
         const d = due[next++];
         if (this.#stop?.signal.aborted && deadline === undefined && !this.#finishing) return;
-        try {
-          const claim = await claimEvent(kv, d, instanceId, clock.now(), this.leaseMs);
-          if (!claim) continue;
-          attempted++;
-          await this.#attempt(claim, deadline);
-        } catch (err) {
-          this.#deps.logger.warn("webhook worker: attempt not recorded", {
-            event_id: d.eventId,
-            error: String(err).slice(0, 200),
-          });
-        }
+        if (await this.#claimAndAttempt(d, deadline)) attempted++;
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.#deps.settings.concurrency, due.length) }, lane));
     return attempted;
+  }
+
+  /** Claims one due event and attempts it; false when another worker claimed it first. Never throws. */
+  async #claimAndAttempt(d: DueEntry, deadline?: number): Promise<boolean> {
+    const { kv, clock, instanceId } = this.#deps;
+    try {
+      const claim = await claimEvent(kv, d, instanceId, clock.now(), this.leaseMs);
+      if (!claim) return false;
+      await this.#attempt(claim, deadline);
+      return true;
+    } catch (err) {
+      this.#deps.logger.warn("webhook worker: attempt not recorded", {
+        event_id: d.eventId,
+        error: String(err).slice(0, 200),
+      });
+      return true;
+    }
   }
 
   async #attempt(claim: ClaimedEvent, deadline?: number): Promise<void> {
@@ -261,6 +293,11 @@ export class WebhookWorker {
     );
     const ctl = new AbortController();
     this.#inflight.add(ctl);
+    // stop() may have run while this attempt was preparing: it was not in flight then, so cut it here.
+    if (this.#stop?.signal.aborted && !this.#finishing && deadline === undefined) {
+      this.#inflight.delete(ctl);
+      return null;
+    }
     const budget = deadline === undefined
       ? settings.timeoutMs
       : Math.max(1, Math.min(settings.timeoutMs, deadline - Date.now()));

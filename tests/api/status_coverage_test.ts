@@ -58,8 +58,8 @@ Deno.test("409 SVC_SESSION_CANCELLED: a session cancelled while it starts is not
     async connect(req: ConnectRequest) {
       // Someone (a shutdown, a reaper) moves the session on while its engine connects.
       await transitionSession(kv, "proj_a", req.sessionId, ["activating"], "failed", {
-        end_reason: "shutdown",
-      });
+        end_reason: "service_shutdown",
+      }, Date.now());
       return idleConnection();
     },
   };

@@ -13,6 +13,8 @@ export interface ReceivedWebhook {
   headers: Headers;
   /** The raw body. */
   body: string;
+  /** Path of the request URL. */
+  path: string;
   /** Status answered (0 while hanging, or if the connection was dropped). */
   status: number;
 }
@@ -58,6 +60,7 @@ export function startWebhookReceiver(
       signature: req.headers.get("webhook-signature") ?? "",
       headers: new Headers(req.headers),
       body: await req.text(),
+      path: new URL(req.url).pathname,
       status: 0,
     };
     const n = received.push(rec) - 1;

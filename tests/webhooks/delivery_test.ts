@@ -277,3 +277,28 @@ Deno.test("delivery: a service restart in the middle of a delivery loses nothing
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("delivery: a receiver that hangs holds one slot, not the queue: other events are delivered meanwhile", async () => {
+  const engine = await startFakeEngine(testTls, "ok");
+  // Requests to /slow hang until the receiver closes; the others are accepted.
+  const receiver = startWebhookReceiver(testTls, (r) => (r.path.endsWith("/slow") ? "hang" : 204));
+  const h = await harness({ env: { SVC_WEBHOOK_TIMEOUT_MS: "10000", SVC_WEBHOOK_CONCURRENCY: "4" } });
+  try {
+    const key = await h.key(PROJECT);
+    await startAndEnd(h, key, engine.url, `${receiver.url}/slow`);
+    await receiver.waitFor(() => receiver.received.length === 2, 5000, "both slow attempts in flight");
+    const fast = await startAndEnd(h, key, engine.url, `${receiver.url}/fast`);
+    await receiver.waitFor(() => receiver.accepted().length === 2, 5000, "fast events delivered");
+    assert.ok(receiver.accepted().every((r) => r.path.endsWith("/fast")));
+    assert.ok(receiver.accepted().every((r) => JSON.parse(r.body).data.session_id === fast));
+    assert.equal(
+      receiver.received.filter((r) => r.status === 0).length,
+      2,
+      "the slow attempts are still hanging",
+    );
+  } finally {
+    await h.close();
+    await engine.close();
+    await receiver.close();
+  }
+});
