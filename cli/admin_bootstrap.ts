@@ -10,9 +10,13 @@ import { UsageError } from "./usage_error.ts";
 
 /** What bootstrap prints (with `--json`, exactly this object). */
 export interface BootstrapResult {
+  /** The project the key belongs to. */
   project_id: string;
+  /** The new key's id (`svc_key_…`). */
   key_id: string;
+  /** The key's plaintext, printed this once. */
   api_key: string;
+  /** The scopes the key holds. */
   scopes: Scope[];
 }
 

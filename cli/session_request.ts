@@ -10,22 +10,36 @@ import { UsageError } from "./usage_error.ts";
 
 /** The provider-related flags of `sessions create` (all optional; raw strings as typed). */
 export interface SessionFlags {
+  /** `--provider`: `provider_type`. */
   provider?: string;
+  /** `--engine-url`: `external_engine.url`. */
   engineUrl?: string;
+  /** `--engine-header` (repeatable, `Name: value`): `external_engine.auth_headers`. */
   engineHeaders?: string[];
+  /** `--sample-rate`: `external_engine.user_sample_rate`. */
   sampleRate?: string;
+  /** `--client-secret`: `vendor1_realtime.client_secret`. */
   clientSecret?: string;
+  /** `--access-token`: `vendor2.access_token`. */
   accessToken?: string;
+  /** `--agent-id`: `vendor2.agent_id` or `vendor3.agent_id`. */
   agentId?: string;
+  /** `--provider-api-key`: `vendor3.api_key`. */
   providerApiKey?: string;
+  /** `--signed-url`: `vendor3.signed_url`. */
   signedUrl?: string;
+  /** `--avatar`: `avatar_config.avatar_id`. */
   avatar?: string;
+  /** `--bg`: `avatar_config.bg_id`. */
   bg?: string;
+  /** `--transport`: `transport`. */
   transport?: string;
+  /** `--webhook-url`: `webhook_url`. */
   webhookUrl?: string;
 }
 
-type Json = Record<string, unknown>;
+/** A JSON object. */
+export type Json = Record<string, unknown>;
 
 /** Which flags fill which field of which provider's config. */
 const PROVIDER_FIELDS: Record<string, [keyof SessionFlags, string, string][]> = {

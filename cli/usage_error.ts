@@ -6,5 +6,6 @@
 
 /** A usage error: unknown command, bad or missing flag, unreadable `--config` file (exit code 2). */
 export class UsageError extends Error {
+  /** Always `"UsageError"`. */
   override name = "UsageError";
 }

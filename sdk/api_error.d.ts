@@ -43,11 +43,17 @@ export interface ApiErrorInit {
 
 /** The plain-object form of an {@link ApiError} (`JSON.stringify(error)`), in the API's field names. */
 export interface ApiErrorJson {
+  /** {@link ApiError.code}. */
   code: string;
+  /** {@link ApiError.message}. */
   message: string;
+  /** {@link ApiError.status}. */
   status: number;
+  /** {@link ApiError.requestId}. */
   request_id: string | null;
+  /** {@link ApiError.docUrl}. */
   doc_url: string | null;
+  /** {@link ApiError.retryAfter}. */
   retry_after: number | null;
 }
 

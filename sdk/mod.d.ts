@@ -27,7 +27,32 @@
  *
  * @module
  */
-export { createClient } from "./client.d.ts";
+// Values are re-declared with `typeof` over type-only imports: TypeScript does not allow a value
+// re-export from a `.d.ts` path, and Deno needs these paths (it does not map `./x.js` to `./x.d.ts`).
+import type * as ClientModule from "./client.d.ts";
+import type * as ErrorModule from "./api_error.d.ts";
+import type * as RetryModule from "./retry.d.ts";
+import type * as KeyModule from "./idempotency_key.d.ts";
+
+/**
+ * Creates a client: `createClient({ baseUrl, apiKey, fetch?, retry? })`. Every method resolves with the
+ * answer's typed body or rejects with an {@link ApiError}. See `client.d.ts` for every method.
+ */
+export declare const createClient: typeof ClientModule.createClient;
+/**
+ * The one error class: `code`, `message`, `status`, `requestId`, `docUrl`, `retryAfter`, `retryable`.
+ * See `api_error.d.ts`.
+ */
+export declare const ApiError: typeof ErrorModule.ApiError;
+/** An {@link ApiError} instance. */
+export type ApiError = ErrorModule.ApiError;
+/** The retry policy's default settings (`retry: true`). See `retry.d.ts` for what is retried. */
+export declare const DEFAULT_RETRY: typeof RetryModule.DEFAULT_RETRY;
+/** A fresh Idempotency-Key (a random UUID v4) for `createSession`. */
+export declare const newIdempotencyKey: typeof KeyModule.newIdempotencyKey;
+/** Whether a string is a valid Idempotency-Key (1..255 printable ASCII characters). */
+export declare const isValidIdempotencyKey: typeof KeyModule.isValidIdempotencyKey;
+
 export type {
   Client,
   ClientOptions,
@@ -36,10 +61,7 @@ export type {
   ListApiKeysQuery,
   RequestOptions,
 } from "./client.d.ts";
-export { ApiError } from "./api_error.d.ts";
 export type { ApiErrorInit, ApiErrorJson, ErrorCode, SdkErrorCode } from "./api_error.d.ts";
-export { DEFAULT_RETRY } from "./retry.d.ts";
-export type { RetryEvent, RetryOptions } from "./retry.d.ts";
-export { isValidIdempotencyKey, newIdempotencyKey } from "./idempotency_key.d.ts";
+export type { RetryEvent, RetryOptions, RetryPolicy, RetryTarget } from "./retry.d.ts";
 export type * from "./types.d.ts";
 export type { components, operations, paths } from "./schema.d.ts";

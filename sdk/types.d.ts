@@ -6,53 +6,51 @@
  */
 import type { components } from "./schema.d.ts";
 
-type Schemas = components["schemas"];
-
 /** Body of `createApiKey` (`POST /v1/api-keys`). */
-export type CreateApiKeyRequest = Schemas["CreateApiKeyRequest"];
+export type CreateApiKeyRequest = components["schemas"]["CreateApiKeyRequest"];
 /** Answer of `createApiKey`: the only place a key's plaintext (`api_key`) ever appears. */
-export type CreatedApiKey = Schemas["CreatedApiKey"];
+export type CreatedApiKey = components["schemas"]["CreatedApiKey"];
 /** Answer of `revokeApiKey` (`DELETE /v1/api-keys/{key_id}`). */
-export type RevokedApiKey = Schemas["RevokedApiKey"];
+export type RevokedApiKey = components["schemas"]["RevokedApiKey"];
 /** One page of `listApiKeys` (`GET /v1/api-keys`, non-canonical). */
-export type ApiKeyList = Schemas["ApiKeyList"];
+export type ApiKeyList = components["schemas"]["ApiKeyList"];
 /** One key of {@link ApiKeyList}: never its plaintext, only a 4-character `hint`. */
-export type ApiKeySummary = Schemas["ApiKeySummary"];
+export type ApiKeySummary = components["schemas"]["ApiKeySummary"];
 /** An API key scope. */
-export type Scope = Schemas["Scope"];
+export type Scope = components["schemas"]["Scope"];
 
 /** Body of `createSession` (`POST /v1/sessions`). */
-export type CreateSessionRequest = Schemas["CreateSessionRequest"];
+export type CreateSessionRequest = components["schemas"]["CreateSessionRequest"];
 /** Answer of `createSession`: the session is `active`, with a 5-minute client token. */
-export type CreatedSession = Schemas["CreatedSession"];
+export type CreatedSession = components["schemas"]["CreatedSession"];
 /** Answer of `getSession` (`GET /v1/sessions/{session_id}`): never the client token. */
-export type Session = Schemas["Session"];
+export type Session = components["schemas"]["Session"];
 /** Answer of `endSession` (`POST /v1/sessions/{session_id}/end`). */
-export type EndedSession = Schemas["EndedSession"];
+export type EndedSession = components["schemas"]["EndedSession"];
 /** Answer of `createClientToken` (`POST /v1/sessions/{session_id}/client-token`). */
-export type ClientToken = Schemas["ClientToken"];
+export type ClientToken = components["schemas"]["ClientToken"];
 /** A session's state. */
-export type SessionStatus = Schemas["SessionStatus"];
+export type SessionStatus = components["schemas"]["SessionStatus"];
 /** A transport (`auto` is only ever requested; answers carry the one in effect). */
-export type Transport = Schemas["Transport"];
+export type Transport = components["schemas"]["Transport"];
 /** The media-plane details of a session. */
-export type StreamMetadata = Schemas["StreamMetadata"];
+export type StreamMetadata = components["schemas"]["StreamMetadata"];
 /** A conversation engine type. */
-export type ProviderType = Schemas["ProviderType"];
+export type ProviderType = components["schemas"]["ProviderType"];
 /** `provider_config`: exactly one key, matching `provider_type`. */
-export type ProviderConfig = Schemas["ProviderConfig"];
+export type ProviderConfig = components["schemas"]["ProviderConfig"];
 /** `provider_config.external_engine`. */
-export type ExternalEngineConfig = Schemas["ExternalEngineConfig"];
+export type ExternalEngineConfig = components["schemas"]["ExternalEngineConfig"];
 /** `provider_config.vendor1_realtime`. */
-export type Vendor1RealtimeConfig = Schemas["Vendor1RealtimeConfig"];
+export type Vendor1RealtimeConfig = components["schemas"]["Vendor1RealtimeConfig"];
 /** `provider_config.vendor2`. */
-export type Vendor2Config = Schemas["Vendor2Config"];
+export type Vendor2Config = components["schemas"]["Vendor2Config"];
 /** `provider_config.vendor3`. */
-export type Vendor3Config = Schemas["Vendor3Config"];
+export type Vendor3Config = components["schemas"]["Vendor3Config"];
 /** `avatar_config`. */
-export type AvatarConfig = Schemas["AvatarConfig"];
+export type AvatarConfig = components["schemas"]["AvatarConfig"];
 
 /** The flat error body of every 4xx/5xx answer of the service. */
-export type ErrorBody = Schemas["ErrorBody"];
+export type ErrorBody = components["schemas"]["ErrorBody"];
 /** Every error code the service answers with (see the error reference). */
 export type ServiceErrorCode = ErrorBody["code"];
