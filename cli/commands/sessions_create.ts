@@ -142,7 +142,7 @@ export const sessionsCreate: CommandSpec = {
     const started = Date.now();
     const progress = startProgress(
       io,
-      `Starting a ${body.provider_type} session…`,
+      `Starting session (${body.provider_type})…`,
       progressEnabled(io, json),
     );
     let session;
