@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type Client, createClient, type RetryEvent } from "../sdk/mod.js";
+import { type Client, createClient, type RetryEvent } from "@avatar-svc/sdk";
 import type { OptionSpec, Values } from "./command.ts";
 import type { Io } from "./io.ts";
 import { UsageError } from "./usage_error.ts";

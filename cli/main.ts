@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { ApiError } from "../sdk/mod.js";
+import { ApiError } from "@avatar-svc/sdk";
 import { ConfigError } from "../src/config.ts";
 import { DEFAULT_API_URL } from "./api_client.ts";
 import { type CommandSpec, runCommand } from "./command.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import picocolors from "picocolors";
-import type { ApiError } from "../sdk/mod.js";
+import type { ApiError } from "@avatar-svc/sdk";
 import type { Io } from "./io.ts";
 
 /** Writes the report of `err` to standard error; `extra` lines are appended (e.g. how to retry). */

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { CreateSessionRequest } from "../sdk/mod.js";
+import type { CreateSessionRequest } from "@avatar-svc/sdk";
 import { UsageError } from "./usage_error.ts";
 
 /** The provider-related flags of `sessions create` (all optional; raw strings as typed). */

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { ApiKeySummary } from "../../sdk/mod.js";
+import type { ApiKeySummary } from "@avatar-svc/sdk";
 import { API_OPTIONS, clientFromFlags } from "../api_client.ts";
 import type { CommandSpec } from "../command.ts";
 import { formatTime, printJson, printTable } from "../output.ts";

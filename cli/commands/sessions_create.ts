@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ApiError, isValidIdempotencyKey, newIdempotencyKey } from "../../sdk/mod.js";
+import { ApiError, isValidIdempotencyKey, newIdempotencyKey } from "@avatar-svc/sdk";
 import { API_OPTIONS, clientFromFlags } from "../api_client.ts";
 import type { CommandSpec, Values } from "../command.ts";
 import type { Io } from "../io.ts";

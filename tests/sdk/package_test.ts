@@ -126,6 +126,27 @@ console.log(JSON.stringify({ status: got.status, error: err instanceof ApiError 
   }
 });
 
+Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", async () => {
+  const files = [
+    "sdk/README.md",
+    "sdk/mod.d.ts",
+    "sdk/client.d.ts",
+    "sdk/api_error.d.ts",
+    "sdk/idempotency_key.d.ts",
+  ];
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["check", "--doc", ...files],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, text);
+  const readme = await Deno.readTextFile(new URL("README.md", SDK));
+  assert.ok((readme.match(/^```ts$/gm) ?? []).length >= 2, "the backend and frontend examples are ts blocks");
+});
+
 Deno.test("sdk and cli: every hand-written export has JSDoc (deno doc --lint)", async () => {
   const files: string[] = [];
   for (const dir of ["cli", "cli/commands"]) {
