@@ -6,19 +6,21 @@
 import { isScope, type Scope, SCOPES } from "../src/auth/scopes.ts";
 import { PROJECT_ID_PATTERN } from "../src/ids.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
+import { UsageError } from "./usage_error.ts";
 
 /** What bootstrap prints (with `--json`, exactly this object). */
 export interface BootstrapResult {
+  /** The project the key belongs to. */
   project_id: string;
+  /** The new key's id (`svc_key_…`). */
   key_id: string;
+  /** The key's plaintext, printed this once. */
   api_key: string;
+  /** The scopes the key holds. */
   scopes: Scope[];
 }
 
-/** A usage error (exit code 2). */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+export { UsageError } from "./usage_error.ts";
 
 /** Validates bootstrap arguments. */
 export function parseBootstrapInput(input: { project?: string; name?: string; scopes?: string[] }): {

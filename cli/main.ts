@@ -1,96 +1,111 @@
 /**
- * Operators' CLI: `deno task cli <command>`.
+ * Operators' CLI: `deno task cli <command>`. API commands talk to the service through the SDK
+ * (`sdk/`); `admin bootstrap` writes straight into the configured KV.
+ *
+ * Exit codes: 0 success, 1 API error (code, message and request id on standard error), 2 usage error.
  *
  * @module
  */
-import { parseArgs } from "node:util";
-import { ConfigError, loadConfigFromEnv } from "../src/config.ts";
-import { openKv } from "../src/server.ts";
-import { bootstrap, parseBootstrapInput, UsageError } from "./admin_bootstrap.ts";
-import { runWebhooksCommand } from "./webhooks_secret.ts";
+import { ApiError } from "@avatar-svc/sdk";
+import { ConfigError } from "../src/config.ts";
+import { DEFAULT_API_URL } from "./api_client.ts";
+import { type CommandSpec, runCommand } from "./command.ts";
+import { adminBootstrap, BOOTSTRAP_HELP } from "./commands/admin_bootstrap.ts";
+import { keysCreate } from "./commands/keys_create.ts";
+import { keysList } from "./commands/keys_list.ts";
+import { keysRevoke } from "./commands/keys_revoke.ts";
+import { sessionsCreate } from "./commands/sessions_create.ts";
+import { sessionsEnd } from "./commands/sessions_end.ts";
+import { sessionsGet } from "./commands/sessions_get.ts";
+import { sessionsToken } from "./commands/sessions_token.ts";
+import { webhooksSecret } from "./commands/webhooks_secret.ts";
+import { denoIo, type Io } from "./io.ts";
+import { reportApiError } from "./report_error.ts";
+import { UsageError } from "./usage_error.ts";
+
+/** Every command, in help order. */
+export const COMMANDS: readonly CommandSpec[] = [
+  keysCreate,
+  keysRevoke,
+  keysList,
+  sessionsCreate,
+  sessionsGet,
+  sessionsEnd,
+  sessionsToken,
+  webhooksSecret,
+  adminBootstrap,
+];
+
+const GROUPS: Record<string, string> = {
+  keys: "API keys of the calling key's project",
+  sessions: "sessions: create and start, inspect, end, mint client tokens",
+  webhooks: "operator tasks on a project's webhook signing secret (straight in the configured KV)",
+  admin: "operator tasks that bypass the API",
+};
+
+function commandList(commands: readonly CommandSpec[]): string {
+  const width = Math.max(...commands.map((c) => c.path.join(" ").length));
+  return commands.map((c) => `  ${c.path.join(" ").padEnd(width)}  ${c.summary}`).join("\n");
+}
 
 const HELP = `Usage: deno task cli <command> [options]
 
 Commands:
-  admin bootstrap   Mint a project's first API key straight into the configured KV (SVC_KV)
-  webhooks secret   Read (get) or rotate a project's webhook signing secret in the configured KV
+${commandList(COMMANDS)}
 
-Run 'deno task cli <command> --help' for a command's options.
+API commands (keys, sessions) take:
+  --api-url <url>   service URL (default: $SVC_API_URL, else ${DEFAULT_API_URL})
+  --api-key <key>   API key (default: $SVC_API_KEY)
+  --retries <n>     retry retryable failures up to n times (default 0)
+  --json            print the API's answer as JSON, exactly
+
+Environment: SVC_API_URL, SVC_API_KEY (API commands); SVC_KV (admin bootstrap, webhooks secret); NO_COLOR.
+Exit codes: 0 success, 1 API error (code, message and request id on stderr), 2 usage error.
+
+Run 'deno task cli <command> --help' for a command's options. Documentation: docs/cli.md.
 `;
 
-const BOOTSTRAP_HELP =
-  `Usage: deno task cli admin bootstrap --project <project_id> --name <name> [--scope <scope>]... [--json]
-
-Mints an API key for a project directly in the configured Deno KV (SVC_KV, default .data/svc.kv).
-The plaintext key is printed once; only its SHA-256 is stored.
-
-Options:
-  --project <id>    project id (1..128 of A-Z a-z 0-9 _ . : -)
-  --name <name>     key name (1..128 characters)
-  --scope <scope>   a scope to grant; repeat for several (default: all of
-                    sessions:read, sessions:write, api_keys:read, api_keys:write)
-  --json            print {"project_id","key_id","api_key","scopes"} as JSON
-  -h, --help        show this help
-`;
-
-async function adminBootstrap(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      project: { type: "string" },
-      name: { type: "string" },
-      scope: { type: "string", multiple: true },
-      json: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(BOOTSTRAP_HELP);
-    return 0;
-  }
-  const input = parseBootstrapInput({ project: values.project, name: values.name, scopes: values.scope });
-  const config = loadConfigFromEnv();
-  const kv = await openKv(config.kv);
-  try {
-    const result = await bootstrap(kv, input, Date.now());
-    if (values.json) console.log(JSON.stringify(result));
-    else {
-      console.log(`Created API key ${result.key_id} for project ${result.project_id}`);
-      console.log(`Scopes: ${result.scopes.join(", ")}`);
-      console.log(`API key (shown once, store it now): ${result.api_key}`);
-    }
-    return 0;
-  } finally {
-    kv.close();
-  }
+function groupHelp(group: string): string {
+  if (group === "admin") return BOOTSTRAP_HELP;
+  const commands = COMMANDS.filter((c) => c.path[0] === group);
+  return `Usage: deno task cli ${group} <${commands.map((c) => c.path[1]).join("|")}> [options]\n\n${
+    GROUPS[group]
+  }:\n${commandList(commands)}\n\nRun 'deno task cli ${group} <command> --help' for its options.\n`;
 }
 
+const isHelp = (arg: string | undefined) => arg === "--help" || arg === "-h" || arg === "help";
+
 /** Runs the CLI with `args`; returns the exit code. */
-export async function run(args: string[]): Promise<number> {
+export async function run(args: string[], io: Io = denoIo()): Promise<number> {
   try {
-    const [command, sub, ...rest] = args;
-    if (!command || command === "--help" || command === "-h" || command === "help") {
-      console.log(HELP);
-      return command ? 0 : 2;
+    const [group, sub, ...rest] = args;
+    if (!group || isHelp(group)) {
+      io.stdout(`${HELP}\n`);
+      return group ? 0 : 2;
     }
-    if (command === "admin" && sub === "bootstrap") return await adminBootstrap(rest);
-    if (command === "webhooks") return await runWebhooksCommand(args.slice(1));
-    if (command === "admin" && (sub === undefined || sub === "--help" || sub === "-h")) {
-      console.log(BOOTSTRAP_HELP);
-      return sub ? 0 : 2;
+    if (group in GROUPS) {
+      if (sub === undefined || isHelp(sub)) {
+        io.stdout(`${groupHelp(group)}\n`);
+        return sub ? 0 : 2;
+      }
+      const command = COMMANDS.find((c) => c.path[0] === group && c.path[1] === sub);
+      if (command) return await runCommand(command, rest, io);
     }
-    console.error(`unknown command: ${[command, sub].filter(Boolean).join(" ")}\n\n${HELP}`);
+    io.stderr(`unknown command: ${[group, sub].filter(Boolean).join(" ")}\n\n${HELP}\n`);
     return 2;
   } catch (err) {
+    if (err instanceof ApiError) {
+      reportApiError(io, err);
+      return 1;
+    }
     if (
       err instanceof UsageError || err instanceof ConfigError ||
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
-      console.error(`error: ${(err as Error).message}`);
+      io.stderr(`error: ${(err as Error).message}\n`);
       return 2;
     }
-    console.error(`error: ${(err as Error).message ?? err}`);
+    io.stderr(`error: ${(err as Error).message ?? err}\n`);
     return 1;
   }
 }

@@ -1,0 +1,41 @@
+/**
+ * Terminal output of the API commands: exact JSON (`--json`), a boxed table for lists and an aligned
+ * key/value list for one object. Tables are drawn by cli-table3 (Unicode-width aware); colour comes from
+ * picocolors and is on only when standard output is a terminal and `NO_COLOR` is unset.
+ *
+ * @module
+ */
+import Table from "cli-table3";
+import picocolors from "picocolors";
+import type { Io } from "./io.ts";
+
+/** Prints `value` as JSON: indented on a terminal, one line otherwise (for pipes and scripts). */
+export function printJson(io: Io, value: unknown): void {
+  io.stdout(`${JSON.stringify(value, null, io.stdoutIsTerminal ? 2 : undefined)}\n`);
+}
+
+/** The colours for standard output. */
+function colours(io: Io) {
+  return picocolors.createColors(io.stdoutIsTerminal && !io.noColor);
+}
+
+/** Prints a boxed table with a header row. */
+export function printTable(io: Io, head: string[], rows: string[][]): void {
+  const c = colours(io);
+  const table = new Table({ head: head.map((h) => c.bold(h)), style: { head: [], border: [] } });
+  table.push(...rows);
+  io.stdout(`${table.toString()}\n`);
+}
+
+/** Prints one object as aligned `label  value` lines; rows whose value is `undefined` are left out. */
+export function printDetails(io: Io, rows: [string, string | undefined][]): void {
+  const c = colours(io);
+  const shown = rows.filter((r): r is [string, string] => r[1] !== undefined);
+  const width = Math.max(...shown.map(([label]) => label.length));
+  io.stdout(shown.map(([label, value]) => `${c.bold(label.padEnd(width))}  ${value}\n`).join(""));
+}
+
+/** An epoch-milliseconds time as ISO 8601 (UTC); `-` for null or undefined. */
+export function formatTime(ms: number | null | undefined): string {
+  return typeof ms === "number" ? new Date(ms).toISOString() : "-";
+}

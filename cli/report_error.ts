@@ -1,0 +1,21 @@
+/**
+ * How a failed API call is reported on standard error: the code and message on the first line, then the
+ * request id, the error reference link and, for retryable errors, when to retry.
+ *
+ * @module
+ */
+import picocolors from "picocolors";
+import type { ApiError } from "@avatar-svc/sdk";
+import type { Io } from "./io.ts";
+
+/** Writes the report of `err` to standard error; `extra` lines are appended (e.g. how to retry). */
+export function reportApiError(io: Io, err: ApiError, extra: string[] = []): void {
+  const c = picocolors.createColors(io.stderrIsTerminal && !io.noColor);
+  const lines = [`${c.red("error")}: ${err.code}: ${err.message}`];
+  if (err.status) lines.push(`  status: ${err.status}`);
+  lines.push(`  request_id: ${err.requestId ?? "(none: no answer from the service)"}`);
+  if (err.docUrl) lines.push(`  doc_url: ${err.docUrl}`);
+  if (err.retryAfter !== null) lines.push(`  retry_after: ${err.retryAfter} s`);
+  lines.push(...extra.map((l) => `  ${l}`));
+  io.stderr(`${lines.join("\n")}\n`);
+}
