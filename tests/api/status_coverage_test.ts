@@ -49,11 +49,12 @@ Deno.test("500 SVC_INTERNAL_ERROR: an unexpected failure is logged, answered gen
     assert.deepEqual(recs.map((r) => [r.status, r.error_code]), [["failed", "SVC_INTERNAL_ERROR"]]);
   } finally {
     await h.close();
+    kv.close();
   }
 });
 
 Deno.test("409 SVC_SESSION_CANCELLED: a session cancelled while it starts is not answered as active", async () => {
-  let kv!: Deno.Kv;
+  const kv = await Deno.openKv(":memory:");
   const cancelling: ProviderConnector = {
     async connect(req: ConnectRequest) {
       // Someone (a shutdown, a reaper) moves the session on while its engine connects.
@@ -63,8 +64,7 @@ Deno.test("409 SVC_SESSION_CANCELLED: a session cancelled while it starts is not
       return idleConnection();
     },
   };
-  const h = await createHarness({ connectors: { vendor1_realtime: cancelling } });
-  kv = h.kv;
+  const h = await createHarness({ kv, connectors: { vendor1_realtime: cancelling } });
   try {
     const key = await h.key("proj_a");
     const res = await h.req("POST", "/v1/sessions", { key, body: vendor1 });
