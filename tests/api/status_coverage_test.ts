@@ -49,7 +49,6 @@ Deno.test("500 SVC_INTERNAL_ERROR: an unexpected failure is logged, answered gen
     assert.deepEqual(recs.map((r) => [r.status, r.error_code]), [["failed", "SVC_INTERNAL_ERROR"]]);
   } finally {
     await h.close();
-    kv.close();
   }
 });
 
@@ -73,6 +72,7 @@ Deno.test("409 SVC_SESSION_CANCELLED: a session cancelled while it starts is not
     assert.equal((await h.kv.get(["project", "proj_a", "live_sessions"])).value, 0);
   } finally {
     await h.close();
+    kv.close();
   }
 });
 
