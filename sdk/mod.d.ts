@@ -33,6 +33,7 @@ import type * as ClientModule from "./client.d.ts";
 import type * as ErrorModule from "./api_error.d.ts";
 import type * as RetryModule from "./retry.d.ts";
 import type * as KeyModule from "./idempotency_key.d.ts";
+import type * as WebhooksModule from "./webhooks.d.ts";
 
 /**
  * Creates a client: `createClient({ baseUrl, apiKey, fetch?, retry? })`. Every method resolves with the
@@ -52,6 +53,15 @@ export declare const DEFAULT_RETRY: typeof RetryModule.DEFAULT_RETRY;
 export declare const newIdempotencyKey: typeof KeyModule.newIdempotencyKey;
 /** Whether a string is a valid Idempotency-Key (1..255 printable ASCII characters). */
 export declare const isValidIdempotencyKey: typeof KeyModule.isValidIdempotencyKey;
+/**
+ * Verifies a lifecycle webhook delivery (Standard Webhooks `v1` signature, timestamp tolerance). Also
+ * available alone as `@avatar-svc/sdk/webhooks`. See `webhooks.d.ts`.
+ */
+export declare const verifyWebhook: typeof WebhooksModule.verifyWebhook;
+/** Why a webhook did not verify. */
+export declare const WebhookVerificationError: typeof WebhooksModule.WebhookVerificationError;
+/** A {@link WebhookVerificationError} instance. */
+export type WebhookVerificationError = WebhooksModule.WebhookVerificationError;
 
 export type {
   Client,
@@ -63,5 +73,6 @@ export type {
 } from "./client.d.ts";
 export type { ApiErrorInit, ApiErrorJson, ErrorCode, SdkErrorCode } from "./api_error.d.ts";
 export type { RetryEvent, RetryOptions, RetryPolicy, RetryTarget } from "./retry.d.ts";
+export type { VerifiedWebhook, VerifyWebhookOptions } from "./webhooks.d.ts";
 export type * from "./types.d.ts";
 export type { components, operations, paths } from "./schema.d.ts";

@@ -9,3 +9,4 @@ export { createClient } from "./client.js";
 export { ApiError } from "./api_error.js";
 export { DEFAULT_RETRY } from "./retry.js";
 export { isValidIdempotencyKey, newIdempotencyKey } from "./idempotency_key.js";
+export { verifyWebhook, WebhookVerificationError } from "./webhooks.js";
