@@ -13,6 +13,7 @@ import { ExternalEngineConnector } from "./providers/external_engine.ts";
 import { UnavailableConnector } from "./providers/unavailable.ts";
 import { SessionRuntime } from "./runtime/session_runtime.ts";
 import { randomBase62 } from "./ids.ts";
+import { MediaPlane, type MediaPlaneOptions } from "./media/plane.ts";
 
 /** A running service. */
 export interface RunningService {
@@ -20,6 +21,10 @@ export interface RunningService {
   url: string;
   /** The reference engine, when the embedded default runs one. */
   referenceEngine: { url: string; caFile: string; tokenFile: string; token: string } | null;
+  /** The media plane, when this process runs one. */
+  media: MediaPlane | null;
+  /** The session runtime (live sessions of this process). */
+  runtime: SessionRuntime;
   /** Stops accepting requests, ends every live session, closes KV. Idempotent. */
   close(): Promise<void>;
 }
@@ -36,11 +41,29 @@ export async function openKv(location: string): Promise<Deno.Kv> {
 /** Starts a service process from a configuration. */
 export async function startService(
   config: Config,
-  options: { logger?: Logger; clock?: Clock; signal?: AbortSignal } = {},
+  options: {
+    logger?: Logger;
+    clock?: Clock;
+    signal?: AbortSignal;
+    /** Overrides of the media plane's options (tests and the bench). */
+    media?: Partial<Pick<MediaPlaneOptions, "renderer" | "limits" | "observer">>;
+  } = {},
 ): Promise<RunningService> {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   const clock = options.clock ?? systemClock;
   const instanceId = `inst_${randomBase62(12)}`;
+
+  // First, so that a missing ffmpeg stops start-up before anything is opened.
+  const media = config.media.enabled
+    ? await MediaPlane.create({ config: config.media, publicUrl: config.publicUrl, logger, ...options.media })
+    : null;
+  if (media) {
+    logger.info("media plane ready", {
+      ffmpeg: media.ffmpegVersion,
+      format: media.renderer.format,
+      capacity: media.capacity,
+    });
+  }
 
   let secrets: { current: string; previous: string | null } | null = null;
   if (config.tokenSecret.kind === "configured") {
@@ -77,8 +100,18 @@ export async function startService(
       vendor3: unavailable,
     },
     logger,
+    media: media?.factory,
   });
-  const { app } = createApp({ kv, clock, config, runtime, tokens, logger, instanceId });
+  const { app } = createApp({
+    kv,
+    clock,
+    config,
+    runtime,
+    tokens,
+    logger,
+    instanceId,
+    media: media ?? undefined,
+  });
 
   const server = Deno.serve({
     hostname: config.host,
@@ -100,6 +133,8 @@ export async function startService(
     referenceEngine: engine
       ? { url: engine.engine.url, caFile: engine.caFile, tokenFile: engine.tokenFile, token: engine.token }
       : null,
+    media,
+    runtime,
     close() {
       closing ??= (async () => {
         await server.shutdown();

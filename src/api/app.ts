@@ -19,6 +19,10 @@ import { requestContext } from "./middleware/request_context.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
+import { registerCatalogRoutes } from "./routes/catalog.ts";
+import { registerMediaRoutes } from "./routes/media.ts";
+import { CATALOG } from "../media/catalog.ts";
+import type { MediaPlane } from "../media/plane.ts";
 
 /** Version of the API document. */
 export const API_VERSION = "1.0.0";
@@ -33,6 +37,8 @@ export interface AppDeps {
   logger: Logger;
   /** Id of this process (owner of the sessions it runs). */
   instanceId: string;
+  /** The media plane, when this process runs one (its WebSocket route is registered then). */
+  media?: MediaPlane;
   /** Overrides for tests (the spec's 10 s teardown timeout by default). */
   teardownTimeoutMs?: number;
   idempotencyWaitMs?: number;
@@ -79,6 +85,7 @@ export function createApp(deps: AppDeps): App {
     instanceId: deps.instanceId,
     teardownTimeoutMs: deps.teardownTimeoutMs,
     idempotencyWaitMs: deps.idempotencyWaitMs,
+    media: deps.media,
   });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
@@ -107,6 +114,8 @@ export function createApp(deps: AppDeps): App {
 
   registerApiKeyRoutes(app, { kv, clock });
   registerSessionRoutes(app, { sessions });
+  registerCatalogRoutes(app, { catalog: deps.media?.catalog ?? CATALOG });
+  if (deps.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.media, logger });
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
   registerDocsRoutes(app, document);
 

@@ -14,6 +14,17 @@ Deno.test("config: embedded defaults", () => {
   assert.equal(c.providerConnectTimeoutMs, 8000);
   assert.deepEqual(c.referenceEngine, { enabled: true, port: 8788, dir: ".data/reference-engine" });
   assert.equal(c.maxBodyBytes, 65536);
+  assert.deepEqual(c.media, {
+    enabled: true,
+    ffmpegPath: "ffmpeg",
+    width: 512,
+    height: 512,
+    fps: 25,
+    capacity: 20,
+    firstFrameTimeoutMs: 5000,
+    frameCacheBytes: 256 * 1024 * 1024,
+  });
+  assert.equal(c.demoPage, true);
 });
 
 Deno.test("config: invalid values stop start-up with one line naming the variable, never the value", () => {
@@ -28,6 +39,9 @@ Deno.test("config: invalid values stop start-up with one line naming the variabl
     [{ SVC_MAX_CONCURRENT_SESSIONS: "-1" }, "SVC_MAX_CONCURRENT_SESSIONS"],
     [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL"],
     [{ SVC_TOKEN_SECRET_PREVIOUS: "x".repeat(40) }, "SVC_TOKEN_SECRET_PREVIOUS"],
+    [{ SVC_RENDER_WIDTH: "513" }, "SVC_RENDER_WIDTH"],
+    [{ SVC_RENDER_FPS: "7" }, "SVC_RENDER_FPS"],
+    [{ SVC_RENDER_CAPACITY: "0" }, "SVC_RENDER_CAPACITY"],
   ];
   for (const [env, name] of cases) {
     const err = assert.throws(() => loadConfig(env), ConfigError) as unknown;
