@@ -16,6 +16,7 @@ import type { ProviderConnector, ProviderType } from "../../src/providers/types.
 import { UnavailableConnector } from "../../src/providers/unavailable.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../../src/runtime/session_runtime.ts";
 import type { SessionService } from "../../src/sessions/service.ts";
+import type { MediaPlane } from "../../src/media/plane.ts";
 
 /** Options of {@link createHarness}. */
 export interface HarnessOptions {
@@ -31,6 +32,8 @@ export interface HarnessOptions {
   idempotencyWaitMs?: number;
   connectors?: Partial<Record<ProviderType, ProviderConnector>>;
   media?: SessionMediaFactory;
+  /** A media plane: its factory runs session media and its WebSocket route is served. */
+  mediaPlane?: MediaPlane;
 }
 
 /** A JSON response. */
@@ -52,6 +55,8 @@ export interface Harness {
   tokens: TokenService;
   logs: string[];
   fetch(req: Request): Promise<Response>;
+  /** Serves the app on 127.0.0.1 (port 0) until `close`; returns its base URL (http://…). */
+  serve(): string;
   /** Bootstraps a key for a project (default: all scopes); returns its plaintext. */
   key(projectId: string, scopes?: Scope[]): Promise<string>;
   /** Makes an in-process request. `key` is sent as Bearer unless `via: "x-api-key"`. */
@@ -91,7 +96,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       ...options.connectors,
     },
     logger,
-    media: options.media,
+    media: options.media ?? options.mediaPlane?.factory,
   });
   const secret = options.tokenSecret === undefined ? TEST_TOKEN_SECRET : options.tokenSecret;
   const tokens = new TokenService(secret === null ? null : { current: secret, previous: null }, clock);
@@ -105,8 +110,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     instanceId: "test",
     teardownTimeoutMs: options.teardownTimeoutMs,
     idempotencyWaitMs: options.idempotencyWaitMs,
+    media: options.mediaPlane,
   });
   const fetch = async (req: Request) => await app.fetch(req);
+  let server: Deno.HttpServer<Deno.NetAddr> | null = null;
   return {
     kv,
     clock,
@@ -116,6 +123,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     tokens,
     logs,
     fetch,
+    serve() {
+      server ??= Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+      return `http://127.0.0.1:${server.addr.port}`;
+    },
     async key(projectId, scopes = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"]) {
       const { plaintext } = await createApiKey(kv, {
         projectId,
@@ -147,6 +158,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     },
     async close() {
       await runtime.shutdown();
+      await server?.shutdown();
       httpClient?.close();
       if (!options.kv) kv.close();
     },
