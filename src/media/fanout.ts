@@ -37,7 +37,8 @@ export interface FanoutLimits {
 
 /** The clients of one session and the keyframe cache they join from. */
 export class Fanout {
-  readonly #clients = new Set<MediaClient>();
+  /** Clients and the bytes of their join burst (allowed on top of the backlog limit). */
+  readonly #clients = new Map<MediaClient, { burst: number }>();
   #cache: Fragment[] = [];
   #init: Uint8Array | null = null;
   #hello: string | null = null;
@@ -66,10 +67,13 @@ export class Fanout {
       return false;
     }
     if (!this.#init || !this.#hello) throw new Error("fan-out has no init segment yet");
-    this.#clients.add(client);
-    this.#send(client, this.#hello);
-    this.#send(client, this.#init);
-    for (const f of this.#cache) this.#send(client, f.data);
+    // The join burst (up to one GOP) is sent at once; the backlog limit applies on top of it.
+    let burst = this.#hello.length + this.#init.length;
+    for (const f of this.#cache) burst += f.data.length;
+    this.#clients.set(client, { burst });
+    this.#send(client, this.#hello, false);
+    this.#send(client, this.#init, false);
+    for (const f of this.#cache) this.#send(client, f.data, false);
     this.onCountChanged(this.#clients.size);
     return true;
   }
@@ -86,18 +90,18 @@ export class Fanout {
       this.#cache = this.#cache.filter((c) => c.kind === "audio" && c.endMs > f.startMs);
     }
     this.#cache.push(f);
-    for (const c of [...this.#clients]) this.#send(c, f.data);
+    for (const c of [...this.#clients.keys()]) this.#send(c, f.data);
   }
 
   /** Sends a JSON control message to every client. */
   broadcast(message: Record<string, unknown>): void {
     const text = JSON.stringify(message);
-    for (const c of [...this.#clients]) this.#send(c, text);
+    for (const c of [...this.#clients.keys()]) this.#send(c, text);
   }
 
   /** Closes every client with `code` and `reason`. */
   closeAll(code: number, reason: string): void {
-    const all = [...this.#clients];
+    const all = [...this.#clients.keys()];
     this.#clients.clear();
     for (const c of all) {
       try {
@@ -108,8 +112,10 @@ export class Fanout {
     this.#cache = [];
   }
 
-  #send(client: MediaClient, data: Uint8Array | string): void {
-    if (client.bufferedAmount > this.limits.maxBufferedBytes) {
+  #send(client: MediaClient, data: Uint8Array | string, check = true): void {
+    const state = this.#clients.get(client);
+    if (!state) return;
+    if (check && client.bufferedAmount > this.limits.maxBufferedBytes + state.burst) {
       this.slowClosed++;
       this.#clients.delete(client);
       try {

@@ -81,6 +81,8 @@ export interface SessionMediaDeps {
 export interface MediaObserver {
   /** `n` speech samples (counted from the first one ever queued) were placed at timeline sample `at`. */
   speechPlaced?(speechIndex: number, at: number, n: number): void;
+  /** An encoder process started for a session. */
+  encoderStarted?(sessionId: string, pid: number): void;
 }
 
 /** Counters of one session's media plane. */
@@ -149,6 +151,8 @@ export class AvatarSessionMedia implements SessionMedia {
   /** Access units encoded before the init segment was complete (published right after it). */
   #early: { data: Uint8Array; key: boolean }[] = [];
   #stopped = false;
+  /** The clock runs (after the warm-up). */
+  #running = false;
   #failed: string | null = null;
   #micOwner: MediaClient | null = null;
   readonly #stats = {
@@ -231,6 +235,7 @@ export class AvatarSessionMedia implements SessionMedia {
       throw new ApiError("SVC_RENDER_FAILED");
     }
     for (const [name, enc] of [["video", this.#video], ["audio", this.#audio]] as const) {
+      d.observer?.encoderStarted?.(d.sessionId, enc.pid);
       enc.exited.then((status) => {
         if (this.#stopped) return;
         d.logger.error("media encoder exited", {
@@ -243,8 +248,14 @@ export class AvatarSessionMedia implements SessionMedia {
         this.#fail(`${name}_encoder_exited`);
       });
     }
+    // Warm-up: frame 0 and one block of silence make both encoders start (ffmpeg writes its headers
+    // on its first input). The clock starts once the first frame is out, so ffmpeg's start-up time
+    // neither drops frames nor puts the audio ahead.
     this.#t0 = performance.now();
-    this.#tick();
+    this.#running = true;
+    this.#renderDue(this.#t0);
+    this.#pumpAudio(this.#t0);
+    this.#running = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new ApiError("SVC_RENDER_TIMEOUT")), d.firstFrameTimeoutMs);
@@ -254,6 +265,9 @@ export class AvatarSessionMedia implements SessionMedia {
     } finally {
       clearTimeout(timer);
     }
+    this.#t0 = performance.now();
+    this.#running = true;
+    this.#tick();
   }
 
   #demux(parse: () => void): void {
@@ -297,7 +311,7 @@ export class AvatarSessionMedia implements SessionMedia {
 
   #tick = (): void => {
     this.#timer = undefined;
-    if (this.#stopped) return;
+    if (this.#stopped || !this.#running) return;
     const now = performance.now();
     this.#pumpAudio(now);
     this.#renderDue(now);
@@ -321,7 +335,7 @@ export class AvatarSessionMedia implements SessionMedia {
 
   /** Writes audio blocks as the lead rules allow (see the module documentation). */
   #pumpAudio(now: number): void {
-    if (this.#stopped || !this.#audio) return;
+    if (this.#stopped || !this.#running) return;
     const nowS = (now - this.#t0) * AUDIO_RATE / 1000;
     const gate = this.#fanout.count > 0;
     for (let guard = 0; guard < 64; guard++) {

@@ -24,6 +24,8 @@ export const TEARDOWN_TIMEOUT_MS = 10_000;
  * ≈ 30 s of 20 ms audio frames. Later ones are dropped.
  */
 export const MAX_EARLY_EVENTS = 1500;
+/** Prefix of the closure reason of a session whose media plane failed (e.g. `media:video_encoder_exited`). */
+export const MEDIA_FAILURE_PREFIX = "media:";
 
 /**
  * A session's media plane (renderer, encoder, client sockets), attached by a {@link SessionMediaFactory}.
@@ -194,7 +196,11 @@ export class SessionRuntime {
           connection,
           fail: (reason) => {
             if (session) {
-              void this.#selfEnd(session, { kind: "failed", reason }, "The avatar media plane failed.");
+              void this.#selfEnd(
+                session,
+                { kind: "failed", reason: `${MEDIA_FAILURE_PREFIX}${reason}` },
+                "The avatar media plane failed.",
+              );
             }
           },
           clientsChanged: (count) => {

@@ -25,7 +25,12 @@ import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
 import type { ProviderType } from "../providers/types.ts";
 import { CredentialHolder } from "../runtime/credential_holder.ts";
-import { type SelfEnded, type SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
+import {
+  MEDIA_FAILURE_PREFIX,
+  type SelfEnded,
+  type SessionRuntime,
+  TEARDOWN_TIMEOUT_MS,
+} from "../runtime/session_runtime.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
@@ -399,7 +404,11 @@ export class SessionService {
             ended_at: this.deps.clock.now(),
             warning,
             chunks_rendered: e.chunksRendered,
-            end_reason: failed ? "engine_failed" : "engine_ended",
+            end_reason: !failed
+              ? "engine_ended"
+              : e.closure.reason.startsWith(MEDIA_FAILURE_PREFIX)
+              ? "media_failed"
+              : "engine_failed",
           },
         )
       );

@@ -11,6 +11,7 @@ import { FrameCache } from "../../src/media/frame_cache.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../../src/media/plane.ts";
 import { ReferenceRenderer } from "../../src/media/reference_renderer.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
+import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
 import { createLogger } from "../../src/log.ts";
 import { FakeConnector } from "./fake_connector.ts";
 import { engineBody } from "./fixtures.ts";
@@ -39,6 +40,10 @@ export interface MediaContext {
   create(extra?: Record<string, unknown>): Promise<any>;
   /** The media WebSocket URL of a session on the served app. */
   wsUrl(sessionId: string, query?: string): string;
+  /** Every encoder process started, with its session. */
+  encoders: { sessionId: string; pid: number }[];
+  /** The running media of a session. */
+  media(sessionId: string): AvatarSessionMedia;
 }
 
 /** Runs `fn` with a harness that has a media plane; closes everything afterwards. */
@@ -52,7 +57,9 @@ export async function withMedia(
 ): Promise<void> {
   const config = { ...loadConfig({}).media, width: 256, height: 256, ...options.media };
   const logs: string[] = [];
+  const encoders: { sessionId: string; pid: number }[] = [];
   const plane = await MediaPlane.create({
+    observer: { encoderStarted: (sessionId, pid) => encoders.push({ sessionId, pid }) },
     config,
     publicUrl: "http://localhost:8787",
     logger: createLogger({ sink: (l) => logs.push(l) }),
@@ -84,6 +91,12 @@ export async function withMedia(
       },
       wsUrl(sessionId, query = "") {
         return `${base.replace("http", "ws")}/media/v0/sessions/${sessionId}${query}`;
+      },
+      encoders,
+      media(sessionId) {
+        const live = plane.get(sessionId);
+        if (!live) throw new Error(`no media for ${sessionId}`);
+        return live.media;
       },
     });
   } finally {
