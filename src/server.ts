@@ -14,17 +14,26 @@ import { UnavailableConnector } from "./providers/unavailable.ts";
 import { SessionRuntime } from "./runtime/session_runtime.ts";
 import { randomBase62 } from "./ids.ts";
 import { MediaPlane, type MediaPlaneOptions } from "./media/plane.ts";
+import { createApiKey, revokeApiKey } from "./kv/api_keys.ts";
+import type { ReferenceEngineStats } from "../engine/mod.ts";
+
+/** Project of the demo page's sessions. */
+export const DEMO_PROJECT_ID = "proj_demo";
 
 /** A running service. */
 export interface RunningService {
   /** Base URL the HTTP server listens on (loopback form). */
   url: string;
   /** The reference engine, when the embedded default runs one. */
-  referenceEngine: { url: string; caFile: string; tokenFile: string; token: string } | null;
+  referenceEngine:
+    | { url: string; caFile: string; tokenFile: string; token: string; stats(): ReferenceEngineStats }
+    | null;
   /** The media plane, when this process runs one. */
   media: MediaPlane | null;
   /** The session runtime (live sessions of this process). */
   runtime: SessionRuntime;
+  /** URL of the demo page, when served. */
+  demoUrl: string | null;
   /** Stops accepting requests, ends every live session, closes KV. Idempotent. */
   close(): Promise<void>;
 }
@@ -102,6 +111,22 @@ export async function startService(
     logger,
     media: media?.factory,
   });
+  // The demo page's backend holds a demo project's API key, minted now and kept in memory only.
+  let demo: { apiKey: string; keyId: string; engine: { url: string; token: string } } | null = null;
+  if (config.demoPage && engine && media && tokens.available) {
+    const { plaintext, record } = await createApiKey(kv, {
+      projectId: DEMO_PROJECT_ID,
+      name: "demo page (in memory)",
+      scopes: ["sessions:read", "sessions:write"],
+      now: clock.now(),
+      createdBy: instanceId,
+    });
+    demo = {
+      apiKey: plaintext,
+      keyId: record.key_id,
+      engine: { url: engine.engine.url, token: engine.token },
+    };
+  }
   const { app } = createApp({
     kv,
     clock,
@@ -111,6 +136,7 @@ export async function startService(
     logger,
     instanceId,
     media: media ?? undefined,
+    demo: demo ? { apiKey: demo.apiKey, engine: demo.engine } : undefined,
   });
 
   const server = Deno.serve({
@@ -121,8 +147,13 @@ export async function startService(
   }, app.fetch);
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${server.addr.port}`;
+  // With PORT=0 and no SVC_PUBLIC_URL, the default public URL names port 0: use the bound port.
+  if (config.port === 0 && config.publicUrl === "http://localhost:0") {
+    media?.setPublicUrl(`http://localhost:${server.addr.port}`);
+  }
   logger.info("listening", {
     url,
+    ...(demo ? { demo: `${url}/demo` } : {}),
     public_url: config.publicUrl,
     kv: /^https?:/.test(config.kv) ? "remote" : config.kv,
   });
@@ -131,15 +162,23 @@ export async function startService(
   return {
     url,
     referenceEngine: engine
-      ? { url: engine.engine.url, caFile: engine.caFile, tokenFile: engine.tokenFile, token: engine.token }
+      ? {
+        url: engine.engine.url,
+        caFile: engine.caFile,
+        tokenFile: engine.tokenFile,
+        token: engine.token,
+        stats: () => engine!.engine.stats(),
+      }
       : null,
     media,
     runtime,
+    demoUrl: demo ? `${url}/demo` : null,
     close() {
       closing ??= (async () => {
         await server.shutdown();
         await runtime.shutdown();
         await engine?.engine.close();
+        if (demo) await revokeApiKey(kv, DEMO_PROJECT_ID, demo.keyId, clock.now()).catch(() => {});
         httpClient?.close();
         kv.close();
       })();

@@ -23,6 +23,7 @@ import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
+import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
 
 /** Version of the API document. */
 export const API_VERSION = "1.0.0";
@@ -39,6 +40,8 @@ export interface AppDeps {
   instanceId: string;
   /** The media plane, when this process runs one (its WebSocket route is registered then). */
   media?: MediaPlane;
+  /** The demo page's backend (its API key and engine); the page is served only when given. */
+  demo?: Omit<DemoDeps, "call">;
   /** Overrides for tests (the spec's 10 s teardown timeout by default). */
   teardownTimeoutMs?: number;
   idempotencyWaitMs?: number;
@@ -116,6 +119,10 @@ export function createApp(deps: AppDeps): App {
   registerSessionRoutes(app, { sessions });
   registerCatalogRoutes(app, { catalog: deps.media?.catalog ?? CATALOG });
   if (deps.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.media, logger });
+  registerDemoRoutes(
+    app,
+    deps.demo ? { ...deps.demo, call: (req) => Promise.resolve(app.fetch(req)) } : undefined,
+  );
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
   registerDocsRoutes(app, document);
 

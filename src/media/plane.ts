@@ -59,13 +59,21 @@ interface Live {
 export class MediaPlane implements MediaPlaneInfo {
   readonly #live = new Map<string, Live>();
   #active = 0;
+  #publicUrl: string;
 
   private constructor(
     readonly options: MediaPlaneOptions,
     readonly renderer: Renderer,
     readonly catalog: Catalog,
     readonly ffmpegVersion: string,
-  ) {}
+  ) {
+    this.#publicUrl = options.publicUrl;
+  }
+
+  /** Changes the origin media URLs are built from (when the port is only known after listening). */
+  setPublicUrl(url: string): void {
+    this.#publicUrl = url.replace(/\/+$/, "");
+  }
 
   /**
    * Checks ffmpeg (throws `FfmpegUnavailableError`, one line, when it is missing), rasterises the
@@ -98,7 +106,7 @@ export class MediaPlane implements MediaPlaneInfo {
   }
 
   urlFor(sessionId: string): string {
-    const base = this.options.publicUrl.replace(/^http/, "ws");
+    const base = this.#publicUrl.replace(/^http/, "ws");
     return base + MEDIA_PATH.replace("{session_id}", sessionId);
   }
 
