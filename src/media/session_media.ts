@@ -37,8 +37,8 @@ import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
 
-/** Audio is kept at most this many blocks ahead of the clock (≈ 85 ms). */
-export const MAX_LEAD_BLOCKS = 4;
+/** Audio is kept at most this many blocks ahead of the clock (≈ 128 ms). */
+export const MAX_LEAD_BLOCKS = 6;
 /** Queued speech is bounded to 30 s (the engine protocol's bound); older audio is dropped. */
 export const MAX_QUEUED_SECONDS = 30;
 /** Largest upstream audio frame, bytes (the engine protocol's limit). */
@@ -46,8 +46,10 @@ export const MAX_UPSTREAM_FRAME = 64 * 1024;
 /** Audio fragments are sent when they hold 20 ms of audio or 4 ms after their first packet. */
 const AUDIO_FLUSH_SAMPLES = 960;
 const AUDIO_FLUSH_MS = 4;
-/** Video frames buffered towards the encoder before new frames are dropped. */
-const MAX_PENDING_FRAMES = 2;
+/** Video frames buffered towards the encoder before new frames are dropped (absorbs scheduling jitter). */
+const MAX_PENDING_FRAMES = 3;
+/** Frames a late clock tick still renders (older missed frames are dropped). */
+const MAX_CATCH_UP = 2;
 
 /** What a session's media plane needs. */
 export interface SessionMediaDeps {
@@ -313,7 +315,7 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#timer = undefined;
     if (this.#stopped || !this.#running) return;
     const now = performance.now();
-    this.#pumpAudio(now);
+    this.#pumpAudio(now, true);
     this.#renderDue(now);
     this.#schedule();
   };
@@ -333,11 +335,16 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#timer = setTimeout(this.#tick, Math.max(0, Math.ceil(wake - performance.now())));
   }
 
-  /** Writes audio blocks as the lead rules allow (see the module documentation). */
-  #pumpAudio(now: number): void {
+  /**
+   * Writes audio blocks as the lead rules allow (see the module documentation). On a clock tick the
+   * silence is topped up to last until the next frame's tick, so an idle session wakes once per frame.
+   */
+  #pumpAudio(now: number, tick = false): void {
     if (this.#stopped || !this.#running) return;
     const nowS = (now - this.#t0) * AUDIO_RATE / 1000;
     const gate = this.#fanout.count > 0;
+    const silenceLead = AUDIO_BLOCK + (tick ? this.#samplesPerFrame : 0);
+    const blocks: Int16Array[] = [];
     for (let guard = 0; guard < 64; guard++) {
       const avail = gate ? this.#queue.length : 0;
       const block = new Int16Array(AUDIO_BLOCK);
@@ -349,7 +356,7 @@ export class AvatarSessionMedia implements SessionMedia {
         if (this.#written > nowS) break;
         speech = this.#queue.take(block, 0, avail);
         this.#stats.audioUnderruns++;
-      } else if (this.#written >= nowS + AUDIO_BLOCK) {
+      } else if (this.#written >= nowS + silenceLead) {
         break;
       }
       if (speech > 0) {
@@ -357,25 +364,40 @@ export class AvatarSessionMedia implements SessionMedia {
         this.#speechTaken += speech;
         this.#speechUntil = this.#written + speech;
       }
-      const at = this.#written % this.#ring.length;
-      this.#ring.set(block, at);
-      this.#audio.write(new Uint8Array(block.buffer));
+      this.#ring.set(block, this.#written % this.#ring.length);
+      blocks.push(block);
       this.#written += AUDIO_BLOCK;
       this.#stats.audioBlocks++;
     }
+    if (blocks.length === 1) this.#audio.write(new Uint8Array(blocks[0].buffer));
+    else if (blocks.length > 1) {
+      const all = new Int16Array(blocks.length * AUDIO_BLOCK);
+      blocks.forEach((b, i) => all.set(b, i * AUDIO_BLOCK));
+      this.#audio.write(new Uint8Array(all.buffer));
+    }
   }
 
-  /** Renders the frame that is due now (frames the clock skipped count as dropped). */
+  /**
+   * Renders the frames that are due: a late tick catches up on up to {@link MAX_CATCH_UP} missed frames
+   * (older ones are dropped); a frame is also dropped while the encoder still has
+   * {@link MAX_PENDING_FRAMES} frames to take.
+   */
   #renderDue(now: number): void {
     const due = Math.floor((now - this.#t0) / this.#frameMs);
     if (due < this.#nextFrame) return;
-    this.#stats.framesDropped += due - this.#nextFrame;
+    const first = Math.max(this.#nextFrame, due - MAX_CATCH_UP);
+    this.#stats.framesDropped += first - this.#nextFrame;
     this.#nextFrame = due + 1;
-    if (this.#renderPending || this.#video.pendingWrites >= MAX_PENDING_FRAMES) {
-      this.#stats.framesDropped++;
-      return;
+    for (let k = first; k <= due; k++) {
+      if (this.#renderPending || this.#video.pendingWrites >= MAX_PENDING_FRAMES) {
+        this.#stats.framesDropped++;
+        continue;
+      }
+      this.#renderOne(k);
     }
-    const k = due;
+  }
+
+  #renderOne(k: number): void {
     const start = k * this.#samplesPerFrame;
     const audio = this.#timeline(start, this.#samplesPerFrame);
     const speaking = this.#speechUntil > start || (this.#fanout.count > 0 && this.#queue.length > 0);
