@@ -45,16 +45,3 @@ export class ByteQueue {
     if (this.#start === this.#end) this.#start = this.#end = 0;
   }
 }
-
-/** Concatenates byte arrays. */
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
