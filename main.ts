@@ -5,6 +5,7 @@
  */
 import { ConfigError, loadConfigFromEnv } from "./src/config.ts";
 import { startService } from "./src/server.ts";
+import { FfmpegUnavailableError } from "./src/media/ffmpeg.ts";
 
 if (import.meta.main) {
   let config;
@@ -17,7 +18,16 @@ if (import.meta.main) {
     }
     throw err;
   }
-  const service = await startService(config);
+  let service;
+  try {
+    service = await startService(config);
+  } catch (err) {
+    if (err instanceof FfmpegUnavailableError) {
+      console.error(err.message);
+      Deno.exit(1);
+    }
+    throw err;
+  }
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

@@ -137,7 +137,7 @@ for (const p of PROJECTS) {
 }
 const service = await startService(config, {
   clock,
-  media: media.factory,
+  mediaFactory: media.factory,
   tickMs: 50,
   logger: createLogger({ level: "warn", sink: (l) => warnings.push(l) }),
 });

@@ -168,6 +168,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the avatar catalog (non-canonical)
+         * @description Non-canonical: not part of the interface specification; integrations must not depend on it. Lists the avatars and backgrounds that `avatar_config.avatar_id` and `avatar_config.bg_id` may name, and the defaults used when they are omitted. Scope: `sessions:read`.
+         */
+        get: operations["getCatalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "session.started": {
@@ -317,7 +337,7 @@ export interface components {
                  * @description The error the start failed with.
                  * @enum {string}
                  */
-                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
                 /**
                  * Format: int64
                  * @description Unix epoch milliseconds
@@ -349,7 +369,7 @@ export interface components {
              * @description Machine-readable error code (see the error reference).
              * @enum {string}
              */
-            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
             /** @description Human-readable, provider-agnostic message. */
             message: string;
             /**
@@ -420,6 +440,11 @@ export interface components {
             session_token: string;
             /** @description Null for websocket_fmp4 sessions. */
             sfu_endpoint: string | null;
+            /**
+             * @description Added by this service: the media WebSocket of a websocket_fmp4 session (`ws(s)://…/media/v0/sessions/{session_id}`), authorised by `client_token` or `session_token` (see docs/media-plane.md). Null when this deployment runs no media plane.
+             * @example ws://localhost:8787/media/v0/sessions/session:3kTMd9xq0bq1h7nYQ2Lw6A
+             */
+            media_url: string | null;
         };
         IceServer: {
             urls: string | string[];
@@ -482,7 +507,9 @@ export interface components {
             signed_url?: string;
         };
         AvatarConfig: {
+            /** @description An avatar of the catalog (GET /v1/catalog); default `ada`. Unknown → 400 SVC_RENDER_MISCONFIGURED. */
             avatar_id?: string;
+            /** @description A background of the catalog; default `studio`. Unknown → 400 SVC_RENDER_MISCONFIGURED. */
             bg_id?: string;
         };
         Session: {
@@ -551,6 +578,22 @@ export interface components {
              * @description Unix epoch milliseconds
              */
             rotated_at: number | null;
+        };
+        Catalog: {
+            avatars: components["schemas"]["CatalogAvatar"][];
+            backgrounds: components["schemas"]["CatalogBackground"][];
+            default_avatar_id: string;
+            default_bg_id: string;
+        };
+        CatalogAvatar: {
+            id: string;
+            name: string;
+            description: string;
+        };
+        CatalogBackground: {
+            id: string;
+            name: string;
+            description: string;
         };
     };
     responses: never;
@@ -1460,6 +1503,87 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalog. */
+            200: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Catalog"];
                 };
             };
             /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */

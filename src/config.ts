@@ -59,6 +59,29 @@ export interface Config {
     allowPrivate: boolean;
     caFile: string | null;
   };
+  /** The media plane (rendering, encoding, the media WebSocket). */
+  media: MediaConfig;
+  /** Serve the demo page (needs the reference engine and the media plane). */
+  demoPage: boolean;
+}
+
+/** Settings of the media plane. */
+export interface MediaConfig {
+  /** Whether this process renders and streams sessions (needs ffmpeg). */
+  enabled: boolean;
+  /** The ffmpeg executable. */
+  ffmpegPath: string;
+  /** Output width and height in pixels (even). */
+  width: number;
+  height: number;
+  /** Frames per second (divides both 48000 and 90000). */
+  fps: number;
+  /** Concurrent renders this process accepts; more answer 503 SVC_RENDER_CAPACITY. */
+  capacity: number;
+  /** Deadline for a session's first encoded frame; past it, 504 SVC_RENDER_TIMEOUT. */
+  firstFrameTimeoutMs: number;
+  /** Memory for the shared cache of composited frames, bytes. */
+  frameCacheBytes: number;
 }
 
 /** Raised for an invalid environment; the message is one line and names the variable. */
@@ -74,6 +97,11 @@ const int = (min: number, max: number) =>
     z.number().int().min(min).max(max),
   );
 const secret = z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -base64 48`)");
+const evenSize = int(128, 1920).refine((n) => n % 2 === 0, "must be even");
+const fps = int(5, 60).refine(
+  (n) => 48_000 % n === 0 && 90_000 % n === 0,
+  "must divide 48000 and 90000 (e.g. 24, 25, 30, 50, 60)",
+);
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ""));
 
 /** Each variable: its schema and its default (as the string a user would write). */
@@ -122,6 +150,15 @@ const VARIABLES = {
   SVC_WEBHOOK_CONCURRENCY: { schema: int(1, 64), default: "8" },
   SVC_WEBHOOK_ALLOW_PRIVATE: { schema: bool, default: "false" },
   SVC_WEBHOOK_CA_FILE: { schema: z.string().min(1), default: undefined },
+  SVC_MEDIA_ENABLED: { schema: bool, default: "true" },
+  SVC_FFMPEG_PATH: { schema: z.string().min(1), default: "ffmpeg" },
+  SVC_RENDER_WIDTH: { schema: evenSize, default: "512" },
+  SVC_RENDER_HEIGHT: { schema: evenSize, default: "512" },
+  SVC_RENDER_FPS: { schema: fps, default: "25" },
+  SVC_RENDER_CAPACITY: { schema: int(1, 10_000), default: "20" },
+  SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
+  SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
+  SVC_DEMO_PAGE: { schema: bool, default: "true" },
 } as const;
 
 /** Names of every environment variable the service reads. */
@@ -210,6 +247,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       allowPrivate: v.SVC_WEBHOOK_ALLOW_PRIVATE!,
       caFile: v.SVC_WEBHOOK_CA_FILE ?? null,
     },
+    media: {
+      enabled: v.SVC_MEDIA_ENABLED!,
+      ffmpegPath: v.SVC_FFMPEG_PATH!,
+      width: v.SVC_RENDER_WIDTH!,
+      height: v.SVC_RENDER_HEIGHT!,
+      fps: v.SVC_RENDER_FPS!,
+      capacity: v.SVC_RENDER_CAPACITY!,
+      firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
+      frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
+    },
+    demoPage: v.SVC_DEMO_PAGE!,
   };
 }
 

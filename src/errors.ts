@@ -69,8 +69,16 @@ export const ERROR_CATALOG = {
     retryable: false,
     spec: true,
     when:
-      "A media-plane connection presented a client_token or session_token past its expiry (5 minutes); mint a fresh one with POST /v1/sessions/{session_id}/client-token.",
+      "A media-plane connection presented a client_token or session_token past its expiry (5 minutes); the media WebSocket closes with 4401 and this code as its reason. Mint a fresh one with POST /v1/sessions/{session_id}/client-token.",
     message: "The token has expired.",
+  },
+  SVC_AUTH_INVALID_TOKEN: {
+    status: 401,
+    retryable: false,
+    spec: false,
+    when:
+      "A media-plane connection presented no token, a malformed or forged one, or one minted for another session or purpose (the media WebSocket closes with 4403 and this code as its reason; see docs/media-plane.md).",
+    message: "The token is invalid for this session.",
   },
   SVC_AUTH_MISSING_SCOPE: {
     status: 403,
@@ -205,7 +213,8 @@ export const ERROR_CATALOG = {
     status: 502,
     retryable: false,
     spec: true,
-    when: "The avatar renderer failed while starting the session.",
+    when:
+      "The avatar renderer or its encoder (ffmpeg) could not start, or failed before the session's first frame.",
     message: "The avatar renderer failed.",
   },
   SVC_SFU_CONNECTION_FAILED: {
@@ -246,7 +255,7 @@ export const ERROR_CATALOG = {
     retryable: true,
     retryAfter: 10,
     spec: true,
-    when: "Every render slot of the service is in use.",
+    when: "Every render slot of the process is in use (SVC_RENDER_CAPACITY concurrent renders).",
     message: "No avatar rendering capacity is available.",
   },
   SVC_SFU_ROOM_FULL: {
@@ -286,7 +295,8 @@ export const ERROR_CATALOG = {
     retryable: true,
     retryAfter: 5,
     spec: true,
-    when: "The avatar renderer did not produce its first frame in time.",
+    when:
+      "The avatar renderer did not produce its first encoded frame within SVC_RENDER_FIRST_FRAME_TIMEOUT_MS (5 s by default).",
     message: "The avatar renderer did not start in time.",
   },
 } as const satisfies Record<string, ErrorSpec>;

@@ -1,7 +1,7 @@
 /**
  * Assembles and runs one service process: KV, tokens, the in-process reference engine (embedded
- * default), the session runtime, the HTTP app, and the lifecycle machinery (owner lease, reaper, session
- * lifetimes, webhook delivery). Used by `main.ts` and by tests that need a real server.
+ * default), the media plane, the session runtime, the HTTP app, and the lifecycle machinery (owner lease,
+ * reaper, session lifetimes, webhook delivery). Used by `main.ts` and by tests that need a real server.
  *
  * @module
  */
@@ -15,19 +15,31 @@ import { UnavailableConnector } from "./providers/unavailable.ts";
 import { type SessionMediaFactory, SessionRuntime } from "./runtime/session_runtime.ts";
 import { randomBase62 } from "./ids.ts";
 import { Lifecycle } from "./lifecycle.ts";
+import { MediaPlane, type MediaPlaneOptions } from "./media/plane.ts";
+import { createApiKey, revokeApiKey } from "./kv/api_keys.ts";
+import type { ReferenceEngineStats } from "../engine/mod.ts";
+
+/** Project of the demo page's sessions. */
+export const DEMO_PROJECT_ID = "proj_demo";
 
 /** A running service. */
 export interface RunningService {
   /** Base URL the HTTP server listens on (loopback form). */
   url: string;
   /** The reference engine, when the embedded default runs one. */
-  referenceEngine: { url: string; caFile: string; tokenFile: string; token: string } | null;
+  referenceEngine:
+    | { url: string; caFile: string; tokenFile: string; token: string; stats(): ReferenceEngineStats }
+    | null;
   /** Id of this process (its owner lease). */
   instanceId: string;
-  /** The live sessions of this process. */
+  /** The media plane, when this process runs one. */
+  media: MediaPlane | null;
+  /** The session runtime (live sessions of this process). */
   runtime: SessionRuntime;
   /** Owner lease, reaper, webhook worker. */
   lifecycle: Lifecycle;
+  /** URL of the demo page, when served. */
+  demoUrl: string | null;
   /**
    * Graceful stop: stops accepting requests, ends every live session (`service_shutdown`), delivers the
    * events due within `SVC_SHUTDOWN_TIMEOUT_S`, gives the owner lease up, closes KV. Idempotent.
@@ -51,8 +63,13 @@ export async function startService(
     logger?: Logger;
     clock?: Clock;
     signal?: AbortSignal;
-    /** The media plane (issue 3 wires the real one); without one, sessions have no media clients. */
-    media?: SessionMediaFactory;
+    /** Overrides of the media plane's options (tests and the bench). */
+    media?: Partial<Pick<MediaPlaneOptions, "renderer" | "limits" | "observer">>;
+    /**
+     * A media factory used instead of the media plane (tests and the soak simulate media clients with it);
+     * no ffmpeg is started then.
+     */
+    mediaFactory?: SessionMediaFactory;
     /** Period of lifetime checks, lease renewals and reaper passes (see {@link Lifecycle}). */
     tickMs?: number;
   } = {},
@@ -60,6 +77,18 @@ export async function startService(
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   const clock = options.clock ?? systemClock;
   const instanceId = `inst_${randomBase62(12)}`;
+
+  // First, so that a missing ffmpeg stops start-up before anything is opened.
+  const media = config.media.enabled && !options.mediaFactory
+    ? await MediaPlane.create({ config: config.media, publicUrl: config.publicUrl, logger, ...options.media })
+    : null;
+  if (media) {
+    logger.info("media plane ready", {
+      ffmpeg: media.ffmpegVersion,
+      format: media.renderer.format,
+      capacity: media.capacity,
+    });
+  }
 
   let secrets: { current: string; previous: string | null } | null = null;
   if (config.tokenSecret.kind === "configured") {
@@ -99,9 +128,35 @@ export async function startService(
       vendor3: unavailable,
     },
     logger,
-    media: options.media,
+    media: options.mediaFactory ?? media?.factory,
   });
-  const { app, sessions } = createApp({ kv, clock, config, runtime, tokens, logger, instanceId });
+  // The demo page's backend holds a demo project's API key, minted now and kept in memory only.
+  let demo: { apiKey: string; keyId: string; engine: { url: string; token: string } } | null = null;
+  if (config.demoPage && engine && media && tokens.available) {
+    const { plaintext, record } = await createApiKey(kv, {
+      projectId: DEMO_PROJECT_ID,
+      name: "demo page (in memory)",
+      scopes: ["sessions:read", "sessions:write"],
+      now: clock.now(),
+      createdBy: instanceId,
+    });
+    demo = {
+      apiKey: plaintext,
+      keyId: record.key_id,
+      engine: { url: engine.engine.url, token: engine.token },
+    };
+  }
+  const { app, sessions } = createApp({
+    kv,
+    clock,
+    config,
+    runtime,
+    tokens,
+    logger,
+    instanceId,
+    media: media ?? undefined,
+    demo: demo ? { apiKey: demo.apiKey, engine: demo.engine } : undefined,
+  });
   const lifecycle = new Lifecycle({
     kv,
     clock,
@@ -123,8 +178,13 @@ export async function startService(
   }, app.fetch);
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${server.addr.port}`;
+  // With PORT=0 and no SVC_PUBLIC_URL, the default public URL names port 0: use the bound port.
+  if (config.port === 0 && config.publicUrl === "http://localhost:0") {
+    media?.setPublicUrl(`http://localhost:${server.addr.port}`);
+  }
   logger.info("listening", {
     url,
+    ...(demo ? { demo: `${url}/demo` } : {}),
     public_url: config.publicUrl,
     kv: /^https?:/.test(config.kv) ? "remote" : config.kv,
   });
@@ -133,17 +193,26 @@ export async function startService(
   return {
     url,
     referenceEngine: engine
-      ? { url: engine.engine.url, caFile: engine.caFile, tokenFile: engine.tokenFile, token: engine.token }
+      ? {
+        url: engine.engine.url,
+        caFile: engine.caFile,
+        tokenFile: engine.tokenFile,
+        token: engine.token,
+        stats: () => engine!.engine.stats(),
+      }
       : null,
     instanceId,
+    media,
     runtime,
     lifecycle,
+    demoUrl: demo ? `${url}/demo` : null,
     close() {
       closing ??= (async () => {
         await server.shutdown();
         await lifecycle.shutdown();
         await runtime.shutdown();
         await engine?.engine.close();
+        if (demo) await revokeApiKey(kv, DEMO_PROJECT_ID, demo.keyId, clock.now()).catch(() => {});
         httpClient?.close();
         webhookHttpClient?.close();
         kv.close();

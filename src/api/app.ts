@@ -22,6 +22,11 @@ import { registerSessionRoutes } from "./routes/sessions.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
+import { registerCatalogRoutes } from "./routes/catalog.ts";
+import { registerMediaRoutes } from "./routes/media.ts";
+import { CATALOG } from "../media/catalog.ts";
+import type { MediaPlane } from "../media/plane.ts";
+import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
 
 /** Version of the API document. */
 export const API_VERSION = "1.0.0";
@@ -36,6 +41,10 @@ export interface AppDeps {
   logger: Logger;
   /** Id of this process (owner of the sessions it runs). */
   instanceId: string;
+  /** The media plane, when this process runs one (its WebSocket route is registered then). */
+  media?: MediaPlane;
+  /** The demo page's backend (its API key and engine); the page is served only when given. */
+  demo?: Omit<DemoDeps, "call">;
   /** Overrides for tests (the spec's 10 s teardown timeout by default). */
   teardownTimeoutMs?: number;
   idempotencyWaitMs?: number;
@@ -85,6 +94,7 @@ export function createApp(deps: AppDeps): App {
     teardownTimeoutMs: deps.teardownTimeoutMs,
     idempotencyWaitMs: deps.idempotencyWaitMs,
     resolve: deps.resolve,
+    media: deps.media,
   });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
@@ -115,6 +125,12 @@ export function createApp(deps: AppDeps): App {
   registerSessionRoutes(app, { sessions });
   registerWebhookRoutes(app, { kv, clock });
   registerWebhookDocs(app);
+  registerCatalogRoutes(app, { catalog: deps.media?.catalog ?? CATALOG });
+  if (deps.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.media, logger });
+  registerDemoRoutes(
+    app,
+    deps.demo ? { ...deps.demo, call: (req) => Promise.resolve(app.fetch(req)) } : undefined,
+  );
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
   registerDocsRoutes(app, document);
 

@@ -108,9 +108,28 @@ export const Transport = z.enum(TRANSPORTS).openapi("Transport");
 
 /** `avatar_config`. */
 export const AvatarConfig = z.strictObject({
-  avatar_id: z.string().min(1).max(64).optional(),
-  bg_id: z.string().min(1).max(64).optional(),
+  avatar_id: z.string().min(1).max(64).optional().openapi({
+    description:
+      "An avatar of the catalog (GET /v1/catalog); default `ada`. Unknown → 400 SVC_RENDER_MISCONFIGURED.",
+  }),
+  bg_id: z.string().min(1).max(64).optional().openapi({
+    description: "A background of the catalog; default `studio`. Unknown → 400 SVC_RENDER_MISCONFIGURED.",
+  }),
 }).openapi("AvatarConfig");
+
+const CatalogEntry = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+});
+
+/** GET /v1/catalog answer (non-canonical). */
+export const CatalogList = z.object({
+  avatars: z.array(CatalogEntry.openapi("CatalogAvatar")),
+  backgrounds: z.array(CatalogEntry.openapi("CatalogBackground")),
+  default_avatar_id: z.string(),
+  default_bg_id: z.string(),
+}).openapi("Catalog");
 
 /** POST /v1/sessions body. */
 export const CreateSessionBody = z.strictObject({
@@ -140,6 +159,11 @@ export const StreamMetadata = z.object({
       "Purpose-scoped media-plane token (5 minutes), distinct from the API key and the client token.",
   }),
   sfu_endpoint: z.string().nullable().openapi({ description: "Null for websocket_fmp4 sessions." }),
+  media_url: z.string().nullable().openapi({
+    description:
+      "Added by this service: the media WebSocket of a websocket_fmp4 session (`ws(s)://…/media/v0/sessions/{session_id}`), authorised by `client_token` or `session_token` (see docs/media-plane.md). Null when this deployment runs no media plane.",
+    example: "ws://localhost:8787/media/v0/sessions/session:3kTMd9xq0bq1h7nYQ2Lw6A",
+  }),
 }).openapi("StreamMetadata");
 
 /** POST /v1/sessions answer. */

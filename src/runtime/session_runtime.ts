@@ -20,6 +20,11 @@ import type { CredentialHolder } from "./credential_holder.ts";
 
 /** The spec's teardown timeout for a graceful end. */
 export const TEARDOWN_TIMEOUT_MS = 10_000;
+/**
+ * Engine events kept while the media plane starts (the engine may speak right after its handshake);
+ * ≈ 30 s of 20 ms audio frames. Later ones are dropped.
+ */
+export const MAX_EARLY_EVENTS = 1500;
 
 /**
  * A session's media plane (renderer, encoder, client sockets), attached by a {@link SessionMediaFactory}.
@@ -156,12 +161,19 @@ export class SessionRuntime {
   async start(req: StartRequest): Promise<void> {
     const connector = this.deps.connectors[req.providerType];
     let session: LiveSession | null = null;
+    // Events that arrive before the media plane is up are replayed to it once it is.
+    let early: ((m: SessionMedia) => void)[] | null = this.deps.media ? [] : null;
+    const toMedia = (deliver: (m: SessionMedia) => void) => {
+      const media = session?.media;
+      if (media) deliver(media);
+      else if (early && early.length < MAX_EARLY_EVENTS) early.push(deliver);
+    };
     const events: ProviderEvents = {
-      onAudio: (pcm, id) => session?.media?.onAudio(pcm, id),
-      onResponseStarted: (id) => session?.media?.onResponseStarted(id),
-      onResponseDone: (id, status) => session?.media?.onResponseDone(id, status),
-      onInterrupt: (id) => session?.media?.onInterrupt(id),
-      onTranscript: (line) => session?.media?.onTranscript(line),
+      onAudio: (pcm, id) => toMedia((m) => m.onAudio(pcm, id)),
+      onResponseStarted: (id) => toMedia((m) => m.onResponseStarted(id)),
+      onResponseDone: (id, status) => toMedia((m) => m.onResponseDone(id, status)),
+      onInterrupt: (id) => toMedia((m) => m.onInterrupt(id)),
+      onTranscript: (line) => toMedia((m) => m.onTranscript(line)),
       onClosed: (closure) => {
         const reason = closure.kind === "failed" ? "engine_failed" : "engine_ended";
         if (session) void this.#selfEnd(session, closure, reason, null);
@@ -218,7 +230,15 @@ export class SessionRuntime {
             for (const listener of this.#clientListeners) listener(req.sessionId, count);
           },
         });
+        if (session.ending) {
+          // The engine went away while the media plane started: release it at once.
+          await session.media.stop({ graceful: false, timeoutMs: 0 });
+        } else {
+          for (const deliver of early!.splice(0)) deliver(session.media);
+        }
+        early = null;
       } catch (err) {
+        early = null;
         this.#live.delete(req.sessionId);
         session.ending = true;
         await connection.close({ graceful: false, timeoutMs: 0, reason: "start_failed" });

@@ -36,6 +36,8 @@ import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "..
 import { type EndReason, OWNER_LOST_WARNING } from "./end_reasons.ts";
 import { LifetimeMonitor } from "./lifetime.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
+import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
+import type { MediaPlaneInfo } from "../media/plane.ts";
 
 /** The authenticated caller. */
 export interface Caller {
@@ -57,6 +59,8 @@ export interface StreamMetadata {
   ice_servers: { urls: string | string[]; username?: string; credential?: string }[];
   session_token: string;
   sfu_endpoint: string | null;
+  /** The media WebSocket of a websocket_fmp4 session (null when this process runs no media plane). */
+  media_url: string | null;
 }
 
 /** The create-session answer. */
@@ -117,6 +121,8 @@ export interface SessionServiceDeps {
   idempotencyWaitMs?: number;
   /** Resolves webhook hosts for the destination check at creation (default: the system DNS). */
   resolve?: Resolver;
+  /** The media plane, when this process runs one. */
+  media?: MediaPlaneInfo;
 }
 
 /** The session logic behind the `/v1/sessions` routes. */
@@ -157,6 +163,8 @@ export class SessionService {
     const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config);
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
     const transport = resolveTransport(input.transport, false);
+    // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
+    const avatar = resolveAvatarConfig(CATALOG, input.avatar_config);
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
     if (input.webhook_url !== undefined) await this.#checkWebhookUrl(caller.projectId, input.webhook_url);
 
@@ -170,6 +178,14 @@ export class SessionService {
       claim = { key: idempotencyKey, versionstamp: outcome.versionstamp, record: outcome.record };
     }
 
+    // A cheap early refusal when every render slot is taken (the media factory enforces it exactly).
+    if (this.deps.media && !this.deps.media.hasCapacity()) {
+      if (claim) {
+        await releaseIdempotencyKey(kv, caller.projectId, claim.key, claim.record.claim_id).catch(() => {});
+      }
+      throw new ApiError("SVC_RENDER_CAPACITY");
+    }
+
     // From here on the credentials live only in the holder.
     const credentials = CredentialHolder.fromObject(input.provider_config[input.provider_type]!);
     const sessionId = newSessionId();
@@ -179,8 +195,8 @@ export class SessionService {
       status: "created",
       provider_type: input.provider_type,
       transport,
-      avatar_id: input.avatar_config?.avatar_id ?? null,
-      bg_id: input.avatar_config?.bg_id ?? null,
+      avatar_id: avatar.avatarId,
+      bg_id: avatar.bgId,
       webhook_url: input.webhook_url ?? null,
       created_at: clock.now(),
       started_at: null,
@@ -401,7 +417,12 @@ export class SessionService {
       expires_at: client.expiresAt,
       session_id: rec.session_id,
       status: rec.status,
-      stream_metadata: { ice_servers: [], session_token: media.token, sfu_endpoint: null },
+      stream_metadata: {
+        ice_servers: [],
+        session_token: media.token,
+        sfu_endpoint: null,
+        media_url: this.deps.media?.urlFor(rec.session_id) ?? null,
+      },
       transport: rec.transport,
     };
   }

@@ -35,6 +35,17 @@ Deno.test("config: embedded defaults", () => {
     allowPrivate: false,
     caFile: null,
   });
+  assert.deepEqual(c.media, {
+    enabled: true,
+    ffmpegPath: "ffmpeg",
+    width: 512,
+    height: 512,
+    fps: 25,
+    capacity: 20,
+    firstFrameTimeoutMs: 5000,
+    frameCacheBytes: 256 * 1024 * 1024,
+  });
+  assert.equal(c.demoPage, true);
 });
 
 Deno.test("config: lifecycle and webhook settings are validated within their bounds", () => {
@@ -84,6 +95,9 @@ Deno.test("config: invalid values stop start-up with one line naming the variabl
     [{ SVC_MAX_CONCURRENT_SESSIONS: "-1" }, "SVC_MAX_CONCURRENT_SESSIONS"],
     [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL"],
     [{ SVC_TOKEN_SECRET_PREVIOUS: "x".repeat(40) }, "SVC_TOKEN_SECRET_PREVIOUS"],
+    [{ SVC_RENDER_WIDTH: "513" }, "SVC_RENDER_WIDTH"],
+    [{ SVC_RENDER_FPS: "7" }, "SVC_RENDER_FPS"],
+    [{ SVC_RENDER_CAPACITY: "0" }, "SVC_RENDER_CAPACITY"],
   ];
   for (const [env, name] of cases) {
     const err = assert.throws(() => loadConfig(env), ConfigError) as unknown;

@@ -287,6 +287,7 @@ Deno.test("create session: 200 only when active, with tokens and fMP4 stream met
     assert.equal(res.body.transport, "websocket_fmp4");
     assert.deepEqual(res.body.stream_metadata.ice_servers, []);
     assert.equal(res.body.stream_metadata.sfu_endpoint, null);
+    assert.equal(res.body.stream_metadata.media_url, null, "this harness runs no media plane");
     assert.ok(res.body.stream_metadata.session_token.length > 0);
     assert.notEqual(res.body.stream_metadata.session_token, res.body.client_token);
     assert.ok(res.body.expires_at > before + 299_000 && res.body.expires_at <= before + 301_000);
@@ -298,7 +299,8 @@ Deno.test("create session: 200 only when active, with tokens and fMP4 stream met
     assert.equal(start.session_id, res.body.session_id);
     assert.equal(start.protocol, "v0");
     assert.deepEqual(start.audio.input, { encoding: "pcm_s16le", sample_rate: 16000, channels: 1 });
-    assert.deepEqual(start.metadata, { avatar_id: "ada" });
+    // omitted ids take the catalog's defaults
+    assert.deepEqual(start.metadata, { avatar_id: "ada", bg_id: "studio" });
 
     const got = await h.req("GET", `/v1/sessions/${encodeURIComponent(res.body.session_id)}`, { key });
     assert.equal(got.status, 200);

@@ -20,7 +20,7 @@ Deno.test("session request: provider flags fill provider_config[provider_type]",
       engineUrl: "wss://engine.test/v0",
       engineHeaders: ["Authorization: Bearer abc", "X-Tenant:  t1 "],
       sampleRate: "16000",
-      avatar: "anna",
+      avatar: "ben",
       bg: "office",
       transport: "websocket_fmp4",
       webhookUrl: "https://hooks.test/a",
@@ -34,7 +34,7 @@ Deno.test("session request: provider flags fill provider_config[provider_type]",
           user_sample_rate: 16000,
         },
       },
-      avatar_config: { avatar_id: "anna", bg_id: "office" },
+      avatar_config: { avatar_id: "ben", bg_id: "office" },
       transport: "websocket_fmp4",
       webhook_url: "https://hooks.test/a",
     },
@@ -69,11 +69,11 @@ Deno.test("session request: flags apply on top of the --config object", () => {
     provider_config: {
       external_engine: { url: "wss://file/v0", auth_headers: { authorization: "Bearer old", "X-Keep": "1" } },
     },
-    avatar_config: { avatar_id: "file-avatar", bg_id: "file-bg" },
+    avatar_config: { avatar_id: "kai", bg_id: "sunset" },
     transport: "auto",
   };
   assert.deepEqual(
-    buildSessionRequest({ engineHeaders: ["Authorization: Bearer new"], bg: "flag-bg" }, file),
+    buildSessionRequest({ engineHeaders: ["Authorization: Bearer new"], bg: "office" }, file),
     {
       ...file,
       provider_config: {
@@ -82,7 +82,7 @@ Deno.test("session request: flags apply on top of the --config object", () => {
           auth_headers: { "X-Keep": "1", Authorization: "Bearer new" },
         },
       },
-      avatar_config: { avatar_id: "file-avatar", bg_id: "flag-bg" },
+      avatar_config: { avatar_id: "kai", bg_id: "office" },
     },
   );
   assert.deepEqual(file.provider_config.external_engine.auth_headers, {
@@ -172,7 +172,7 @@ Deno.test("cli in-process: sessions create sends the body built from the file an
         "--sample-rate",
         "16000",
         "--avatar",
-        "anna",
+        "ben",
         "--idempotency-key",
         "k-1",
         "--json",
@@ -190,7 +190,7 @@ Deno.test("cli in-process: sessions create sends the body built from the file an
             user_sample_rate: 16000,
           },
         },
-        avatar_config: { avatar_id: "anna" },
+        avatar_config: { avatar_id: "ben" },
       },
       idempotencyKey: "k-1",
       auth: `Bearer ${key}`,

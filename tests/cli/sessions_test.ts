@@ -130,7 +130,7 @@ Deno.test("cli sessions: --idempotency-key makes a repeated create return the sa
     assert.equal(b.code, 0, b.stderr);
     assert.equal(JSON.parse(b.stdout).session_id, JSON.parse(a.stdout).session_id);
     // the same key with other settings is refused by the service
-    const other = await runCli([...args, "--avatar", "anna"], { env });
+    const other = await runCli([...args, "--avatar", "ben"], { env });
     assert.equal(other.code, 1);
     assert.match(other.stderr, /SVC_IDEMPOTENCY_KEY_REUSED/);
   } finally {

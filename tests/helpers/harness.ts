@@ -18,6 +18,7 @@ import { type SessionMediaFactory, SessionRuntime } from "../../src/runtime/sess
 import type { SessionService } from "../../src/sessions/service.ts";
 import { Lifecycle } from "../../src/lifecycle.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
+import type { MediaPlane } from "../../src/media/plane.ts";
 
 /** Options of {@link createHarness}. */
 export interface HarnessOptions {
@@ -50,6 +51,8 @@ export interface HarnessOptions {
    * so tests that move the clock for other reasons are not ended by session lifetimes.
    */
   lifecycle?: boolean;
+  /** A media plane: its factory runs session media and its WebSocket route is served. */
+  mediaPlane?: MediaPlane;
 }
 
 /** A JSON response. */
@@ -73,6 +76,8 @@ export interface Harness {
   tokens: TokenService;
   logs: string[];
   fetch(req: Request): Promise<Response>;
+  /** Serves the app on 127.0.0.1 (port 0) until `close`; returns its base URL (http://…). */
+  serve(): string;
   /** Bootstraps a key for a project (default: all scopes); returns its plaintext. */
   key(projectId: string, scopes?: Scope[]): Promise<string>;
   /** Makes an in-process request. `key` is sent as Bearer unless `via: "x-api-key"`. */
@@ -120,7 +125,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       ...options.connectors,
     },
     logger,
-    media: options.media,
+    media: options.media ?? options.mediaPlane?.factory,
   });
   const secret = options.tokenSecret === undefined ? TEST_TOKEN_SECRET : options.tokenSecret;
   const tokens = new TokenService(secret === null ? null : { current: secret, previous: null }, clock);
@@ -135,6 +140,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     teardownTimeoutMs: options.teardownTimeoutMs,
     idempotencyWaitMs: options.idempotencyWaitMs,
     resolve: options.resolve ?? noDns,
+    media: options.mediaPlane,
   });
   const webhookHttpClient = options.webhookCaCerts?.length
     ? Deno.createHttpClient({ caCerts: options.webhookCaCerts })
@@ -155,6 +161,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   });
   if (options.lifecycle === true) await lifecycle.start();
   const fetch = async (req: Request) => await app.fetch(req);
+  let server: Deno.HttpServer<Deno.NetAddr> | null = null;
   return {
     kv,
     clock,
@@ -166,6 +173,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     tokens,
     logs,
     fetch,
+    serve() {
+      server ??= Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+      return `http://127.0.0.1:${server.addr.port}`;
+    },
     async key(projectId, scopes = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"]) {
       const { plaintext } = await createApiKey(kv, {
         projectId,
@@ -199,6 +210,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       await lifecycle.stop();
       await runtime.shutdown();
       await sessions.settled();
+      await server?.shutdown();
       httpClient?.close();
       webhookHttpClient?.close();
       if (!options.kv) kv.close();

@@ -115,7 +115,7 @@ Deno.test("sdk errors: not found, invalid requests, conflicts, idempotency reuse
     const body = engineBody(engine.url) as SessionBody;
     const session = await client.createSession(body, { idempotencyKey: "reuse-me" });
     await rejectsWith(
-      client.createSession({ ...body, avatar_config: { avatar_id: "other" } }, {
+      client.createSession({ ...body, avatar_config: { avatar_id: "kai" } }, {
         idempotencyKey: "reuse-me",
       }),
       { code: "SVC_IDEMPOTENCY_KEY_REUSED", status: 422 },

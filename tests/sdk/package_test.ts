@@ -66,6 +66,20 @@ Deno.test("sdk package: deno.json and package.json agree and their export target
   const range = packageJson.dependencies["openapi-fetch"];
   assert.equal(denoJson.imports["openapi-fetch"], `npm:openapi-fetch@${range}`);
   assert.equal(rootJson.imports["openapi-fetch"], `npm:openapi-fetch@${range}`);
+  const browserJson = JSON.parse(
+    await Deno.readTextFile(new URL("../tests/sdk/browser.deno.json", SDK)).then((t) =>
+      t.replace(/^\s*\/\/.*$/gm, "")
+    ),
+  );
+  assert.equal(browserJson.imports["openapi-fetch"], `npm:openapi-fetch@${range}`);
+  // every subpath of the package is mapped the same way at the root (the CLI and tests import by name)
+  for (const subpath of Object.keys(denoJson.exports as Record<string, string>)) {
+    const name = subpath === "." ? "@avatar-svc/sdk" : `@avatar-svc/sdk/${subpath.slice(2)}`;
+    assert.equal(
+      rootJson.imports[name],
+      `./sdk/${(denoJson.exports as Record<string, string>)[subpath].slice(2)}`,
+    );
+  }
   const exists = (path: string) => Deno.stat(new URL(path, SDK)).then(() => true, () => false);
   for (const [subpath, target] of Object.entries(denoJson.exports as Record<string, string>)) {
     assert.ok(await exists(target), `deno.json ${subpath} → ${target}`);
@@ -127,24 +141,34 @@ console.log(JSON.stringify({ status: got.status, error: err instanceof ApiError 
 });
 
 Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", async () => {
-  const files = [
-    "sdk/README.md",
-    "sdk/mod.d.ts",
-    "sdk/client.d.ts",
-    "sdk/api_error.d.ts",
-    "sdk/idempotency_key.d.ts",
+  // Server-side parts with the project's configuration; the browser parts (the player and the README's
+  // frontend example) with the DOM libraries.
+  const runs: string[][] = [
+    [
+      "sdk/mod.d.ts",
+      "sdk/client.d.ts",
+      "sdk/api_error.d.ts",
+      "sdk/idempotency_key.d.ts",
+      "sdk/webhooks.d.ts",
+    ],
+    ["--config", "tests/sdk/browser.deno.json", "sdk/README.md", "sdk/player.js", "sdk/player.d.ts"],
   ];
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["check", "--doc", ...files],
-    cwd: ROOT,
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, text);
+  for (const files of runs) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["check", "--doc", ...files],
+      cwd: ROOT,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, text);
+  }
   const readme = await Deno.readTextFile(new URL("README.md", SDK));
-  assert.ok((readme.match(/^```ts$/gm) ?? []).length >= 2, "the backend and frontend examples are ts blocks");
+  assert.ok(
+    (readme.match(/^```ts$/gm) ?? []).length >= 3,
+    "the backend, frontend and webhook examples are ts blocks",
+  );
 });
 
 Deno.test("sdk and cli: every hand-written export has JSDoc (deno doc --lint)", async () => {

@@ -1,0 +1,126 @@
+/**
+ * The bench's conversation engine (protocol V0 over wss): answers the handshake, then, when told to,
+ * speaks bursts of tone in 20 ms PCM16 chunks paced exactly in real time (no lead), recording when each
+ * chunk was sent, so the bench can time each chunk to the fragment that carries it.
+ *
+ * @module
+ */
+
+/** One sent chunk. */
+export interface SentChunk {
+  responseId: string;
+  /** Index of the chunk within its response. */
+  index: number;
+  /** `performance.timeOrigin + performance.now()` when it was sent. */
+  sentAt: number;
+}
+
+/** A session as the engine sees it. */
+export interface EngineSession {
+  sessionId: string;
+  sent: SentChunk[];
+  userAudioBytes: number;
+}
+
+/** Speech pattern: bursts of `burstMs` of tone separated by `gapMs` of silence. */
+export interface TalkPattern {
+  burstMs: number;
+  gapMs: number;
+  bursts: number;
+}
+
+const RATE = 24000;
+const CHUNK = 480; // 20 ms
+
+/** A running bench engine. */
+export interface BenchEngine {
+  url: string;
+  sessions: Map<string, EngineSession>;
+  /** Starts talking on a session; resolves when the pattern is done. */
+  talk(sessionId: string, pattern: TalkPattern): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The wall clock with sub-millisecond precision, comparable across processes. */
+export function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+function sleepUntil(t: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.max(0, t - wallNow())));
+}
+
+/** Starts the engine on 127.0.0.1 with the given TLS material. */
+export function startBenchEngine(tls: { certPem: string; keyPem: string }): BenchEngine {
+  const sockets = new Map<string, WebSocket>();
+  const sessions = new Map<string, EngineSession>();
+  const closed: Promise<void>[] = [];
+  let stopping = false;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert: tls.certPem, key: tls.keyPem, onListen: () => {} },
+    (req) => {
+      const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "avatar-engine.v0" });
+      closed.push(new Promise((r) => socket.addEventListener("close", () => r(), { once: true })));
+      socket.binaryType = "arraybuffer";
+      let session: EngineSession | null = null;
+      socket.onmessage = (e) => {
+        if (typeof e.data !== "string") {
+          if (session) session.userAudioBytes += (e.data as ArrayBuffer).byteLength;
+          return;
+        }
+        const msg = JSON.parse(e.data);
+        if (msg.type === "session.start") {
+          session = { sessionId: msg.session_id, sent: [], userAudioBytes: 0 };
+          sessions.set(msg.session_id, session);
+          sockets.set(msg.session_id, socket);
+          socket.send(JSON.stringify({
+            type: "session.ready",
+            session_id: msg.session_id,
+            engine_session_id: `bench_${sessions.size}`,
+            audio: { output: { encoding: "pcm_s16le", sample_rate: RATE, channels: 1 } },
+          }));
+        } else if (msg.type === "ping") socket.send(JSON.stringify({ type: "pong", id: msg.id }));
+        else if (msg.type === "session.end") socket.close(1000);
+      };
+      return response;
+    },
+  );
+  return {
+    url: `wss://localhost:${server.addr.port}/v0`,
+    sessions,
+    async talk(sessionId, pattern) {
+      const socket = sockets.get(sessionId);
+      const session = sessions.get(sessionId);
+      if (!socket || !session) throw new Error(`unknown session ${sessionId}`);
+      const chunks = Math.round(pattern.burstMs / 20);
+      let t = wallNow() + 20;
+      for (let b = 0; b < pattern.bursts && !stopping; b++) {
+        const id = `r_${b}`;
+        await sleepUntil(t);
+        if (socket.readyState !== WebSocket.OPEN) return;
+        socket.send(JSON.stringify({ type: "response.started", response_id: id }));
+        for (let i = 0; i < chunks; i++) {
+          await sleepUntil(t + i * 20);
+          if (socket.readyState !== WebSocket.OPEN) return;
+          const pcm = new Int16Array(CHUNK);
+          for (let j = 0; j < CHUNK; j++) {
+            pcm[j] = Math.round(12000 * Math.sin(2 * Math.PI * 300 * (i * CHUNK + j) / RATE));
+          }
+          socket.send(pcm.buffer);
+          session.sent.push({ responseId: id, index: i, sentAt: wallNow() });
+        }
+        t += chunks * 20;
+        await sleepUntil(t);
+        if (socket.readyState !== WebSocket.OPEN) return;
+        socket.send(JSON.stringify({ type: "response.done", response_id: id, status: "completed" }));
+        t += pattern.gapMs;
+      }
+    },
+    async close() {
+      stopping = true;
+      for (const s of sockets.values()) if (s.readyState === WebSocket.OPEN) s.close(1001);
+      await Promise.all(closed);
+      await server.shutdown();
+    },
+  };
+}

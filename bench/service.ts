@@ -1,0 +1,42 @@
+/**
+ * The service under test for `deno task bench`, run as its own process (so the bench can pin it and
+ * its ffmpeg children to one core with `taskset` and measure their CPU and memory apart from the bench's
+ * clients). Mints an API key in its in-memory KV and prints one JSON line `{url, api_key, pid}`; stops on
+ * SIGTERM or when its stdin closes.
+ *
+ * Environment: as the service (`src/config.ts`); the bench sets `SVC_ENGINE_CA_FILE` to its engine's CA.
+ *
+ * @module
+ */
+import { loadConfigFromEnv } from "../src/config.ts";
+import { createApiKey } from "../src/kv/api_keys.ts";
+import { createLogger } from "../src/log.ts";
+import { startService } from "../src/server.ts";
+
+if (import.meta.main) {
+  const config = loadConfigFromEnv();
+  const service = await startService(config, { logger: createLogger({ level: "warn" }) });
+  const kv = await Deno.openKv(config.kv);
+  const { plaintext } = await createApiKey(kv, {
+    projectId: "proj_bench",
+    name: "bench",
+    scopes: ["sessions:read", "sessions:write"],
+    now: Date.now(),
+    createdBy: "bench",
+  });
+  kv.close();
+  console.log(JSON.stringify({ url: service.url, api_key: plaintext, pid: Deno.pid }));
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await service.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGTERM", stop);
+  // The bench closes our stdin when it is done (or dies).
+  (async () => {
+    for await (const _ of Deno.stdin.readable) { /* drain */ }
+    await stop();
+  })();
+}

@@ -1,0 +1,98 @@
+/**
+ * Types of `sdk/player.js`, the browser player of the media plane (`websocket_fmp4`).
+ * See docs/media-plane.md for the protocol.
+ *
+ * @module
+ */
+
+/** Subprotocol of the media WebSocket. */
+export declare const MEDIA_SUBPROTOCOL: "avatar-media.v0";
+
+/** The player's states. */
+export type PlayerStateName = "connecting" | "buffering" | "playing" | "reconnecting" | "ended" | "failed";
+
+/** A snapshot of the player's state, passed to `onState`. */
+export interface PlayerState {
+  /** What the player is doing. */
+  state: PlayerStateName;
+  /** Time from `createPlayer` to the first decoded video frame, ms (null until then). */
+  ttffMs: number | null;
+  /** Why the player ended, failed or reconnects (a close reason or an error). */
+  reason?: string;
+  /** The media WebSocket's close code, when it closed. */
+  closeCode?: number;
+  /** Whether autoplay rules forced the video to start muted. */
+  muted: boolean;
+  /** Whether the microphone is being streamed. */
+  microphone: boolean;
+}
+
+/** A transcript line sent by the engine (optional in the engine protocol). */
+export interface TranscriptLine {
+  /** Who spoke. */
+  role: "user" | "agent";
+  /** The turn the line belongs to (a later line with the same id replaces it). */
+  turnId: string;
+  /** The whole text so far for this turn. */
+  text: string;
+  /** Whether the line is final for its turn. */
+  final: boolean;
+}
+
+/** Options of {@link createPlayer}. */
+export interface CreatePlayerOptions {
+  /** The element to play in. */
+  video: HTMLVideoElement;
+  /** `stream_metadata.media_url` of the session. */
+  mediaUrl: string;
+  /** `client_token` of the session (valid 5 minutes; needed to connect). */
+  clientToken: string;
+  /** Called on every state change. */
+  onState?: (state: PlayerState) => void;
+  /** Called with transcript lines, if the engine sends any. */
+  onTranscript?: (line: TranscriptLine) => void;
+  /**
+   * Returns a fresh client token (from your backend, which calls
+   * `POST /v1/sessions/{session_id}/client-token`); used whenever the player reconnects.
+   */
+  refreshToken?: () => Promise<{ clientToken: string; mediaUrl?: string }>;
+  /** Stream the microphone (default true). */
+  microphone?: boolean;
+  /** Playback delay behind the live edge to aim for, ms (default 200). */
+  targetLatencyMs?: number;
+  /** Past this delay the player jumps back to the live edge, ms (default 800). */
+  maxLatencyMs?: number;
+  /** Reconnection attempts in a row before failing (default 5). */
+  maxReconnects?: number;
+}
+
+/** Playback counters. */
+export interface PlayerStats {
+  /** Video frames the browser decoded. */
+  framesDecoded: number;
+  /** Video frames the browser dropped. */
+  framesDropped: number;
+  /** Current delay behind the live edge, ms. */
+  latencyMs: number;
+  /** Media bytes received over the socket. */
+  bytesReceived: number;
+  /** Microphone frames sent upstream. */
+  micFramesSent: number;
+  /** Reconnections so far. */
+  reconnects: number;
+}
+
+/** A running player. */
+export interface AvatarPlayer {
+  /** The current state. */
+  state(): PlayerState;
+  /** Playback counters. */
+  stats(): PlayerStats;
+  /** Starts or stops streaming the microphone. */
+  setMicrophone(on: boolean): Promise<void>;
+  /** Disconnects and releases the microphone and the media resources. */
+  close(): void;
+}
+
+/** Creates a player and connects it. */
+export declare function createPlayer(options: CreatePlayerOptions): AvatarPlayer;

@@ -1,0 +1,106 @@
+/**
+ * The media-plane WebSocket, `GET /media/v0/sessions/{session_id}` (outside `/v1`; see
+ * docs/media-plane.md): a session's browser connects with its `client_token` (or `session_token`),
+ * receives the fMP4 stream and sends its microphone audio.
+ *
+ * The token is presented as the WebSocket subprotocol `bearer.<token>` next to `avatar-media.v0` (a
+ * browser cannot set headers on a WebSocket, and a subprotocol keeps the token out of URLs and access
+ * logs), or as the `token` query parameter. It is checked before anything is sent; a refused connection
+ * is upgraded and closed at once with a documented code (4401 expired, 4403 refused, 4404 no such
+ * session here), which a browser can read, unlike an HTTP status.
+ *
+ * @module
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { TokenService } from "../../auth/tokens.ts";
+import { ApiError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import { MEDIA_CLOSE } from "../../media/close_codes.ts";
+import type { MediaClient } from "../../media/fanout.ts";
+import type { MediaPlane } from "../../media/plane.ts";
+import type { AppEnv } from "../env.ts";
+
+/** The media WebSocket's subprotocol. */
+export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
+/** Prefix of the subprotocol that carries the token. */
+export const TOKEN_SUBPROTOCOL_PREFIX = "bearer.";
+
+/** Seconds without any frame (pongs included) before the server drops a media client. */
+const IDLE_TIMEOUT_S = 30;
+
+/** Dependencies of the media route. */
+export interface MediaRouteDeps {
+  tokens: TokenService;
+  plane: MediaPlane;
+  logger: Logger;
+}
+
+/** Registers the media WebSocket route. */
+export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDeps): void {
+  app.get("/media/v0/sessions/:session_id", async (c) => {
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+      throw new ApiError(
+        "SVC_INVALID_REQUEST",
+        "This is the media WebSocket: connect with a WebSocket client (see docs/media-plane.md).",
+      );
+    }
+    const sessionId = c.req.param("session_id");
+    const offered = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(
+      Boolean,
+    );
+    const fromProtocol = offered.find((p) => p.startsWith(TOKEN_SUBPROTOCOL_PREFIX));
+    const token = fromProtocol ? fromProtocol.slice(TOKEN_SUBPROTOCOL_PREFIX.length) : c.req.query("token");
+
+    let refusal: { code: number; reason: string } | null = null;
+    let target: ReturnType<MediaPlane["get"]> | undefined;
+    const verdict = token
+      ? await deps.tokens.verify(token, { purposes: ["client", "media"], sessionId })
+      : { ok: false as const, reason: "invalid" as const };
+    if (!verdict.ok) {
+      refusal = verdict.reason === "expired" ? MEDIA_CLOSE.TOKEN_EXPIRED : MEDIA_CLOSE.TOKEN_REFUSED;
+    } else {
+      target = deps.plane.get(sessionId);
+      if (!target || target.projectId !== verdict.claims.pid) refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
+    }
+
+    const protocol = offered.includes(MEDIA_SUBPROTOCOL) ? MEDIA_SUBPROTOCOL : undefined;
+    const { socket, response } = Deno.upgradeWebSocket(c.req.raw, { protocol, idleTimeout: IDLE_TIMEOUT_S });
+    socket.binaryType = "arraybuffer";
+    socket.onopen = () => {
+      if (refusal) {
+        deps.logger.info("media client refused", {
+          session_id: sessionId.slice(0, 64),
+          reason: refusal.reason,
+        });
+        socket.close(refusal.code, refusal.reason);
+        return;
+      }
+      const client: MediaClient = {
+        send: (data) => {
+          if (socket.readyState === WebSocket.OPEN) socket.send(data);
+        },
+        get bufferedAmount() {
+          return socket.bufferedAmount;
+        },
+        close: (code, reason) => {
+          if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING) {
+            socket.close(code, reason);
+          }
+        },
+      };
+      const attached = target!.media.attach(client);
+      if (!attached) return;
+      deps.logger.info("media client connected", { session_id: sessionId });
+      socket.onmessage = (e) => {
+        if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
+        // Text frames are reserved for control messages; unknown ones are ignored.
+      };
+      socket.onclose = (e) => {
+        attached.detach();
+        deps.logger.info("media client disconnected", { session_id: sessionId, code: e.code });
+      };
+    };
+    socket.onerror = () => {};
+    return response;
+  });
+}

@@ -1,0 +1,160 @@
+/**
+ * The demo page's HTML and script (served at `/demo` and `/demo/app.js`). The script uses only the
+ * demo backend's routes and the SDK's player; it never sees an API key.
+ *
+ * @module
+ */
+
+/** The page. */
+export const DEMO_PAGE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Avatar session demo</title>
+<style>
+  :root { color-scheme: light dark; font-family: system-ui, sans-serif; }
+  body { margin: 0; display: grid; place-items: start center; min-height: 100vh; background: #15181d; color: #e8eaed; }
+  main { display: grid; grid-template-columns: minmax(0, 512px) 300px; gap: 24px; padding: 24px; max-width: 900px; }
+  @media (max-width: 860px) { main { grid-template-columns: 1fr; } }
+  video { width: 100%; aspect-ratio: 1; background: #0b0d10; border-radius: 12px; display: block; }
+  h1 { font-size: 1.2rem; margin: 0 0 12px; }
+  label { display: block; font-size: .85rem; margin: 8px 0 4px; color: #aab; }
+  select, button { font: inherit; padding: 8px 12px; border-radius: 8px; border: 1px solid #3a404a; background: #232830; color: inherit; width: 100%; }
+  button { cursor: pointer; margin-top: 10px; }
+  button.primary { background: #2f6fdb; border-color: #2f6fdb; }
+  button.danger { background: #b8363f; border-color: #b8363f; }
+  button:disabled { opacity: .45; cursor: default; }
+  dl { display: grid; grid-template-columns: auto 1fr; gap: 4px 12px; font-size: .9rem; margin: 16px 0; }
+  dt { color: #aab; } dd { margin: 0; font-variant-numeric: tabular-nums; }
+  #log { font-size: .85rem; max-height: 180px; overflow: auto; border-top: 1px solid #2a2f37; padding-top: 8px; }
+  #log p { margin: 4px 0; } #log .agent { color: #9ecbff; } #log .user { color: #c3e88d; }
+  .note { font-size: .8rem; color: #889; }
+</style>
+</head>
+<body>
+<main>
+  <section>
+    <video id="video" playsinline></video>
+  </section>
+  <aside>
+    <h1>Talk to an avatar</h1>
+    <label for="avatar">Avatar</label><select id="avatar"></select>
+    <label for="bg">Background</label><select id="bg"></select>
+    <label><input type="checkbox" id="mic" checked> Use my microphone</label>
+    <button id="start" class="primary">Start</button>
+    <button id="end" class="danger" disabled>End</button>
+    <dl>
+      <dt>State</dt><dd id="state">idle</dd>
+      <dt>First frame</dt><dd id="ttff">–</dd>
+      <dt>Delay</dt><dd id="latency">–</dd>
+      <dt>Frames</dt><dd id="frames">–</dd>
+      <dt>Session</dt><dd id="session">–</dd>
+    </dl>
+    <div id="log"></div>
+    <p class="note">The reference engine plays back what you say. This page gets only a client token
+      and the media URL from its backend; the API key stays on the server.</p>
+  </aside>
+</main>
+<script type="module" src="/demo/app.js"></script>
+</body>
+</html>
+`;
+
+/** The page's script. */
+export const DEMO_APP_JS = `import { createPlayer } from "/sdk/player.js";
+
+const $ = (id) => document.getElementById(id);
+const api = async (method, path, body) => {
+  const res = await fetch("/demo/api" + path, {
+    method,
+    headers: { "x-demo": "1", ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(json.code ? json.code + ": " + json.message : "HTTP " + res.status);
+  return json;
+};
+
+let player = null;
+let session = null;
+let statsTimer = null;
+
+const log = (cls, text) => {
+  const p = document.createElement("p");
+  p.className = cls;
+  p.textContent = text;
+  $("log").prepend(p);
+};
+
+const setState = (s) => {
+  $("state").textContent = s.state + (s.reason && s.state !== "playing" ? " (" + s.reason + ")" : "") +
+    (s.muted ? " – muted by autoplay, click the video" : "");
+  if (s.ttffMs !== null) $("ttff").textContent = s.ttffMs + " ms";
+  if (s.state === "ended" || s.state === "failed") finish();
+};
+
+const finish = () => {
+  clearInterval(statsTimer);
+  $("start").disabled = false;
+  $("end").disabled = true;
+};
+
+const catalog = await api("GET", "/catalog");
+for (const [sel, list, def] of [["avatar", catalog.avatars, catalog.default_avatar_id], ["bg", catalog.backgrounds, catalog.default_bg_id]]) {
+  for (const item of list) {
+    const o = new Option(item.name, item.id, false, item.id === def);
+    o.title = item.description;
+    $(sel).add(o);
+  }
+}
+
+$("video").addEventListener("click", () => { $("video").muted = false; });
+
+$("start").addEventListener("click", async () => {
+  $("start").disabled = true;
+  $("log").textContent = "";
+  $("ttff").textContent = "–";
+  try {
+    session = await api("POST", "/sessions", { avatar_id: $("avatar").value, bg_id: $("bg").value });
+  } catch (err) {
+    $("state").textContent = "could not start: " + err.message;
+    $("start").disabled = false;
+    return;
+  }
+  $("session").textContent = session.session_id.slice(0, 18) + "…";
+  $("end").disabled = false;
+  player = createPlayer({
+    video: $("video"),
+    mediaUrl: session.media_url,
+    clientToken: session.client_token,
+    microphone: $("mic").checked,
+    refreshToken: async () => {
+      const t = await api("POST", "/sessions/" + encodeURIComponent(session.session_id) + "/token");
+      return { clientToken: t.client_token, mediaUrl: t.media_url };
+    },
+    onState: setState,
+    onTranscript: (line) => { if (line.final) log(line.role, (line.role === "agent" ? "Avatar: " : "You: ") + line.text); },
+  });
+  window.demoPlayer = player;
+  statsTimer = setInterval(() => {
+    const st = player.stats();
+    $("latency").textContent = st.latencyMs + " ms";
+    $("frames").textContent = st.framesDecoded + " decoded, " + st.framesDropped + " dropped";
+  }, 500);
+});
+
+$("mic").addEventListener("change", () => player?.setMicrophone($("mic").checked));
+
+$("end").addEventListener("click", async () => {
+  $("end").disabled = true;
+  try {
+    const ended = await api("POST", "/sessions/" + encodeURIComponent(session.session_id) + "/end");
+    $("session").textContent = ended.status + ", " + ended.duration_s + " s, " + ended.chunks_rendered + " chunks";
+  } catch (err) {
+    $("session").textContent = "end failed: " + err.message;
+  }
+  player?.close();
+  finish();
+});
+`;

@@ -1,0 +1,135 @@
+/**
+ * Delivery of one session's stream to its media clients: every client gets the init segment, then the
+ * cached fragments from the latest keyframe (so it starts decoding at once, within one GOP), then live
+ * fragments. A client whose unsent backlog passes the limit is closed (4408) instead of being waited for:
+ * sending never blocks, so a slow client cannot stall the renderer or anyone else.
+ *
+ * @module
+ */
+import { MEDIA_CLOSE } from "./close_codes.ts";
+
+/** The socket side of a media client (a WebSocket in production). */
+export interface MediaClient {
+  send(data: Uint8Array | string): void;
+  /** Bytes queued for sending and not yet handed to the network. */
+  readonly bufferedAmount: number;
+  close(code: number, reason: string): void;
+}
+
+/** One media segment as published. */
+export interface Fragment {
+  kind: "video" | "audio";
+  data: Uint8Array;
+  /** Video keyframe. */
+  key: boolean;
+  /** Presentation interval, ms on the session's media timeline. */
+  startMs: number;
+  endMs: number;
+}
+
+/** Limits of a fan-out. */
+export interface FanoutLimits {
+  /** A client whose backlog exceeds this many bytes is closed with 4408. */
+  maxBufferedBytes: number;
+  /** More clients than this are refused with 4429. */
+  maxClients: number;
+}
+
+/** The clients of one session and the keyframe cache they join from. */
+export class Fanout {
+  /** Clients and the bytes of their join burst (allowed on top of the backlog limit). */
+  readonly #clients = new Map<MediaClient, { burst: number }>();
+  #cache: Fragment[] = [];
+  #init: Uint8Array | null = null;
+  #hello: string | null = null;
+  /** Clients closed for being too slow. */
+  slowClosed = 0;
+  /** Bytes sent (all clients). */
+  bytesSent = 0;
+
+  constructor(readonly limits: FanoutLimits, readonly onCountChanged: (count: number) => void) {}
+
+  /** Clients connected now. */
+  get count(): number {
+    return this.#clients.size;
+  }
+
+  /** Sets the JSON greeting and the init segment every client receives first. */
+  setInit(hello: Record<string, unknown>, init: Uint8Array): void {
+    this.#hello = JSON.stringify(hello);
+    this.#init = init;
+  }
+
+  /** Adds a client: sends the greeting, the init segment and the fragments since the latest keyframe. */
+  add(client: MediaClient): boolean {
+    if (this.#clients.size >= this.limits.maxClients) {
+      client.close(MEDIA_CLOSE.TOO_MANY_CLIENTS.code, MEDIA_CLOSE.TOO_MANY_CLIENTS.reason);
+      return false;
+    }
+    if (!this.#init || !this.#hello) throw new Error("fan-out has no init segment yet");
+    // The join burst (up to one GOP) is sent at once; the backlog limit applies on top of it.
+    let burst = this.#hello.length + this.#init.length;
+    for (const f of this.#cache) burst += f.data.length;
+    this.#clients.set(client, { burst });
+    this.#send(client, this.#hello, false);
+    this.#send(client, this.#init, false);
+    for (const f of this.#cache) this.#send(client, f.data, false);
+    this.onCountChanged(this.#clients.size);
+    return true;
+  }
+
+  /** Forgets a client (it closed). */
+  remove(client: MediaClient): void {
+    if (this.#clients.delete(client)) this.onCountChanged(this.#clients.size);
+  }
+
+  /** Publishes a fragment to every client and keeps it for joiners. */
+  publish(f: Fragment): void {
+    if (f.kind === "video" && f.key) {
+      // Joiners start at this keyframe: keep only the audio that still overlaps it.
+      this.#cache = this.#cache.filter((c) => c.kind === "audio" && c.endMs > f.startMs);
+    }
+    this.#cache.push(f);
+    for (const c of [...this.#clients.keys()]) this.#send(c, f.data);
+  }
+
+  /** Sends a JSON control message to every client. */
+  broadcast(message: Record<string, unknown>): void {
+    const text = JSON.stringify(message);
+    for (const c of [...this.#clients.keys()]) this.#send(c, text);
+  }
+
+  /** Closes every client with `code` and `reason`. */
+  closeAll(code: number, reason: string): void {
+    const all = [...this.#clients.keys()];
+    this.#clients.clear();
+    for (const c of all) {
+      try {
+        c.close(code, reason);
+      } catch { /* already closed */ }
+    }
+    if (all.length) this.onCountChanged(0);
+    this.#cache = [];
+  }
+
+  #send(client: MediaClient, data: Uint8Array | string, check = true): void {
+    const state = this.#clients.get(client);
+    if (!state) return;
+    if (check && client.bufferedAmount > this.limits.maxBufferedBytes + state.burst) {
+      this.slowClosed++;
+      this.#clients.delete(client);
+      try {
+        client.close(MEDIA_CLOSE.TOO_SLOW.code, MEDIA_CLOSE.TOO_SLOW.reason);
+      } catch { /* already closed */ }
+      this.onCountChanged(this.#clients.size);
+      return;
+    }
+    try {
+      client.send(data);
+      this.bytesSent += typeof data === "string" ? data.length : data.length;
+    } catch {
+      this.#clients.delete(client);
+      this.onCountChanged(this.#clients.size);
+    }
+  }
+}

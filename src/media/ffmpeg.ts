@@ -1,0 +1,290 @@
+/**
+ * ffmpeg, the encoder: the start-up check, the two encoder command lines (video: raw yuv420p frames →
+ * H.264 in FLV; audio: PCM16 at 48 kHz → Opus in Ogg), and a child-process wrapper that streams bytes in
+ * and out and never outlives the session.
+ *
+ * Why two processes per session: each has one input and one output, so ffmpeg reads, encodes and writes
+ * every frame as it arrives (one ffmpeg with two inputs polls them and interleaves its outputs, which
+ * costs latency), and neither stream can stall the other. Both read their input from stdin: if the
+ * service dies, they see end-of-file and exit, so they cannot be orphaned.
+ *
+ * @module
+ */
+import type { VideoFormat } from "./renderer.ts";
+
+/** Raised when ffmpeg is missing or unusable at start-up; the message is one line. */
+export class FfmpegUnavailableError extends Error {
+  override name = "FfmpegUnavailableError";
+}
+
+/** Encoders the media plane needs from ffmpeg. */
+export const REQUIRED_ENCODERS = ["libx264", "libopus"] as const;
+
+/**
+ * Checks that `path` runs ffmpeg with the required encoders; resolves with its version line or throws
+ * {@link FfmpegUnavailableError} with a one-line explanation.
+ */
+export async function checkFfmpeg(path: string): Promise<string> {
+  let out: Deno.CommandOutput;
+  try {
+    out = await new Deno.Command(path, {
+      args: ["-hide_banner", "-nostdin", "-encoders"],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  } catch (err) {
+    const why = err instanceof Deno.errors.NotFound ? "not found" : "could not be started";
+    throw new FfmpegUnavailableError(
+      `media plane: ffmpeg ${why} (SVC_FFMPEG_PATH=${path}); install it (Debian: apt-get install ffmpeg), set SVC_FFMPEG_PATH, or run without media with SVC_MEDIA_ENABLED=false`,
+    );
+  }
+  const text = new TextDecoder().decode(out.stdout);
+  if (!out.success) {
+    throw new FfmpegUnavailableError(`media plane: ${path} -encoders failed with exit code ${out.code}`);
+  }
+  const missing = REQUIRED_ENCODERS.filter((e) => !new RegExp(`^\\s*[A-Z.]{6}\\s+${e}\\s`, "m").test(text));
+  if (missing.length) {
+    throw new FfmpegUnavailableError(
+      `media plane: ffmpeg lacks the ${missing.join(" and ")} encoder(s); install Debian's ffmpeg package`,
+    );
+  }
+  const version = await new Deno.Command(path, {
+    args: ["-hide_banner", "-nostdin", "-version"],
+    stdout: "piped",
+    stderr: "null",
+  })
+    .output();
+  return new TextDecoder().decode(version.stdout).split("\n")[0] ?? "ffmpeg";
+}
+
+/**
+ * Video encoder: yuv420p frames on stdin → H.264 (x264 ultrafast, zero latency, one thread, keyframe
+ * every `fps` frames, BT.709) in FLV on stdout, each access unit flushed as soon as it is encoded.
+ */
+export function videoEncoderArgs(format: VideoFormat, crf: number): string[] {
+  return [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-nostats",
+    "-probesize",
+    "32",
+    "-analyzeduration",
+    "0",
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "yuv420p",
+    "-s",
+    `${format.width}x${format.height}`,
+    "-framerate",
+    String(format.fps),
+    "-i",
+    "pipe:0",
+    "-an",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-tune",
+    "zerolatency",
+    "-threads",
+    "1",
+    "-crf",
+    String(crf),
+    "-g",
+    String(format.fps),
+    "-keyint_min",
+    String(format.fps),
+    "-sc_threshold",
+    "0",
+    "-bf",
+    "0",
+    "-colorspace",
+    "bt709",
+    "-color_primaries",
+    "bt709",
+    "-color_trc",
+    "bt709",
+    "-color_range",
+    "tv",
+    "-fps_mode",
+    "passthrough",
+    "-flush_packets",
+    "1",
+    "-flvflags",
+    "no_duration_filesize",
+    "-f",
+    "flv",
+    "pipe:1",
+  ];
+}
+
+/** Sample rate of the audio encoder's input (PCM16 mono). */
+export const AUDIO_RATE = 48_000;
+/**
+ * Samples ffmpeg's raw PCM reader takes per packet: writes of exactly this size are encoded at once
+ * (a shorter write waits inside ffmpeg for the rest of its packet).
+ */
+export const AUDIO_BLOCK = 1024;
+
+/**
+ * Audio encoder: PCM16 mono at 48 kHz on stdin → Opus (low-delay mode, 10 ms frames) in Ogg on stdout,
+ * one packet per page, each flushed at once.
+ */
+export function audioEncoderArgs(bitrate: number): string[] {
+  return [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-nostats",
+    "-probesize",
+    "32",
+    "-analyzeduration",
+    "0",
+    "-f",
+    "s16le",
+    "-ar",
+    String(AUDIO_RATE),
+    "-ac",
+    "1",
+    "-i",
+    "pipe:0",
+    "-vn",
+    "-c:a",
+    "libopus",
+    "-application",
+    "lowdelay",
+    "-frame_duration",
+    "10",
+    "-b:a",
+    String(bitrate),
+    "-page_duration",
+    "10000",
+    "-flush_packets",
+    "1",
+    "-f",
+    "ogg",
+    "pipe:1",
+  ];
+}
+
+/** A running encoder process. */
+export class EncoderProcess {
+  readonly pid: number;
+  /** Resolves when the process has exited and its pipes are drained. */
+  readonly exited: Promise<Deno.CommandStatus>;
+  readonly #child: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #pendingWrites = 0;
+  #inputClosed = false;
+  #stderr = "";
+  #writeFailed = false;
+
+  private constructor(child: Deno.ChildProcess, onData: (chunk: Uint8Array) => void) {
+    this.#child = child;
+    this.pid = child.pid;
+    const writer = child.stdin.getWriter();
+    this.#writer = writer;
+    writer.closed.catch(() => {});
+    const pump = (async () => {
+      const reader = child.stdout.getReader();
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          onData(value);
+        }
+      } catch {
+        /* the process died: its status tells */
+      } finally {
+        reader.releaseLock();
+      }
+    })();
+    const errPump = (async () => {
+      const dec = new TextDecoder();
+      try {
+        for await (const chunk of child.stderr) {
+          this.#stderr = (this.#stderr + dec.decode(chunk, { stream: true })).slice(-2000);
+        }
+      } catch { /* ignore */ }
+    })();
+    this.exited = (async () => {
+      const status = await child.status;
+      await Promise.allSettled([pump, errPump]);
+      if (!this.#inputClosed) {
+        this.#inputClosed = true;
+        await writer.abort().catch(() => {});
+      }
+      return status;
+    })();
+  }
+
+  /** Starts `path args`; throws what `Deno.Command.spawn` throws (e.g. NotFound). */
+  static spawn(path: string, args: string[], onData: (chunk: Uint8Array) => void): EncoderProcess {
+    const child = new Deno.Command(path, { args, stdin: "piped", stdout: "piped", stderr: "piped" }).spawn();
+    return new EncoderProcess(child, onData);
+  }
+
+  /** Writes queued and not yet accepted by the pipe. */
+  get pendingWrites(): number {
+    return this.#pendingWrites;
+  }
+
+  /** Whether a write failed (the process is gone or closed its input). */
+  get broken(): boolean {
+    return this.#writeFailed;
+  }
+
+  /** The last lines ffmpeg wrote to stderr (for logs). */
+  get stderrTail(): string {
+    return this.#stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 300);
+  }
+
+  /** Queues bytes for the encoder's stdin; never throws (a failure marks the encoder broken). */
+  write(bytes: Uint8Array): void {
+    if (this.#inputClosed) return;
+    this.#pendingWrites++;
+    this.#writer.write(bytes).then(
+      () => this.#pendingWrites--,
+      () => {
+        this.#pendingWrites--;
+        this.#writeFailed = true;
+      },
+    );
+  }
+
+  /** Closes stdin (ffmpeg then flushes and exits). */
+  async closeInput(): Promise<void> {
+    if (this.#inputClosed) return;
+    this.#inputClosed = true;
+    await this.#writer.close().catch(() => {});
+  }
+
+  /** Sends a signal (ignored when the process is already gone). */
+  kill(signal: Deno.Signal = "SIGKILL"): void {
+    try {
+      this.#child.kill(signal);
+    } catch { /* already exited */ }
+  }
+
+  /**
+   * Stops the process: closes its input and waits up to `graceMs` for it to exit, then kills it.
+   * Resolves true when it exited by itself.
+   */
+  async stop(graceMs: number): Promise<boolean> {
+    void this.closeInput();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const clean = await Promise.race([
+      this.exited.then(() => true),
+      new Promise<false>((r) => timer = setTimeout(() => r(false), Math.max(0, graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (!clean) {
+      this.kill("SIGKILL");
+      await this.exited;
+    }
+    return clean;
+  }
+}

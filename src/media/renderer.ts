@@ -1,0 +1,52 @@
+/**
+ * The renderer interface: what turns the avatar's speech into video frames. The reference renderer
+ * (sprites drawn as SVG, lip sync from audio energy) implements it; a GPU or neural renderer can replace
+ * it without touching encoding, muxing or delivery.
+ *
+ * @module
+ */
+
+/** Output geometry and rate of a renderer. */
+export interface VideoFormat {
+  /** Width in pixels (even). */
+  width: number;
+  /** Height in pixels (even). */
+  height: number;
+  /** Frames per second. */
+  fps: number;
+}
+
+/** What one frame is rendered from. */
+export interface FrameRequest {
+  /** Frame number since the session's media started (0, 1, 2, …). */
+  index: number;
+  /** Presentation time of the frame, ms since the session's media started. */
+  timeMs: number;
+  /** The avatar's audio played during this frame: mono PCM16 at {@link FrameRequest.sampleRate}. */
+  audio: Int16Array;
+  /** Sample rate of `audio`. */
+  sampleRate: number;
+  /** Whether the avatar is speaking (a response is being played). */
+  speaking: boolean;
+}
+
+/** The rendering of one session. */
+export interface RenderSession {
+  /**
+   * Renders one frame as planar `yuv420p` (width×height luma, then the U and V planes at quarter size).
+   * The returned buffer is only read by the caller; a renderer may hand out shared (cached) buffers, and
+   * must not change a buffer after returning it. An asynchronous renderer returns a promise; a frame
+   * still pending when the next one is due is dropped.
+   */
+  renderFrame(request: FrameRequest): Uint8Array | Promise<Uint8Array>;
+  /** Releases the session's resources. */
+  close(): void;
+}
+
+/** A renderer shared by every session of the process. */
+export interface Renderer {
+  /** Output format of every frame. */
+  readonly format: VideoFormat;
+  /** Opens the rendering of one session for a catalog avatar and background (ids already validated). */
+  open(options: { avatarId: string; bgId: string; seed: number }): RenderSession;
+}
