@@ -10,7 +10,11 @@
  * zero engine sockets still open, zero ffmpeg processes, no file descriptors left over, and exactly one
  * terminal event per session, delivered once. Prints the figures as JSON; exits 1 if a check fails.
  *
- * Usage: deno task soak [--sessions 1000] [--wave 100]
+ * With `--media real` the sessions run on the real media plane instead (ffmpeg encoders, the media WebSocket):
+ * media clients are real WebSocket connections with the session's client token, and a render failure is an
+ * encoder process killed with SIGKILL. Waves are then 20 sessions (the default render capacity).
+ *
+ * Usage: deno task soak [--sessions 1000] [--wave 100] [--media test|real]
  *
  * @module
  */
@@ -29,10 +33,16 @@ import { startWebhookReceiver } from "../tests/helpers/webhook_receiver.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { sessions: { type: "string", default: "1000" }, wave: { type: "string", default: "100" } },
+  options: {
+    sessions: { type: "string", default: "1000" },
+    wave: { type: "string" },
+    media: { type: "string", default: "test" },
+  },
 });
+const REAL_MEDIA = values.media === "real";
+if (!["test", "real"].includes(values.media!)) throw new Error("--media must be test or real");
 const TOTAL = Number(values.sessions);
-const WAVE = Number(values.wave);
+const WAVE = Number(values.wave ?? (REAL_MEDIA ? "20" : "100"));
 const DEADLINE = Date.now() + 15 * 60_000; // the whole soak is bounded
 const PROJECTS = ["proj_soak_a", "proj_soak_b", "proj_soak_c", "proj_soak_d"];
 /** The fate of session i. */
@@ -108,6 +118,10 @@ const endingEngine = await startFakeEngine(tls, "ok");
 const enginePorts = [engine, endingEngine].map((e) => Number(new URL(e.url.replace("wss:", "https:")).port));
 const receiver = startWebhookReceiver(tls);
 const media = testMedia(5);
+/** Encoder processes of each session (real media plane). */
+const encoderPids = new Map<string, number[]>();
+/** Connect data of each session (real media plane). */
+const connects = new Map<string, { mediaUrl: string; clientToken: string }>();
 const clock = new OffsetClock();
 const warnings: string[] = [];
 const config = loadConfig({
@@ -122,6 +136,7 @@ const config = loadConfig({
   SVC_RATE_LIMIT_PER_MINUTE: "1000000",
   SVC_RATE_LIMIT_BURST: "100000",
   SVC_TOKEN_SECRET: "soak-secret-0123456789abcdef0123456789abcdef",
+  SVC_RENDER_CAPACITY: String(WAVE),
 });
 const kv = await Deno.openKv(`${dir}/svc.kv`);
 const keys = new Map<string, string>();
@@ -137,7 +152,16 @@ for (const p of PROJECTS) {
 }
 const service = await startService(config, {
   clock,
-  mediaFactory: media.factory,
+  ...(REAL_MEDIA
+    ? {
+      media: {
+        observer: {
+          encoderStarted: (sid: string, pid: number) =>
+            encoderPids.set(sid, [...encoderPids.get(sid) ?? [], pid]),
+        },
+      },
+    }
+    : { mediaFactory: media.factory }),
   tickMs: 50,
   logger: createLogger({ level: "warn", sink: (l) => warnings.push(l) }),
 });
@@ -156,6 +180,49 @@ const api = async (project: string, method: string, path: string, body?: unknown
   });
   return { status: res.status, body: await res.json() };
 };
+
+/** Media clients of each session (real media plane): open sockets, in order. */
+const sockets = new Map<string, { ws: WebSocket; closed: Promise<void> }[]>();
+
+/** Makes `n` media clients connected to `sid`, then waits until the session's runtime counts them. */
+async function setClients(sid: string, n: number): Promise<void> {
+  if (!REAL_MEDIA) return media.sessions.get(sid)!.clients(n);
+  const open = sockets.get(sid) ?? [];
+  sockets.set(sid, open);
+  while (open.length < n) {
+    const { mediaUrl, clientToken } = connects.get(sid)!;
+    const ws = new WebSocket(mediaUrl, ["avatar-media.v0", `bearer.${clientToken}`]);
+    ws.binaryType = "arraybuffer";
+    const closed = new Promise<void>((r) => ws.addEventListener("close", () => r(), { once: true }));
+    open.push({ ws, closed });
+  }
+  while (open.length > n) {
+    const c = open.pop()!;
+    c.ws.close(1000);
+    await c.closed;
+  }
+  await until(
+    () => service.runtime.clientCount(sid) === n || !service.runtime.has(sid),
+    "media clients counted",
+  );
+}
+
+/** Makes the session's media plane fail (real: SIGKILL its video encoder). */
+function failMedia(sid: string): void {
+  if (!REAL_MEDIA) return media.sessions.get(sid)!.fail("soak: encoder exited");
+  Deno.kill(encoderPids.get(sid)![0], "SIGKILL");
+}
+
+/** Closes every media client socket left (they are closed by the service when sessions end). */
+async function closeSockets(): Promise<void> {
+  for (const list of sockets.values()) {
+    for (const c of list) if (c.ws.readyState === WebSocket.OPEN) c.ws.close(1000);
+    await Promise.all(list.map((c) => c.closed));
+  }
+  sockets.clear();
+}
+
+let ffmpegPeak = 0;
 
 try {
   for (let start = 0; start < TOTAL; start += WAVE) {
@@ -185,43 +252,53 @@ try {
         return;
       }
       wave.push({ sid: res.body.session_id, project, fate });
+      connects.set(res.body.session_id, {
+        mediaUrl: res.body.stream_metadata.media_url,
+        clientToken: res.body.client_token,
+      });
     };
     await pool(plan.filter((p) => p.fate !== "service_shutdown"), 25, create);
     created.push(...wave);
+    if (REAL_MEDIA) ffmpegPeak = Math.max(ffmpegPeak, await ffmpegProcesses());
     // fates that need no clock
-    for (const s of wave) {
-      const m = media.sessions.get(s.sid)!;
+    await pool(wave, 25, async (s) => {
       if (s.fate === "idle_timeout") {
-        m.clients(1);
-        m.clients(0);
+        await setClients(s.sid, 1);
+        await setClients(s.sid, 0);
       }
-      if (s.fate === "max_duration") m.clients(1);
-      if (s.fate === "render_failed") m.fail("soak: encoder exited");
-      if (s.fate === "engine_ended") m.clients(1);
-    }
+      if (s.fate === "max_duration" || s.fate === "engine_ended" || s.fate.startsWith("ended_by_api")) {
+        await setClients(s.sid, 1);
+      }
+      if (s.fate === "render_failed") failMedia(s.sid);
+    });
     endingEngine.closeAll(1000, true); // the engine ends the engine_ended share
     await pool(wave.filter((s) => s.fate.startsWith("ended_by_api")), 25, async (s) => {
       const force = s.fate === "ended_by_api_forced" ? "?force=true" : "";
       const res = await api(s.project, "POST", `/v1/sessions/${s.sid}/end${force}`);
       if (res.status !== 200) throw new Error(`end answered ${res.status}`);
     });
+    // Deliveries hold claims leased in clock time: let them finish before the clock jumps, or a jump past
+    // the lease would (rightly) let another attempt claim an event still in flight.
+    await until(async () => (await countPendingEvents(kv)) === 0, "webhook outbox drained");
     clock.advance(121_000); // past the join window and the idle timeout
     await until(
       () => wave.every((s) => !/no_client|idle/.test(s.fate) || !service.runtime.has(s.sid)),
       "join window and idle ends",
     );
+    await until(async () => (await countPendingEvents(kv)) === 0, "webhook outbox drained");
     clock.advance(3_600_000); // past the maximum duration
     await until(
       () => wave.every((s) => s.fate !== "max_duration" || !service.runtime.has(s.sid)),
       "max ends",
     );
     await until(() => service.runtime.size === 0, "every session of the wave ended");
+    await closeSockets();
     fdsAfterWave.push(openFds());
     if (lastWave) {
       // the service_shutdown share: live (with a client) when the service is closed
       const before = wave.length;
       await pool(plan.filter((p) => p.fate === "service_shutdown"), 25, create);
-      for (const s of wave.slice(before)) media.sessions.get(s.sid)!.clients(1);
+      for (const s of wave.slice(before)) await setClients(s.sid, 1);
       created.push(...wave.slice(before));
     }
   }
@@ -229,6 +306,7 @@ try {
   await until(async () => (await countPendingEvents(kv)) === 0, "webhook outbox drained before shutdown");
   const fdsBeforeShutdown = openFds();
   await service.close(); // ends the service_shutdown share and delivers its events
+  await closeSockets();
   const wallS = (performance.now() - t0) / 1000;
   const fdsAfterShutdown = openFds();
 
@@ -265,7 +343,9 @@ try {
     if (rec.end_reason !== s.fate) reasonMismatch++;
   }
   const figures = {
-    command: `deno task soak --sessions ${TOTAL} --wave ${WAVE}`,
+    command: `deno task soak --sessions ${TOTAL} --wave ${WAVE} --media ${values.media}`,
+    media_plane: REAL_MEDIA ? "real (ffmpeg encoders, media WebSocket clients)" : "test stand-in",
+    ffmpeg_processes_peak_sampled: REAL_MEDIA ? ffmpegPeak : null,
     sessions_created: created.length,
     creates_refused: refused,
     wall_s: Math.round(wallS * 10) / 10,
@@ -294,6 +374,12 @@ try {
     warning_log_lines: warnings.length,
   };
   console.log(JSON.stringify(figures, null, 2));
+  const dup = [...receivedIds.entries()].filter(([, n]) => n > 1).map(([id]) => id);
+  if (dup.length && Deno.env.get("SOAK_DEBUG")) {
+    for (const r of receiver.received.filter((r) => dup.includes(r.id))) {
+      console.error("duplicate", r.id, r.status, r.timestamp, JSON.parse(r.body).data.end_reason);
+    }
+  }
   const failed = [
     figures.creates_refused === 0,
     figures.sessions_with_unexpected_end_reason === 0,

@@ -58,20 +58,25 @@ export async function checkFfmpeg(path: string): Promise<string> {
   return new TextDecoder().decode(version.stdout).split("\n")[0] ?? "ffmpeg";
 }
 
+/** Leading arguments of both encoders: errors only, and no probing delay before the first input bytes. */
+const QUIET_LIVE_INPUT = [
+  "-hide_banner",
+  "-loglevel",
+  "error",
+  "-nostats",
+  "-probesize",
+  "32",
+  "-analyzeduration",
+  "0",
+];
+
 /**
  * Video encoder: yuv420p frames on stdin → H.264 (x264 ultrafast, zero latency, one thread, keyframe
  * every `fps` frames, BT.709) in FLV on stdout, each access unit flushed as soon as it is encoded.
  */
 export function videoEncoderArgs(format: VideoFormat, crf: number): string[] {
   return [
-    "-hide_banner",
-    "-loglevel",
-    "error",
-    "-nostats",
-    "-probesize",
-    "32",
-    "-analyzeduration",
-    "0",
+    ...QUIET_LIVE_INPUT,
     "-f",
     "rawvideo",
     "-pix_fmt",
@@ -135,14 +140,7 @@ export const AUDIO_BLOCK = 1024;
  */
 export function audioEncoderArgs(bitrate: number): string[] {
   return [
-    "-hide_banner",
-    "-loglevel",
-    "error",
-    "-nostats",
-    "-probesize",
-    "32",
-    "-analyzeduration",
-    "0",
+    ...QUIET_LIVE_INPUT,
     "-f",
     "s16le",
     "-ar",
