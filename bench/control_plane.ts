@@ -2,7 +2,10 @@
  * Control-plane benchmark: request latency of the canonical endpoints against a real service on
  * loopback (HTTP, KV file, in-process reference engine), measured from a client in the same process.
  *
- * Run: `deno run -A bench/control_plane.ts [--sessions 50] [--gets 2000]`
+ * Two passes: without the media plane (the API and the engine handshake alone), then with it (a create also
+ * starts the session's renderer and encoders and waits for its first frame).
+ *
+ * Run: `deno task bench:api [--sessions 20] [--gets 2000]`
  *
  * @module
  */
@@ -40,7 +43,9 @@ function summarise(operation: string, samples: number[]): Row {
 }
 
 /** Runs the benchmark and returns its rows. */
-export async function runControlPlaneBench(options: { sessions: number; gets: number }): Promise<Row[]> {
+export async function runControlPlaneBench(
+  options: { sessions: number; gets: number; media: boolean },
+): Promise<Row[]> {
   const dir = await Deno.makeTempDir();
   const config = loadConfig({
     PORT: "0",
@@ -50,6 +55,9 @@ export async function runControlPlaneBench(options: { sessions: number; gets: nu
     SVC_RATE_LIMIT_PER_MINUTE: "1000000",
     SVC_RATE_LIMIT_BURST: "100000",
     SVC_MAX_CONCURRENT_SESSIONS: String(options.sessions + 10),
+    SVC_MEDIA_ENABLED: String(options.media),
+    SVC_RENDER_CAPACITY: String(options.sessions + 10),
+    SVC_DEMO_PAGE: "false",
   });
   const service = await startService(config, { logger: silentLogger });
   const kv = await openKv(config.kv);
@@ -105,12 +113,13 @@ export async function runControlPlaneBench(options: { sessions: number; gets: nu
     for (const id of ids) {
       end.push(await time(() => fetch(`${service.url}/v1/sessions/${id}/end`, { method: "POST", headers })));
     }
+    const label = options.media ? "with media plane" : "API only";
     return [
-      summarise("POST /v1/sessions (engine handshake over wss included)", create),
-      summarise("GET /v1/sessions/{id}", get),
-      summarise("GET without a key (401)", unauth),
-      summarise("POST …/client-token", token),
-      summarise("POST …/end (graceful)", end),
+      summarise(`POST /v1/sessions, ${label} (engine handshake over wss included)`, create),
+      summarise(`GET /v1/sessions/{id}, ${label}`, get),
+      summarise(`GET without a key (401), ${label}`, unauth),
+      summarise(`POST …/client-token, ${label}`, token),
+      summarise(`POST …/end (graceful), ${label}`, end),
     ];
   } finally {
     kv.close();
@@ -122,8 +131,12 @@ export async function runControlPlaneBench(options: { sessions: number; gets: nu
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { sessions: { type: "string", default: "30" }, gets: { type: "string", default: "2000" } },
+    options: { sessions: { type: "string", default: "20" }, gets: { type: "string", default: "2000" } },
   });
-  const rows = await runControlPlaneBench({ sessions: Number(values.sessions), gets: Number(values.gets) });
+  const base = { sessions: Number(values.sessions), gets: Number(values.gets) };
+  const rows = [
+    ...await runControlPlaneBench({ ...base, media: false }),
+    ...await runControlPlaneBench({ ...base, media: true }),
+  ];
   console.table(rows);
 }
