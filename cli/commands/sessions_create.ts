@@ -172,6 +172,7 @@ export const sessionsCreate: CommandSpec = {
       ["client_token", session.client_token],
       ["session_token", session.stream_metadata.session_token],
       ["sfu_endpoint", session.stream_metadata.sfu_endpoint ?? "-"],
+      ["media_url", session.stream_metadata.media_url ?? "-"],
     ]);
     return 0;
   },

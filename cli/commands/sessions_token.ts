@@ -28,6 +28,7 @@ export const sessionsToken: CommandSpec = {
         ["client_token", token.client_token],
         ["session_token", token.stream_metadata.session_token],
         ["sfu_endpoint", token.stream_metadata.sfu_endpoint ?? "-"],
+        ["media_url", token.stream_metadata.media_url ?? "-"],
       ]);
     }
     return 0;

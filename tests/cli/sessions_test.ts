@@ -86,6 +86,8 @@ Deno.test("cli sessions: create from flags, get, token, end; JSON is the API's a
     assert.notEqual(fresh.client_token, session.client_token);
     const tokenTable = await run(["sessions", "token", session.session_id]);
     assert.match(tokenTable.stdout, /^client_token +eyJ\S+$/m);
+    // the media URL the player needs
+    assert.match(tokenTable.stdout, /^media_url +ws:\/\/localhost:\d+\/media\/v0\/sessions\/session:\S+$/m);
 
     const ended = await run(["sessions", "end", session.session_id, "--json"]);
     assert.equal(ended.code, 0, ended.stderr);
@@ -109,6 +111,7 @@ Deno.test("cli sessions: create from flags, get, token, end; JSON is the API's a
     const id = /^session_id +(session:\S+)$/m.exec(tableCreate.stdout)![1];
     assert.match(tableCreate.stdout, /^status +active$/m);
     assert.match(tableCreate.stdout, /^idempotency_key +[0-9a-f-]{36}$/m);
+    assert.match(tableCreate.stdout, /^media_url +ws:\/\/localhost:\d+\/media\/v0\/sessions\/session:\S+$/m);
     const forced = await run(["sessions", "end", id, "--force"]);
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stdout, /^status +ended$/m);
