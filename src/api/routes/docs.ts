@@ -36,7 +36,8 @@ const REFERENCE_PAGE = `<!doctype html>
 `;
 
 const INIT_JS =
-  `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true });\n`;
+  // validatorUrl: null — no badge fetched from the public validator: the page works offline.
+  `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true, validatorUrl: null });\n`;
 
 /** Registers /openapi.json, /docs, /docs/errors, /docs/assets/* and /healthz. */
 export function registerDocsRoutes(app: OpenAPIHono<AppEnv>, document: () => unknown): void {
