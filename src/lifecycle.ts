@@ -49,6 +49,7 @@ export class Lifecycle {
   readonly reaper: Reaper;
   readonly lease: OwnerLeaseKeeper;
   #reaperTimer: ReturnType<typeof setInterval> | null = null;
+  #reconcileTimer: ReturnType<typeof setInterval> | null = null;
   #sweeping: Promise<unknown> | null = null;
   #started = false;
 
@@ -87,6 +88,8 @@ export class Lifecycle {
     this.lease.start(slow);
     this.#reaperTimer = setInterval(() => void this.sweep(), slow);
     sessions.lifetimes.start(this.deps.tickMs ?? 1000);
+    // End requests recorded by other processes, and sessions ended elsewhere, reach this process here.
+    this.#reconcileTimer = setInterval(() => void sessions.reconcileLocal(), this.deps.tickMs ?? 1000);
     this.worker.start();
     logger.debug("lifecycle started", { instance_id: this.deps.instanceId });
   }
@@ -104,6 +107,8 @@ export class Lifecycle {
   async stop(): Promise<void> {
     if (this.#reaperTimer !== null) clearInterval(this.#reaperTimer);
     this.#reaperTimer = null;
+    if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
+    this.#reconcileTimer = null;
     this.deps.sessions.lifetimes.stop();
     await this.lease.stop();
     await this.worker.stop();

@@ -47,6 +47,8 @@ export interface AppDeps {
   demo?: Omit<DemoDeps, "call">;
   /** Overrides for tests (the spec's 10 s teardown timeout by default). */
   teardownTimeoutMs?: number;
+  /** Overrides the margin a remote end waits for the owner process (see SessionService). */
+  remoteEndMarginMs?: number;
   idempotencyWaitMs?: number;
   /** Resolver for the webhook_url check at creation (default: the system DNS). */
   resolve?: Resolver;
@@ -92,6 +94,7 @@ export function createApp(deps: AppDeps): App {
     logger,
     instanceId: deps.instanceId,
     teardownTimeoutMs: deps.teardownTimeoutMs,
+    remoteEndMarginMs: deps.remoteEndMarginMs,
     idempotencyWaitMs: deps.idempotencyWaitMs,
     resolve: deps.resolve,
     media: deps.media,

@@ -66,6 +66,11 @@ export interface SessionRecord {
   created_by: string;
   /** Instance id of the process running the session's runtime. */
   owner: string | null;
+  /**
+   * Set with `ending` when another process asked for the end (the API call reached a process that does not
+   * run the session): the owner carries it out (see `SessionService.reconcileLocal`).
+   */
+  end_request?: { reason: EndReason; force: boolean; requested_by: string } | null;
 }
 
 const mutex = new KeyedMutex();

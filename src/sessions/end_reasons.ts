@@ -44,6 +44,10 @@ export function isEndReason(s: string): s is EndReason {
   return (END_REASONS as readonly string[]).includes(s);
 }
 
-/** The warning of a session whose owner process was lost. */
+/** Warning of a session ended by a process that does not run it, when its owner did not answer in time. */
+export const REMOTE_END_WARNING =
+  "The service process running the session did not complete the end in time; its resources are released when that process sees the end or its lease runs out.";
+
+/** Warning of a session whose owner process was lost. */
 export const OWNER_LOST_WARNING =
   "The service process running the session stopped without ending it; its resources were released.";

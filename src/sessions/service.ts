@@ -23,6 +23,7 @@ import {
   releaseIdempotencyKey,
 } from "../kv/idempotency.ts";
 import { retryUnavailable } from "../kv/guard.ts";
+import { sessionKey } from "../kv/keys.ts";
 import { getSession, insertSession, type SessionRecord, transitionSession } from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import type { Logger } from "../log.ts";
@@ -33,7 +34,7 @@ import { type SelfEnded, type SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../run
 import type { TokenService } from "../auth/tokens.ts";
 import { durationS } from "../webhooks/events.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
-import { type EndReason, OWNER_LOST_WARNING } from "./end_reasons.ts";
+import { type EndReason, OWNER_LOST_WARNING, REMOTE_END_WARNING } from "./end_reasons.ts";
 import { LifetimeMonitor } from "./lifetime.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
@@ -115,6 +116,11 @@ export interface SessionServiceDeps {
   logger: Logger;
   /** Id of this process, recorded as the owner of the sessions it runs. */
   instanceId: string;
+  /**
+   * How long an end asked of another process waits beyond the teardown timeout for that process to carry
+   * it out before ending the session itself (default 5 s).
+   */
+  remoteEndMarginMs?: number;
   /** Teardown timeout for graceful ends (the spec's 10 s; tests may shorten it). */
   teardownTimeoutMs?: number;
   /** How long a concurrent duplicate (same Idempotency-Key) waits for the first request. */
@@ -364,8 +370,24 @@ export class SessionService {
     options: { force: boolean; reason: EndReason; timeoutMs?: number },
   ): Promise<EndedSession> {
     const { kv, clock, runtime } = this.deps;
+    if (!runtime.has(sessionId)) {
+      const rec = await getSession(kv, projectId, sessionId);
+      if (rec?.status === "active" && rec.owner !== null && rec.owner !== this.deps.instanceId) {
+        return await this.#finishRemote(rec, options);
+      }
+    }
     const moved = await transitionSession(kv, projectId, sessionId, ["active"], "ending", {}, clock.now());
     if (!moved.ok) throw notActive(moved.record);
+    return await this.#tearDown(projectId, sessionId, options);
+  }
+
+  /** Tears down a session of this process that is `ending`, and records its final state. */
+  async #tearDown(
+    projectId: string,
+    sessionId: string,
+    options: { force: boolean; reason: EndReason; timeoutMs?: number },
+  ): Promise<EndedSession> {
+    const { kv, clock, runtime } = this.deps;
     this.lifetimes.untrack(sessionId);
     const outcome = await runtime.end(sessionId, {
       force: options.force,
@@ -393,6 +415,102 @@ export class SessionService {
       ...(outcome.warning ? { warning: outcome.warning } : {}),
       end_reason: options.reason,
     };
+  }
+
+  /**
+   * Ends a session that another process runs: marks it `ending` with an end request, which its owner
+   * carries out on its next reconcile tick (graceful teardown included), and waits for the final state. If
+   * the owner does not answer within the teardown timeout plus a margin (it is stuck, or dead and not yet
+   * reaped), the session is ended here as `ended_with_warnings`; the owner tears its runtime down when it
+   * sees that, or the reaper when its lease runs out.
+   */
+  async #finishRemote(
+    rec: SessionRecord,
+    options: { force: boolean; reason: EndReason; timeoutMs?: number },
+  ): Promise<EndedSession> {
+    const { kv, clock } = this.deps;
+    const { project_id: projectId, session_id: sessionId } = rec;
+    const moved = await transitionSession(kv, projectId, sessionId, ["active"], "ending", {
+      end_request: { reason: options.reason, force: options.force, requested_by: this.deps.instanceId },
+    }, clock.now());
+    if (!moved.ok) throw notActive(moved.record);
+    const waitMs = (options.timeoutMs ?? this.deps.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS) +
+      (this.deps.remoteEndMarginMs ?? 5_000);
+    const deadline = Date.now() + waitMs;
+    let final: SessionRecord | null = null;
+    while (Date.now() < deadline) {
+      const cur = await getSession(kv, projectId, sessionId);
+      if (cur && cur.status !== "ending") {
+        final = cur;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    if (!final) {
+      const endedAt = clock.now();
+      const done = await retryUnavailable(() =>
+        transitionSession(kv, projectId, sessionId, ["ending"], "ended_with_warnings", {
+          ended_at: endedAt,
+          warning: REMOTE_END_WARNING,
+          end_reason: options.reason,
+        }, endedAt)
+      );
+      final = done.record!;
+    }
+    return {
+      session_id: sessionId,
+      status: final.status,
+      ended_at: final.ended_at ?? clock.now(),
+      chunks_rendered: final.chunks_rendered,
+      duration_s: durationS(final.started_at, final.ended_at ?? clock.now()),
+      ...(final.warning ? { warning: final.warning } : {}),
+      end_reason: final.end_reason ?? options.reason,
+    };
+  }
+
+  /**
+   * Brings this process's runtime in line with the session records (called every lifecycle tick): carries
+   * out end requests other processes recorded for sessions that run here, and tears down sessions whose
+   * record was ended elsewhere (a remote end that timed out, a reaper).
+   */
+  async reconcileLocal(): Promise<void> {
+    const { kv, runtime } = this.deps;
+    const local = runtime.liveSessions();
+    for (let i = 0; i < local.length; i += 10) {
+      const batch = local.slice(i, i + 10);
+      let entries: Deno.KvEntryMaybe<SessionRecord>[];
+      try {
+        entries = await kv.getMany<SessionRecord[]>(batch.map((s) => sessionKey(s.projectId, s.sessionId)));
+      } catch {
+        return; // storage unavailable: try again next tick
+      }
+      for (const [k, s] of batch.entries()) {
+        const rec = entries[k].value;
+        if (rec?.status === "active" || !runtime.has(s.sessionId)) continue;
+        if (rec?.status === "ending" && rec.end_request) {
+          const req = rec.end_request;
+          this.#inBackground(
+            this.#tearDown(s.projectId, s.sessionId, { force: req.force, reason: req.reason }).then(
+              () =>
+                this.deps.logger.info("session ended at another process's request", {
+                  session_id: s.sessionId,
+                }),
+              (err) =>
+                this.deps.logger.error("could not end a session", {
+                  session_id: s.sessionId,
+                  error: String(err),
+                }),
+            ),
+          );
+        } else if (rec?.status !== "ending") {
+          // Ended (or gone) elsewhere: release what still runs here; the record is final already.
+          this.lifetimes.untrack(s.sessionId);
+          this.#inBackground(
+            runtime.end(s.sessionId, { force: true, reason: rec?.end_reason ?? "owner_lost" }),
+          );
+        }
+      }
+    }
   }
 
   /** Mints a fresh client token and session token for an active session. */

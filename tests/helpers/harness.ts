@@ -31,6 +31,8 @@ export interface HarnessOptions {
   /** Token secret; `null` for none. Default: a fixed test secret. */
   tokenSecret?: string | null;
   teardownTimeoutMs?: number;
+  /** Margin a remote end waits for the owning process (default 5 s). */
+  remoteEndMarginMs?: number;
   idempotencyWaitMs?: number;
   connectors?: Partial<Record<ProviderType, ProviderConnector>>;
   media?: SessionMediaFactory;
@@ -138,6 +140,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     logger,
     instanceId,
     teardownTimeoutMs: options.teardownTimeoutMs,
+    remoteEndMarginMs: options.remoteEndMarginMs,
     idempotencyWaitMs: options.idempotencyWaitMs,
     resolve: options.resolve ?? noDns,
     media: options.mediaPlane,
