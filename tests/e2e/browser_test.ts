@@ -4,12 +4,11 @@
  * and the SDK player. Saves a screenshot to tests/artifacts/demo.png (git-ignored).
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { launchChromium } from "../helpers/browser.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { startService } from "../../src/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = new URL("../artifacts/", import.meta.url);
 
 Deno.test("browser: the demo page plays the avatar, streams the microphone and ends cleanly", async () => {
@@ -24,20 +23,7 @@ Deno.test("browser: the demo page plays the avatar, streams the microphone and e
     }),
     { logger: createLogger({ sink: (l) => logs.push(l) }) },
   );
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--autoplay-policy=no-user-gesture-required",
-      "--use-fake-device-for-media-stream",
-      "--use-fake-ui-for-media-stream",
-    ],
-  });
+  const browser = await launchChromium({ media: true });
   try {
     assert.ok(service.demoUrl, "the demo page is served on the embedded defaults");
     const page = await browser.newPage({ viewport: { width: 900, height: 620 } });

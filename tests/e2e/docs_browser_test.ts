@@ -3,7 +3,7 @@
  * no CDN, no validator badge, nothing fetched from elsewhere.
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { launchChromium } from "../helpers/browser.ts";
 import { createHarness } from "../helpers/harness.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -13,17 +13,7 @@ Deno.test("docs: /docs renders the reference offline, from the service alone", a
   const h = await createHarness();
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, h.fetch);
   const origin = `http://127.0.0.1:${server.addr.port}`;
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const elsewhere: string[] = [];

@@ -5,11 +5,9 @@
  * so the generated Idempotency-Key must still work.
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { CHROMIUM, launchChromium } from "../helpers/browser.ts";
 import { installSdk } from "../helpers/npm_package.ts";
 import { startTestService } from "../helpers/service.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
 
 const PAGE = `<!doctype html>
 <html><head><meta charset="utf-8">
@@ -67,16 +65,7 @@ Deno.test({
         }
         return new Response("not found", { status: 404 });
       });
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--no-first-run",
-        ],
-      });
+      const browser = await launchChromium();
       try {
         const tab = await browser.newPage();
         const errors: string[] = [];

@@ -4,7 +4,7 @@
  * token has expired asks the app for a fresh one (`refreshToken`) and reconnects to the same session.
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { launchChromium } from "../helpers/browser.ts";
 import { createClient } from "@avatar-svc/sdk";
 import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
@@ -30,20 +30,7 @@ Deno.test("sdk player: an expired token makes it ask for a fresh one, then it pl
   });
   const service = await startService(config, { logger: silentLogger });
   const kv = await openKv(config.kv);
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--autoplay-policy=no-user-gesture-required",
-      "--use-fake-device-for-media-stream",
-      "--use-fake-ui-for-media-stream",
-    ],
-  });
+  const browser = await launchChromium({ media: true });
   try {
     const { plaintext } = await createApiKey(kv, {
       projectId: "proj_player",

@@ -1,0 +1,35 @@
+/**
+ * Debian's Chromium, headless, driven by Playwright-core (never a downloaded browser), with the flags this
+ * machine needs (no sandbox as root, no GPU, no background network traffic).
+ *
+ * @module
+ */
+import { type Browser, chromium } from "playwright-core";
+
+/** Where Debian installs Chromium. */
+export const CHROMIUM = "/usr/bin/chromium";
+
+/**
+ * Launches headless Chromium. `media: true` adds a fake microphone (granted without a prompt) and lets
+ * media play without a user gesture.
+ */
+export async function launchChromium(options: { media?: boolean } = {}): Promise<Browser> {
+  return await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      ...(options.media
+        ? [
+          "--autoplay-policy=no-user-gesture-required",
+          "--use-fake-device-for-media-stream",
+          "--use-fake-ui-for-media-stream",
+        ]
+        : []),
+    ],
+  });
+}
