@@ -50,6 +50,7 @@ export class Lifecycle {
   readonly lease: OwnerLeaseKeeper;
   #reaperTimer: ReturnType<typeof setInterval> | null = null;
   #reconcileTimer: ReturnType<typeof setInterval> | null = null;
+  #reconciling: Promise<void> | null = null;
   #sweeping: Promise<unknown> | null = null;
   #started = false;
 
@@ -89,7 +90,9 @@ export class Lifecycle {
     this.#reaperTimer = setInterval(() => void this.sweep(), slow);
     sessions.lifetimes.start(this.deps.tickMs ?? 1000);
     // End requests recorded by other processes, and sessions ended elsewhere, reach this process here.
-    this.#reconcileTimer = setInterval(() => void sessions.reconcileLocal(), this.deps.tickMs ?? 1000);
+    this.#reconcileTimer = setInterval(() => {
+      this.#reconciling ??= sessions.reconcileLocal().finally(() => (this.#reconciling = null));
+    }, this.deps.tickMs ?? 1000);
     this.worker.start();
     logger.debug("lifecycle started", { instance_id: this.deps.instanceId });
   }
@@ -109,6 +112,7 @@ export class Lifecycle {
     this.#reaperTimer = null;
     if (this.#reconcileTimer !== null) clearInterval(this.#reconcileTimer);
     this.#reconcileTimer = null;
+    await this.#reconciling;
     this.deps.sessions.lifetimes.stop();
     await this.lease.stop();
     await this.worker.stop();

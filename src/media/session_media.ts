@@ -599,7 +599,9 @@ export class AvatarSessionMedia implements SessionMedia {
       this.#fanout.broadcast({ type: "ended", reason: "session_ended" });
       this.#fanout.closeAll(MEDIA_CLOSE.SESSION_ENDED.code, MEDIA_CLOSE.SESSION_ENDED.reason);
     }
-    const grace = options.graceful ? Math.min(2000, Math.max(0, options.timeoutMs)) : 0;
+    // Closing their input lets the encoders finish on their own; a graceful end gives them the whole
+    // teardown budget before they are killed (and the end is reported with a warning).
+    const grace = options.graceful ? Math.max(0, options.timeoutMs) : 0;
     const encoders = [this.#video, this.#audio].filter(Boolean);
     const clean = await Promise.all(encoders.map((e) => grace > 0 ? e.stop(grace) : e.stop(0)));
     this.#render.close();

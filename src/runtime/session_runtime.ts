@@ -102,13 +102,15 @@ export interface SessionRuntimeDeps {
 export class SessionRuntime {
   readonly #live = new Map<string, LiveSession>();
   readonly #releases = new Set<Promise<void>>();
-  #onSelfEnded: (e: SelfEnded) => void = () => {};
+  #onSelfEnded: (e: SelfEnded) => void | Promise<void> = () => {};
+  /** Sessions ending by themselves: settled once their end is torn down and recorded. */
+  readonly #selfEnding = new Map<string, Promise<void>>();
   readonly #clientListeners = new Set<(sessionId: string, count: number) => void>();
 
   constructor(readonly deps: SessionRuntimeDeps) {}
 
   /** Registers who is told when a session ends by itself. */
-  onSelfEnded(handler: (e: SelfEnded) => void): void {
+  onSelfEnded(handler: (e: SelfEnded) => void | Promise<void>): void {
     this.#onSelfEnded = handler;
   }
 
@@ -265,18 +267,18 @@ export class SessionRuntime {
     }
     session.ending = true;
     const timeoutMs = options.timeoutMs ?? TEARDOWN_TIMEOUT_MS;
-    const deadline = Date.now() + timeoutMs;
     const warnings: string[] = [];
     try {
-      if (session.media) {
-        const w = await session.media.stop({ graceful: !options.force, timeoutMs });
-        if (w) warnings.push(w);
-      }
-      const res = await session.connection.close({
-        graceful: !options.force,
-        timeoutMs: Math.max(0, deadline - Date.now()),
-        reason: options.reason ?? "ended_by_api",
-      });
+      // The media plane and the engine connection stop side by side, each within the whole budget.
+      const [mediaWarning, res] = await Promise.all([
+        session.media?.stop({ graceful: !options.force, timeoutMs }) ?? Promise.resolve(null),
+        session.connection.close({
+          graceful: !options.force,
+          timeoutMs,
+          reason: options.reason ?? "ended_by_api",
+        }),
+      ]);
+      if (mediaWarning) warnings.push(mediaWarning);
       if (!res.clean && res.detail) warnings.push(res.detail);
     } catch (err) {
       this.deps.logger.warn("teardown error", { session_id: sessionId, error: String(err).slice(0, 200) });
@@ -307,15 +309,36 @@ export class SessionRuntime {
     p.finally(() => this.#releases.delete(p));
   }
 
-  async #selfEnd(
+  /**
+   * Resolves once a session that is ending by itself (engine closed, media failed) has been torn down and
+   * its end recorded; at once when it is not ending by itself. An end asked for meanwhile waits for this, so
+   * that it answers with what really happened.
+   */
+  async selfEndSettled(sessionId: string): Promise<void> {
+    await this.#selfEnding.get(sessionId);
+  }
+
+  #selfEnd(
     session: LiveSession,
     closure: ProviderClosure,
     reason: EndReason,
     warning: string | null,
   ): Promise<void> {
-    if (session.ending) return;
+    if (session.ending) return Promise.resolve();
     session.ending = true;
     this.#live.delete(session.sessionId);
+    const done = this.#tearDownSelfEnded(session, closure, reason, warning)
+      .finally(() => this.#selfEnding.delete(session.sessionId));
+    this.#selfEnding.set(session.sessionId, done);
+    return done;
+  }
+
+  async #tearDownSelfEnded(
+    session: LiveSession,
+    closure: ProviderClosure,
+    reason: EndReason,
+    warning: string | null,
+  ): Promise<void> {
     let mediaWarning: string | null = null;
     try {
       if (session.media) mediaWarning = await session.media.stop({ graceful: false, timeoutMs: 2000 });
@@ -326,7 +349,7 @@ export class SessionRuntime {
       session_id: session.sessionId,
       reason: closure.reason,
     });
-    this.#onSelfEnded({
+    await this.#onSelfEnded({
       sessionId: session.sessionId,
       projectId: session.projectId,
       closure,

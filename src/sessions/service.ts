@@ -24,7 +24,13 @@ import {
 } from "../kv/idempotency.ts";
 import { retryUnavailable } from "../kv/guard.ts";
 import { sessionKey } from "../kv/keys.ts";
-import { getSession, insertSession, type SessionRecord, transitionSession } from "../kv/sessions.ts";
+import {
+  getSession,
+  insertSession,
+  type SessionRecord,
+  TERMINAL_STATUSES,
+  transitionSession,
+} from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
@@ -139,7 +145,11 @@ export class SessionService {
   readonly #background = new Set<Promise<unknown>>();
 
   constructor(readonly deps: SessionServiceDeps) {
-    deps.runtime.onSelfEnded((e) => this.#inBackground(this.#recordSelfEnd(e)));
+    deps.runtime.onSelfEnded((e) => {
+      const recorded = this.#recordSelfEnd(e);
+      this.#inBackground(recorded);
+      return recorded;
+    });
     this.lifetimes = new LifetimeMonitor({
       runtime: deps.runtime,
       clock: deps.clock,
@@ -370,6 +380,8 @@ export class SessionService {
     options: { force: boolean; reason: EndReason; timeoutMs?: number },
   ): Promise<EndedSession> {
     const { kv, clock, runtime } = this.deps;
+    // A session ending by itself right now answers with that end (409 SVC_SESSION_ENDED), not a second one.
+    await runtime.selfEndSettled(sessionId);
     if (!runtime.has(sessionId)) {
       const rec = await getSession(kv, projectId, sessionId);
       if (rec?.status === "active" && rec.owner !== null && rec.owner !== this.deps.instanceId) {
@@ -486,8 +498,8 @@ export class SessionService {
       }
       for (const [k, s] of batch.entries()) {
         const rec = entries[k].value;
-        if (rec?.status === "active" || !runtime.has(s.sessionId)) continue;
-        if (rec?.status === "ending" && rec.end_request) {
+        if (!rec || !runtime.has(s.sessionId)) continue;
+        if (rec.status === "ending" && rec.end_request) {
           const req = rec.end_request;
           this.#inBackground(
             this.#tearDown(s.projectId, s.sessionId, { force: req.force, reason: req.reason }).then(
@@ -502,11 +514,12 @@ export class SessionService {
                 }),
             ),
           );
-        } else if (rec?.status !== "ending") {
-          // Ended (or gone) elsewhere: release what still runs here; the record is final already.
+        } else if (TERMINAL_STATUSES.includes(rec.status)) {
+          // Ended elsewhere (a remote end that timed out, a reaper): release what still runs here; the record
+          // is final already. (`created`/`activating` are starting here, `active`/`ending` are this process's.)
           this.lifetimes.untrack(s.sessionId);
           this.#inBackground(
-            runtime.end(s.sessionId, { force: true, reason: rec?.end_reason ?? "owner_lost" }),
+            runtime.end(s.sessionId, { force: true, reason: rec.end_reason ?? "owner_lost" }),
           );
         }
       }

@@ -70,7 +70,7 @@ Deno.test("end: active → ended (graceful handshake completes), then 409 SVC_SE
 
 Deno.test("end: force=true skips the handshake and ends at once", async () => {
   const engine = await startFakeEngine(testTls, "ignore_end");
-  const h = await createHarness({ caCerts: [testTls.caPem], teardownTimeoutMs: 5_000 });
+  const h = await createHarness({ caCerts: [testTls.caPem], teardownTimeoutMs: 30_000 });
   try {
     const key = await h.key("proj_a");
     const created = await h.req("POST", "/v1/sessions", { key, body: engineBody(engine.url) });
@@ -79,7 +79,8 @@ Deno.test("end: force=true skips the handshake and ends at once", async () => {
     const ms = performance.now() - t0;
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, "ended");
-    assert.ok(ms < 2_000, `forced end took ${ms} ms`);
+    // an engine that ignores session.end would hold a graceful end for the whole 30 s teardown timeout
+    assert.ok(ms < 10_000, `forced end took ${ms} ms`);
     assert.ok(!engine.messages.some((m) => m.type === "session.end"), "no session.end on a forced end");
     checkErrorBody(await h.req("POST", `/v1/sessions/${created.body.session_id}/end?force=yes`, { key }), {
       status: 400,

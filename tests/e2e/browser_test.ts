@@ -100,7 +100,7 @@ Deno.test("browser: the demo page plays the avatar, streams the microphone and e
     );
     const summary = await page.evaluate(`document.querySelector("#session").textContent`) as string;
     assert.match(summary, /^ended, [\d.]+ s, \d+ chunks$/);
-    assert.ok(Number(summary.match(/(\d+) chunks/)![1]) > 50);
+    const chunks = Number(summary.match(/(\d+) chunks/)![1]);
     // deno-lint-ignore no-explicit-any
     assert.equal(await page.evaluate(() => (globalThis as any).demoPlayer.state().state), "ended");
     // (the few hundred ms already buffered play out, then nothing more arrives)
@@ -110,6 +110,10 @@ Deno.test("browser: the demo page plays the avatar, streams the microphone and e
     const d = await sample();
     assert.equal(d.frames, c.frames, "no more frames after the end");
     assert.equal(d.time, c.time, "the playhead stopped");
+    // chunks_rendered counts the video frames rendered and encoded (one fMP4 fragment each, 25 a second):
+    // at least the 1.2 s of video seen playing above, at most 25 per second of the session's duration.
+    const seconds = Number(summary.match(/^ended, ([\d.]+) s/)![1]);
+    assert.ok(chunks >= 30 && chunks <= (seconds + 1) * 25, `chunks_rendered ${chunks} over ${seconds} s`);
     assert.equal(service.media!.active, 0, "the render slot is free");
     assert.deepEqual(errors, []);
     const allLogs = logs.join("\n");

@@ -59,9 +59,11 @@ Deno.test("conversation: the greeting arrives as response.started, paced 20 ms f
     const frames = binariesBetween(client.received, started.index, done.index);
     assert.equal(frames.length, 30);
     assert.ok(frames.every((f) => f.byteLength === FRAME_BYTES));
-    // paced in real time with at most ~200 ms lead: 600 ms of audio takes at least ~400 ms to arrive
+    // paced in real time (with at most ~200 ms lead), not sent at once: unpaced, 30 frames arrive within a
+    // few ms; paced, 600 ms of audio take about 400 ms. The bound leaves room for a loaded machine, where the
+    // client may read a delayed burst late.
     const elapsed = done.frame.at - started.frame.at;
-    assert.ok(elapsed >= 330 && elapsed < 1500, `greeting took ${elapsed} ms`);
+    assert.ok(elapsed >= 150, `greeting took ${elapsed} ms: not paced`);
     assert.deepEqual(tts.calls, [{ text: "Welcome!", sampleRate: OUT }]);
     const s = engine.stats().sessions[0];
     assert.equal(s.responses_started, 1);

@@ -82,7 +82,7 @@ async function expectEnd(
 ) {
   await eventually(
     async () => (await s.events(sid)).some((e) => e.type !== "session.started"),
-    5000,
+    15_000, // generous: the suite runs files in parallel on two cores
     "end event",
   );
   const events = await s.events(sid);

@@ -80,3 +80,34 @@ Deno.test("remote end: an owner that does not answer leaves the session ended wi
     await engine.close();
   }
 });
+
+Deno.test("reconcile: a session still starting here is left alone; one ended elsewhere is released", async () => {
+  const engine = await startFakeEngine(testTls, "ok");
+  const p = await pair({ ownerLifecycle: false });
+  try {
+    const key = await p.owner.key("proj_a");
+    const created = await p.owner.req("POST", "/v1/sessions", { key, body: engineBody(engine.url) });
+    const sid = created.body.session_id;
+    const k = ["project", "proj_a", "session", sid];
+    const rec = (await p.kv.get<Record<string, unknown>>(k)).value!;
+    // as while it starts: the record still says activating
+    await p.kv.set(k, { ...rec, status: "activating" });
+    await p.owner.sessions.reconcileLocal();
+    await p.owner.sessions.settled();
+    assert.ok(p.owner.runtime.has(sid), "a starting session is not torn down");
+    // active, and ending without a request (this process's own end under way), are left alone too
+    for (const status of ["active", "ending"]) {
+      await p.kv.set(k, { ...rec, status });
+      await p.owner.sessions.reconcileLocal();
+      await p.owner.sessions.settled();
+      assert.ok(p.owner.runtime.has(sid), `${status} is left alone`);
+    }
+    await p.kv.set(k, { ...rec, status: "ended_with_warnings", end_reason: "owner_lost" });
+    await p.owner.sessions.reconcileLocal();
+    await p.owner.sessions.settled();
+    assert.ok(!p.owner.runtime.has(sid), "ended elsewhere: released here");
+  } finally {
+    await p.close();
+    await engine.close();
+  }
+});
