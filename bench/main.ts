@@ -22,6 +22,7 @@
 import { parseArgs } from "node:util";
 import { generateEngineTls } from "../engine/mod.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
+import { readSegment } from "../tests/helpers/media.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -99,6 +100,7 @@ function coreTicks(c: number): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
+/** A received media fragment: what `readSegment` reads, with its arrival time and summed duration. */
 interface Seg {
   track: number;
   base: number;
@@ -108,27 +110,9 @@ interface Seg {
 }
 
 function readSeg(buf: Uint8Array, at: number): Seg | null {
-  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const type = (o: number) => String.fromCharCode(buf[o + 4], buf[o + 5], buf[o + 6], buf[o + 7]);
-  if (buf.length < 8 || type(0) !== "moof") return null;
-  const seg: Seg = { track: 0, base: 0, dur: 0, key: false, at };
-  const walk = (start: number, end: number) => {
-    for (let o = start; o + 8 <= end;) {
-      const size = dv.getUint32(o);
-      const t = type(o);
-      if (t === "traf") walk(o + 8, o + size);
-      else if (t === "tfhd") seg.track = dv.getUint32(o + 12);
-      else if (t === "tfdt") seg.base = Number(dv.getBigUint64(o + 12));
-      else if (t === "trun") {
-        const n = dv.getUint32(o + 12);
-        for (let i = 0; i < n; i++) seg.dur += dv.getUint32(o + 20 + i * 12);
-        seg.key = (dv.getUint32(o + 28) & 0x00010000) === 0;
-      }
-      o += size;
-    }
-  };
-  walk(8, dv.getUint32(0));
-  return seg;
+  const r = readSegment(buf);
+  return r &&
+    { track: r.track, base: r.baseTime, dur: r.durations.reduce((t, d) => t + d, 0), key: r.key, at };
 }
 
 /** A media client that records what it receives (optionally keeping the bytes). */

@@ -23,27 +23,24 @@ export interface WebhookSecretRecord {
   rotated_at: number | null;
 }
 
-/** The project's secret, creating it if the project has none yet. */
-export async function getOrCreateWebhookSecret(
+/**
+ * Reads the project's secret record and writes `next(current)` with compare-and-set; when `next` returns
+ * the current record unchanged, nothing is written.
+ */
+async function updateSecret(
   kv: Deno.Kv,
   projectId: string,
-  now: number,
+  next: (current: WebhookSecretRecord | null) => WebhookSecretRecord,
 ): Promise<WebhookSecretRecord> {
   return await kvOp(async () => {
     let out: WebhookSecretRecord | null = null;
     await casLoop(async () => {
       const entry = await kv.get<WebhookSecretRecord>(webhookSecretKey(projectId));
-      if (entry.value) {
-        out = entry.value;
+      const rec = next(entry.value);
+      if (rec === entry.value) {
+        out = rec;
         return true;
       }
-      const rec: WebhookSecretRecord = {
-        current: generateWebhookSecret(),
-        previous: null,
-        previous_until: null,
-        created_at: now,
-        rotated_at: null,
-      };
       const res = await kv.atomic().check(entry).set(webhookSecretKey(projectId), rec).commit();
       if (res.ok) out = rec;
       return res.ok;
@@ -52,29 +49,35 @@ export async function getOrCreateWebhookSecret(
   });
 }
 
+/** The project's secret, creating it if the project has none yet. */
+export async function getOrCreateWebhookSecret(
+  kv: Deno.Kv,
+  projectId: string,
+  now: number,
+): Promise<WebhookSecretRecord> {
+  return await updateSecret(kv, projectId, (cur) =>
+    cur ?? {
+      current: generateWebhookSecret(),
+      previous: null,
+      previous_until: null,
+      created_at: now,
+      rotated_at: null,
+    });
+}
+
 /** Replaces the project's secret; the old one keeps signing for {@link ROTATION_GRACE_MS}. */
 export async function rotateWebhookSecret(
   kv: Deno.Kv,
   projectId: string,
   now: number,
 ): Promise<WebhookSecretRecord> {
-  return await kvOp(async () => {
-    let out: WebhookSecretRecord | null = null;
-    await casLoop(async () => {
-      const entry = await kv.get<WebhookSecretRecord>(webhookSecretKey(projectId));
-      const rec: WebhookSecretRecord = {
-        current: generateWebhookSecret(),
-        previous: entry.value?.current ?? null,
-        previous_until: entry.value ? now + ROTATION_GRACE_MS : null,
-        created_at: entry.value?.created_at ?? now,
-        rotated_at: now,
-      };
-      const res = await kv.atomic().check(entry).set(webhookSecretKey(projectId), rec).commit();
-      if (res.ok) out = rec;
-      return res.ok;
-    });
-    return out!;
-  });
+  return await updateSecret(kv, projectId, (cur) => ({
+    current: generateWebhookSecret(),
+    previous: cur?.current ?? null,
+    previous_until: cur ? now + ROTATION_GRACE_MS : null,
+    created_at: cur?.created_at ?? now,
+    rotated_at: now,
+  }));
 }
 
 /** The secrets a delivery at `now` is signed with: the current one, and the previous one in its grace. */
