@@ -146,7 +146,7 @@ export async function startService(
       engine: { url: engine.engine.url, token: engine.token },
     };
   }
-  const { app, sessions } = createApp({
+  const { app, sessions, settled } = createApp({
     kv,
     clock,
     config,
@@ -213,6 +213,7 @@ export async function startService(
         await runtime.shutdown();
         await engine?.engine.close();
         if (demo) await revokeApiKey(kv, DEMO_PROJECT_ID, demo.keyId, clock.now()).catch(() => {});
+        await settled();
         httpClient?.close();
         webhookHttpClient?.close();
         kv.close();

@@ -15,6 +15,8 @@ import type { TokenService } from "../auth/tokens.ts";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
+import { RateLimiter } from "../kv/rate_limit.ts";
+import { apiKeyCacheFor } from "../kv/api_key_cache.ts";
 import { requestContext } from "./middleware/request_context.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
@@ -60,6 +62,11 @@ export interface App {
   sessions: SessionService;
   /** The OpenAPI 3.1 document emitted from the route definitions. */
   document(): Record<string, unknown>;
+  /**
+   * Resolves once the control plane's background KV work (key-cache polls, rate-limit syncs) has
+   * settled: await it before closing the KV handle.
+   */
+  settled(): Promise<void>;
 }
 
 /** The OpenAPI document's top-level fields. */
@@ -122,7 +129,10 @@ export function createApp(deps: AppDeps): App {
       },
     }),
   );
-  app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
+  const limiter = config.rateLimit.perMinute > 0
+    ? new RateLimiter({ kv, clock, policy: config.rateLimit, instanceId: deps.instanceId })
+    : null;
+  app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
 
   registerApiKeyRoutes(app, { kv, clock });
   registerSessionRoutes(app, { sessions });
@@ -139,5 +149,9 @@ export function createApp(deps: AppDeps): App {
 
   app.notFound((c) => errorResponse(c, new ApiError("SVC_ROUTE_NOT_FOUND"), config.docsUrl));
   app.onError((err, c) => errorResponse(c, toApiError(err, logger, c.get("requestId")), config.docsUrl));
-  return { app, sessions, document };
+  const settled = async () => {
+    await limiter?.settled();
+    await apiKeyCacheFor(kv).settled();
+  };
+  return { app, sessions, document, settled };
 }

@@ -41,6 +41,9 @@ const ISSUER = "svc";
 export class TokenService {
   readonly #current: string | null;
   readonly #previous: string | null;
+  /** The secrets imported as HMAC keys (sign + verify), on first use. */
+  #currentKey: Promise<CryptoKey> | null = null;
+  #previousKey: Promise<CryptoKey> | null = null;
 
   constructor(
     secrets: { current: string; previous: string | null } | null,
@@ -83,6 +86,13 @@ export class TokenService {
     );
   }
 
+  #key(which: "current" | "previous"): Promise<CryptoKey> | null {
+    const secret = which === "current" ? this.#current : this.#previous;
+    if (secret === null) return null;
+    if (which === "current") return this.#currentKey ??= importHmacKey(secret);
+    return this.#previousKey ??= importHmacKey(secret);
+  }
+
   /** Whether a signing secret is configured. */
   get available(): boolean {
     return this.#current !== null;
@@ -106,7 +116,7 @@ export class TokenService {
       exp,
       jti: crypto.randomUUID(),
     };
-    return { token: await sign({ ...claims }, this.#current, "HS256"), expiresAt: exp * 1000 };
+    return { token: await sign({ ...claims }, await this.#key("current")!, "HS256"), expiresAt: exp * 1000 };
   }
 
   /**
@@ -119,10 +129,16 @@ export class TokenService {
   ): Promise<{ ok: true; claims: TokenClaims } | { ok: false; reason: TokenRejection }> {
     if (this.#current === null) return { ok: false, reason: "invalid" };
     let claims: (TokenClaims & { iss?: string }) | null = null;
-    for (const key of [this.#current, this.#previous]) {
+    for (const which of ["current", "previous"] as const) {
+      const key = this.#key(which);
       if (key === null) continue;
       try {
-        claims = await verify(token, key, { alg: "HS256", exp: false, nbf: false, iat: false }) as unknown as
+        claims = await verify(token, await key, {
+          alg: "HS256",
+          exp: false,
+          nbf: false,
+          iat: false,
+        }) as unknown as
           & TokenClaims
           & { iss?: string };
         break;
@@ -143,4 +159,14 @@ export class TokenService {
     }
     return { ok: true, claims };
   }
+}
+
+function importHmacKey(secret: string): Promise<CryptoKey> {
+  return crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign", "verify"],
+  );
 }

@@ -88,6 +88,22 @@ export async function listOwnerLeases(kv: Deno.Kv): Promise<Deno.KvEntry<OwnerLe
   });
 }
 
+/**
+ * The processes alive at `now`: leases not expired and not reaped (the registry of live instances; the
+ * rate limiter shares each key's budget among those that serve the API, see {@link servesApi}).
+ */
+export async function listLiveInstances(kv: Deno.Kv, now: number): Promise<OwnerLease[]> {
+  return (await listOwnerLeases(kv)).map((e) => e.value).filter((l) =>
+    l.reaped_at === null && l.expires_at > now
+  );
+}
+
+/** Whether a lease's process serves the API: role `all` or `api`, or no role (a lease written before roles). */
+export function servesApi(lease: OwnerLease): boolean {
+  const role = (lease as { role?: unknown }).role;
+  return role === undefined || role === "all" || role === "api";
+}
+
 /** Up to `limit` live sessions indexed under an instance. */
 export async function listOwnedSessions(
   kv: Deno.Kv,

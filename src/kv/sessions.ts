@@ -20,6 +20,7 @@ import { lifecycleEvent } from "../webhooks/events.ts";
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
 import { idempotencyKey, liveSessionsKey, ownedSessionKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
+import { forgetSession } from "./session_cache.ts";
 
 /** Every session status. */
 export const SESSION_STATUSES = [
@@ -119,7 +120,7 @@ export async function insertSession(
             expireIn: 26 * 3600_000,
           });
         }
-        const res = await op.commit();
+        const res = await op.commit().finally(() => forgetSession(kv, record.project_id, record.session_id));
         if (!res.ok && idempotency) {
           const cur = await kv.get(idempotencyKey(record.project_id, idempotency.key));
           if (cur.versionstamp !== idempotency.versionstamp) {
@@ -169,7 +170,8 @@ export async function transitionSession(
       }
       const event = lifecycleEvent(entry.value.status, next, now);
       if (event) addEventToOp(op, event, now);
-      const res = await op.commit();
+      // Reads through this process's session cache must see this write (read-your-own-writes).
+      const res = await op.commit().finally(() => forgetSession(kv, projectId, sessionId));
       outcome = { ok: true, record: next };
       return res.ok;
     });

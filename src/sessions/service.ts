@@ -32,6 +32,7 @@ import {
   transitionSession,
 } from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
+import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
 import type { ProviderType } from "../providers/types.ts";
@@ -299,7 +300,8 @@ export class SessionService {
 
   /** The public view of one session of the caller's project. */
   async get(caller: Caller, sessionId: string): Promise<SessionView> {
-    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    // At most a few ms old across processes; this process's own writes are always seen (session_cache.ts).
+    const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     return toView(rec);
   }
@@ -529,11 +531,11 @@ export class SessionService {
   /** Mints a fresh client token and session token for an active session. */
   async mintClientToken(caller: Caller, sessionId: string): Promise<MintedToken> {
     if (!this.deps.tokens.available) {
-      const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+      const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
       if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
       throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
     }
-    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
     if (!rec || rec.status !== "active") throw notActive(rec);
     const { client_token, expires_at, stream_metadata, transport } = await this.#answer(rec);
     return { client_token, expires_at, stream_metadata, transport };

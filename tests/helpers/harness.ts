@@ -131,7 +131,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   });
   const secret = options.tokenSecret === undefined ? TEST_TOKEN_SECRET : options.tokenSecret;
   const tokens = new TokenService(secret === null ? null : { current: secret, previous: null }, clock);
-  const { app, sessions } = createApp({
+  const { app, sessions, settled } = createApp({
     kv,
     clock,
     config,
@@ -214,6 +214,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       await runtime.shutdown();
       await sessions.settled();
       await server?.shutdown();
+      await settled();
       httpClient?.close();
       webhookHttpClient?.close();
       if (!options.kv) kv.close();
