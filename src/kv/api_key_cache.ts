@@ -62,8 +62,11 @@ export class ApiKeyCache {
   /** Start time of the newest completed read of the epoch. */
   #confirmedAt = -Infinity;
   #polling: Promise<void> | null = null;
-  /** Reads in flight, one per hash (concurrent requests with one key share it). */
-  #fills = new Map<string, Promise<ApiKeyIndex | null>>();
+  /**
+   * Reads in flight, one per hash: concurrent requests with one key share it while it is younger than
+   * `maxStaleMs` (an older one may predate a revocation past the bound).
+   */
+  #fills = new Map<string, { promise: Promise<ApiKeyIndex | null>; started: number }>();
 
   constructor(kv: Deno.Kv, options: ApiKeyCacheOptions = {}) {
     this.#kv = kv;
@@ -92,14 +95,15 @@ export class ApiKeyCache {
   lookup(keyHash: string): Promise<ApiKeyIndex | null> {
     const hit = this.peek(keyHash);
     if (hit !== undefined) return Promise.resolve(hit);
-    let fill = this.#fills.get(keyHash);
-    if (!fill) {
-      fill = this.#read(keyHash).finally(() => {
-        if (this.#fills.get(keyHash) === fill) this.#fills.delete(keyHash);
-      });
-      this.#fills.set(keyHash, fill);
-    }
-    return fill;
+    const now = this.#now();
+    const current = this.#fills.get(keyHash);
+    if (current && now - current.started <= this.#maxStaleMs) return current.promise;
+    const fill = { promise: this.#read(keyHash, now), started: now };
+    this.#fills.set(keyHash, fill);
+    fill.promise.finally(() => {
+      if (this.#fills.get(keyHash) === fill) this.#fills.delete(keyHash);
+    }).catch(() => {});
+    return fill.promise;
   }
 
   /**
@@ -114,12 +118,11 @@ export class ApiKeyCache {
   /** Resolves once the background reads under way have settled (before the KV handle is closed). */
   async settled(): Promise<void> {
     while (this.#polling || this.#fills.size) {
-      await Promise.allSettled([this.#polling, ...this.#fills.values()]);
+      await Promise.allSettled([this.#polling, ...[...this.#fills.values()].map((f) => f.promise)]);
     }
   }
 
-  async #read(keyHash: string): Promise<ApiKeyIndex | null> {
-    const started = this.#now();
+  async #read(keyHash: string, started: number): Promise<ApiKeyIndex | null> {
     const [index, epoch] = await kvOp(() =>
       this.#kv.getMany<[ApiKeyIndex, unknown]>([apiKeyHashKey(keyHash), apiKeyRevocationKey])
     );
