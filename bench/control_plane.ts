@@ -18,8 +18,13 @@
  * `--no-limit` runs it with `SVC_RATE_LIMIT_PER_MINUTE=0`. `--profile DIR` runs the service under
  * `--cpu-prof` while wrk drives `GET /v1/sessions/{id}`, and prints where its CPU time goes.
  *
+ * 3. With `--fleet` (or `--fleet-only`): several service processes on one KV file, see `bench/fleet.ts`
+ *    (the shared rate budget with 1 and 3 instances, revocation propagation, GET staleness across
+ *    instances).
+ *
  * Run: `deno task bench:api [--seconds 5] [--rounds 3] [--connections 50] [--core 0] [--wrk-core 1]
- * [--quick] [--no-serial] [--no-limit] [--profile DIR] [--only 0,4] [--json FILE]` (`--only`: the rows
+ * [--quick] [--no-serial] [--no-limit] [--profile DIR] [--only 0,4] [--fleet|--fleet-only]
+ * [--fleet-seconds 20] [--json FILE]` (`--only`: the rows
  * to measure, by index).
  *
  * @module
@@ -324,15 +329,23 @@ function luaScript(t: Target): string {
   const lua = (s: string) => JSON.stringify(s); // a JSON string literal is a valid Lua string literal here
   const lines = [`wrk.method = ${lua(t.method ?? "GET")}`];
   for (const [k, v] of Object.entries(t.headers ?? {})) lines.push(`wrk.headers[${lua(k)}] = ${lua(v)}`);
-  if (t.paths?.length) {
-    lines.push(`local paths = { ${t.paths.map(lua).join(", ")} }`, "local i = 0");
-    lines.push(
-      "request = function()",
-      "  i = i + 1",
-      "  return wrk.format(nil, paths[(i % #paths) + 1])",
-      "end",
-    );
-  }
+  // A POST without a body is sent with `Content-Length: 0`, as fetch() sends it (wrk leaves the header
+  // out unless the body is given, and then only when the request is formatted after wrk's own setup).
+  const body = t.method === "POST" ? '""' : "nil";
+  const paths = t.paths?.length ? t.paths : [null];
+  lines.push(
+    `local paths = { ${paths.map((p) => (p === null ? "false" : lua(p))).join(", ")} }`,
+    "local requests = {}",
+    "local i = 0",
+    "request = function()",
+    "  i = i + 1",
+    "  local k = (i % #paths) + 1",
+    "  if not requests[k] then",
+    `    requests[k] = wrk.format(nil, paths[k] or nil, nil, ${body})`,
+    "  end",
+    "  return requests[k]",
+    "end",
+  );
   return lines.join("\n") + "\n";
 }
 
@@ -454,7 +467,7 @@ export async function runThroughputBench(options: {
 
     // Real ends, 20 at once (the embedded reference engine takes 32 sessions) (each tears a session down: engine goodbye, records, webhook outbox).
     const toEnd: string[] = [];
-    for (let i = 0; i < 20; i++) toEnd.push(await create());
+    for (let i = 0; i < 50; i++) toEnd.push(await create());
     const endTimes = await Promise.all(toEnd.map(async (id) => {
       const t0 = performance.now();
       const res = await fetch(`${url}/v1/sessions/${id}/end`, { method: "POST", headers: auth });
@@ -515,6 +528,7 @@ export async function runThroughputBench(options: {
     // Check each target's status once before measuring it.
     for (const t of targets) {
       const res = await fetch(t.paths ? new URL(t.paths[0], t.url) : t.url, {
+        body: t.method === "POST" ? "" : undefined,
         method: t.method ?? "GET",
         headers: t.headers,
       });
@@ -679,6 +693,9 @@ if (import.meta.main) {
         "no-limit": { type: "boolean", default: false },
         profile: { type: "string" },
         only: { type: "string" },
+        fleet: { type: "boolean", default: false },
+        "fleet-only": { type: "boolean", default: false },
+        "fleet-seconds": { type: "string", default: "20" },
         json: { type: "string" },
       },
     });
@@ -686,7 +703,23 @@ if (import.meta.main) {
     const hasWrk = (await new Deno.Command("sh", { args: ["-c", "command -v wrk && command -v taskset"] })
       .output()).success;
     const result: Record<string, unknown> = {};
-    if (!hasWrk) {
+    if (values.fleet || values["fleet-only"]) {
+      const { runCoherenceBench, runRateBench } = await import("./fleet.ts");
+      const seconds = quick ? 5 : Number(values["fleet-seconds"]);
+      const rate = await runRateBench(seconds);
+      console.log(
+        "Shared rate budget (one key at the default 600/min, burst 60; 8 request loops far above it; " +
+          "allowed = burst + rate × duration):",
+      );
+      console.table(rate);
+      const coherence = await runCoherenceBench(quick ? 3 : 10);
+      console.log("Coherence across two instances:");
+      console.table(coherence);
+      result.fleet = { rate, coherence };
+    }
+    if (values["fleet-only"]) {
+      // nothing else
+    } else if (!hasWrk) {
       console.log(
         "wrk or taskset is missing (Debian: apt-get install -y wrk util-linux): throughput part skipped",
       );
@@ -715,7 +748,7 @@ if (import.meta.main) {
       result.throughput = rows;
       result.ends = ends;
     }
-    if (!values["no-serial"] && !values.profile) {
+    if (!values["no-serial"] && !values.profile && !values["fleet-only"]) {
       const base = { sessions: Number(values.sessions), gets: quick ? 300 : Number(values.gets) };
       const rows = [
         ...await runControlPlaneBench({ ...base, media: false }),

@@ -120,15 +120,22 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.use("*", requestContext(logger));
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyBytes,
-      onError: () => {
-        throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
-      },
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: config.maxBodyBytes,
+    onError: () => {
+      throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
+    },
+  });
+  // A request that declares no body is let through without touching its body stream (an unread stream is
+  // aborted when the answer is sent, which costs Deno ~8 µs a request).
+  app.use("/v1/*", (c, next) => {
+    const raw = c.req.raw;
+    if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) return next();
+    if (raw.method === "GET" && !raw.headers.has("content-length") && !raw.headers.has("transfer-encoding")) {
+      return next();
+    }
+    return limitBody(c, next);
+  });
   const limiter = config.rateLimit.perMinute > 0
     ? new RateLimiter({ kv, clock, policy: config.rateLimit, instanceId: deps.instanceId })
     : null;

@@ -27,6 +27,11 @@ export function generateApiKey(): string {
   return `${API_KEY_PREFIX}${random}${checksum(random)}`;
 }
 
+/** True when `key` has the prefix, length and alphabet of a key (the checksum is not checked). */
+export function hasApiKeyShape(key: string): boolean {
+  return PATTERN.test(key);
+}
+
 /** True when `key` has the prefix, length, alphabet and a valid checksum. */
 export function isWellFormedApiKey(key: string): boolean {
   if (!PATTERN.test(key)) return false;

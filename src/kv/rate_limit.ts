@@ -11,7 +11,7 @@
  *
  * **Shares.** Each instance counts the requests it receives per key (admitted and refused) and, every
  * `syncMs` (250 ms) while it serves requests, publishes its smoothed demand (requests/s) per key in
- * `["rate_demand", instance_id]` (one write), and reads the other instances' records and the live API
+ * `["rate_demand", instance_id]` (one write; once a second while it sees no other instance), and reads the other instances' records and the live API
  * instances from the owner leases (two list reads), all in parallel and off the request path. A key's
  * rate R is then divided among the n live API instances by water-filling (max-min fairness) over their
  * demands, each counted as at least a floor of R/(20·n) so an instance that has not seen the key yet can
@@ -144,6 +144,7 @@ export class RateLimiter {
   #viewAt = -Infinity;
   #syncStarted = -Infinity;
   #windowAt = -Infinity;
+  #publishedAt = -Infinity;
   #syncing: Promise<void> | null = null;
   readonly #writes = new Set<Promise<unknown>>();
 
@@ -250,9 +251,16 @@ export class RateLimiter {
       at: now,
       keys: Object.fromEntries(busiest.map(([k, b]) => [k, Math.round(b.demand * 1000) / 1000])),
     };
-    const write = kvOp(() => kv.set(rateDemandKey(instanceId), record, { expireIn: 60_000 })).catch(() => {});
-    this.#writes.add(write);
-    write.finally(() => this.#writes.delete(write));
+    // Alone in the view, publish once a second only (one KV write less per period; a process that joins
+    // sees this one's lease at once and its demand within a second, and this one then publishes each period).
+    if (this.#view.n > 1 || started - this.#publishedAt >= 1_000) {
+      this.#publishedAt = started;
+      const write = kvOp(() => kv.set(rateDemandKey(instanceId), record, { expireIn: 60_000 })).catch(
+        () => {},
+      );
+      this.#writes.add(write);
+      write.finally(() => this.#writes.delete(write));
+    }
     let view: View;
     try {
       const [live, records] = await Promise.all([

@@ -389,6 +389,8 @@ export class SessionService {
       if (rec?.status === "active" && rec.owner !== null && rec.owner !== this.deps.instanceId) {
         return await this.#finishRemote(rec, options);
       }
+      // Not active (or unknown): the transition below would read it again only to refuse.
+      if (rec?.status !== "active") throw notActive(rec);
     }
     const moved = await transitionSession(kv, projectId, sessionId, ["active"], "ending", {}, clock.now());
     if (!moved.ok) throw notActive(moved.record);
