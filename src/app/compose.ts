@@ -23,7 +23,8 @@ import { createApp } from "../api/app.ts";
 import type { AppEnv } from "../api/env.ts";
 import { TokenService } from "../auth/tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
-import { type Config, ConfigError } from "../config.ts";
+import type { Config } from "../config.ts";
+import { openKv } from "../kv/open.ts";
 import { DEMO_PROJECT_ID } from "../demo/constants.ts";
 import { InternalAuth } from "../hosting/internal_auth.ts";
 import { LocalWorkerClient } from "../hosting/local_host.ts";
@@ -45,7 +46,7 @@ import { SessionWorker } from "../worker/worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";
 import type { ReferenceEngineStats } from "../../engine/mod.ts";
 
-export { DEMO_PROJECT_ID };
+export { DEMO_PROJECT_ID, openKv };
 
 /** What the caller of {@link compose} may supply or override (tests, benches). */
 export interface ComposeOptions {
@@ -145,24 +146,6 @@ export interface Service {
    * resources): for tests. Idempotent.
    */
   dispose(): Promise<void>;
-}
-
-/** Opens the configured Deno KV; a location that cannot be opened is a {@link ConfigError} naming `SVC_KV`. */
-export async function openKv(location: string | null): Promise<Deno.Kv> {
-  try {
-    if (location === null) return await Deno.openKv();
-    if (location !== ":memory:" && !/^https?:\/\//.test(location)) {
-      const dir = location.includes("/") ? location.slice(0, location.lastIndexOf("/")) : "";
-      if (dir) await Deno.mkdir(dir, { recursive: true });
-    }
-    return await Deno.openKv(location);
-  } catch (err) {
-    const reason = err instanceof Error ? err.message.split("\n")[0].slice(0, 200) : String(err);
-    // A KV Connect URL carries no secret (the token is in DENO_KV_ACCESS_TOKEN); never echo a query.
-    throw new ConfigError(
-      `invalid configuration: SVC_KV cannot be opened (${reason.replace(/\?\S*/g, "?…")})`,
-    );
-  }
 }
 
 /** The connectors of the four provider types. */

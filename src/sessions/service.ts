@@ -31,6 +31,7 @@ import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "..
 import type { EndReason } from "./end_reasons.ts";
 import type { SessionRecord } from "./record.ts";
 import { isEnded } from "./state.ts";
+import { claimUnansweredEnd } from "./end_answer.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
 
@@ -240,7 +241,12 @@ export class SessionService {
   async end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
     const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
-    if (isEnded(rec.status)) throw new ApiError("SVC_SESSION_ENDED");
+    if (isEnded(rec.status)) {
+      // The retry of an end answered 503 while its record could not be written gets that end.
+      const answer = await claimUnansweredEnd(this.deps.kv, rec, this.deps.clock.now());
+      if (answer) return answer;
+      throw new ApiError("SVC_SESSION_ENDED");
+    }
     // `ending` goes to the owner too: a retried end whose teardown is done completes there.
     if (rec.status !== "active" && rec.status !== "ending") {
       throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);

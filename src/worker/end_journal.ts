@@ -82,6 +82,14 @@ export class EndJournal {
     return await this.#wait(entry, waitMs);
   }
 
+  /** Changes fields of a pending transition; false when it is no longer pending (it landed). */
+  amend(sessionId: string, patch: Partial<SessionRecord>): boolean {
+    const entry = this.#pending.get(sessionId);
+    if (!entry) return false;
+    entry.end = { ...entry.end, patch: { ...entry.end.patch, ...patch } };
+    return true;
+  }
+
   /** Tries the pending transition of a session now; resolves with the outcome if it landed. */
   async retry(sessionId: string): Promise<TransitionResult | null> {
     const entry = this.#pending.get(sessionId);
