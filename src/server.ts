@@ -10,8 +10,7 @@ import { TokenService } from "./auth/tokens.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { ExternalEngineConnector } from "./providers/external_engine.ts";
-import { UnavailableConnector } from "./providers/unavailable.ts";
+import { createConnectors } from "./providers/registry.ts";
 import { type SessionMediaFactory, SessionRuntime } from "./runtime/session_runtime.ts";
 import { randomBase62 } from "./ids.ts";
 import { Lifecycle } from "./lifecycle.ts";
@@ -119,14 +118,8 @@ export async function startService(
     ? Deno.createHttpClient({ caCerts: [await Deno.readTextFile(config.webhooks.caFile)] })
     : undefined;
 
-  const unavailable = new UnavailableConnector();
   const runtime = new SessionRuntime({
-    connectors: {
-      external_engine: new ExternalEngineConnector({ httpClient, logger }),
-      vendor1_realtime: unavailable,
-      vendor2: unavailable,
-      vendor3: unavailable,
-    },
+    connectors: createConnectors({ config, logger, clock, caCerts, httpClient }),
     logger,
     media: options.mediaFactory ?? media?.factory,
   });

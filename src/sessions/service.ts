@@ -176,7 +176,10 @@ export class SessionService {
     idempotencyKey: string | undefined,
   ): Promise<{ session: CreatedSession; replayed: boolean }> {
     const { kv, clock, config, tokens } = this.deps;
-    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config);
+    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config, {
+      vendors: config.vendors,
+      now: clock.now(),
+    });
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
     const transport = resolveTransport(input.transport, false);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.

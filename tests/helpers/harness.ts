@@ -11,9 +11,8 @@ import { OffsetClock } from "../../src/clock.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
 import { createLogger } from "../../src/log.ts";
-import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
+import { createConnectors } from "../../src/providers/registry.ts";
 import type { ProviderConnector, ProviderType } from "../../src/providers/types.ts";
-import { UnavailableConnector } from "../../src/providers/unavailable.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../../src/runtime/session_runtime.ts";
 import type { SessionService } from "../../src/sessions/service.ts";
 import { Lifecycle } from "../../src/lifecycle.ts";
@@ -24,7 +23,7 @@ import type { MediaPlane } from "../../src/media/plane.ts";
 export interface HarnessOptions {
   /** Environment overrides (validated like the real environment). */
   env?: Record<string, string>;
-  /** CA certificates trusted for engine connections. */
+  /** CA certificates trusted for engine connections (the external engine and the vendor engines). */
   caCerts?: string[];
   /** Use this KV instead of a fresh in-memory one (not closed by the harness). */
   kv?: Deno.Kv;
@@ -117,13 +116,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const httpClient = options.caCerts?.length
     ? Deno.createHttpClient({ caCerts: options.caCerts })
     : undefined;
-  const unavailable = new UnavailableConnector();
   const runtime = new SessionRuntime({
     connectors: {
-      external_engine: new ExternalEngineConnector({ httpClient, logger }),
-      vendor1_realtime: unavailable,
-      vendor2: unavailable,
-      vendor3: unavailable,
+      ...createConnectors({ config, logger, clock, caCerts: options.caCerts, httpClient }),
       ...options.connectors,
     },
     logger,
