@@ -145,6 +145,8 @@ export interface ConnectorsOptions {
   httpClient?: Deno.HttpClient;
   /** `fetch` for vendor REST calls (default: the global one). */
   fetch?: typeof fetch;
+  /** Keepalive of the vendor sockets (tests shorten it). */
+  keepalive?: ConnectorDeps["keepalive"];
 }
 
 /** One connector per provider type. */
@@ -156,6 +158,7 @@ export function createConnectors(options: ConnectorsOptions): Record<ProviderTyp
     caCerts: options.caCerts ?? [],
     httpClient: options.httpClient,
     fetch: options.fetch,
+    keepalive: options.keepalive,
   };
   return Object.fromEntries(
     PROVIDER_TYPES.map((type) => [type, PROVIDERS[type].connector(deps)]),

@@ -93,4 +93,6 @@ export interface ConnectorDeps {
   httpClient?: Deno.HttpClient;
   /** `fetch` for REST calls to vendors (default: the global one). */
   fetch?: typeof fetch;
+  /** Keepalive of the vendor sockets (default: a ping every 15 s, the peer dead after 45 s of silence). */
+  keepalive?: { intervalMs: number; deadAfterMs: number };
 }

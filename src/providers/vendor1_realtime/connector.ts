@@ -74,7 +74,7 @@ export class Vendor1RealtimeConnector implements ProviderConnector {
     );
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
     return new Vendor1Connection(socket, ctx, ready).attach({
-      ...VENDOR_KEEPALIVE,
+      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
       ping: () => socket.ping(),
     });
   }

@@ -92,7 +92,7 @@ export class Vendor2Connector implements ProviderConnector {
     );
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
     return new Vendor2Connection(socket, ctx, ready).attach({
-      ...VENDOR_KEEPALIVE,
+      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
       ping: () => socket.ping(),
     });
   }

@@ -133,7 +133,7 @@ export class Vendor3Connector implements ProviderConnector {
       });
       const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
       return new Vendor3Connection(socket, ctx, ready).attach({
-        ...VENDOR_KEEPALIVE,
+        ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
         ping: () => socket.ping(),
       });
     } finally {
