@@ -121,16 +121,17 @@ const fps = int(5, 60).refine(
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ""));
 /** Loopback hosts, where plain ws:// and http:// are accepted (tests and local fakes). */
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+const urlOf = (u: string): URL | null => URL.canParse(u) ? new URL(u) : null;
 const secureUrl = (secure: "wss" | "https") =>
   z.url({ protocol: secure === "wss" ? /^wss?$/ : /^https?$/, error: `must be a ${secure}:// URL` })
     .refine((u) => {
-      const url = new URL(u);
-      return url.protocol === `${secure}:` || LOOPBACK.test(url.hostname);
+      const url = urlOf(u);
+      return !url || url.protocol === `${secure}:` || LOOPBACK.test(url.hostname);
     }, `must be a ${secure}:// URL (plain ${secure.slice(0, -1)}:// on loopback only)`)
-    .refine((u) => !new URL(u).hash, "must not have a fragment")
+    .refine((u) => !urlOf(u)?.hash, "must not have a fragment")
     .transform((u) => u.replace(/\/+$/, ""));
 const wssUrl = secureUrl("wss");
-const httpsUrl = secureUrl("https").refine((u) => !new URL(u).search, "must have no query");
+const httpsUrl = secureUrl("https").refine((u) => !urlOf(u)?.search, "must have no query");
 const hostList = z.string().transform((v) => v.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean))
   .pipe(
     z.array(
