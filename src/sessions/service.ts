@@ -94,7 +94,7 @@ export interface MintedToken {
 export interface SessionServiceDeps {
   kv: Deno.Kv;
   clock: Clock;
-  config: Pick<Config, "maxConcurrentSessions" | "webhooks">;
+  config: Pick<Config, "maxConcurrentSessions" | "webhooks" | "vendors">;
   /** Where sessions run. */
   host: SessionHost;
   tokens: TokenService;
