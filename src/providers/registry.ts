@@ -40,6 +40,11 @@ export interface CliField {
   help: string;
   /** Whether its value is a credential (the help says so; it is never printed). */
   secret: boolean;
+  /**
+   * How the flag's text becomes the field: as is (default); `headers`, a repeatable `'Name: value'` flag
+   * merged into a header dictionary; `hz`, a whole number.
+   */
+  value?: "string" | "headers" | "hz";
 }
 
 /** What the service knows of one provider type. */
@@ -86,13 +91,25 @@ export const PROVIDERS = {
     schema: ExternalEngineConfig,
     connector: (deps) =>
       new ExternalEngineConnector({ httpClient: deps.httpClient, logger: deps.logger, clock: deps.clock }),
-    cli: [{
-      flag: "engine-url",
-      field: "url",
-      arg: "<wss://…>",
-      help: "the engine's wss:// URL",
-      secret: false,
-    }],
+    cli: [
+      { flag: "engine-url", field: "url", arg: "<wss://…>", help: "the engine's wss:// URL", secret: false },
+      {
+        flag: "engine-header",
+        field: "auth_headers",
+        arg: "<'Name: value'>",
+        help: "a header of the engine's upgrade request",
+        secret: true,
+        value: "headers",
+      },
+      {
+        flag: "sample-rate",
+        field: "user_sample_rate",
+        arg: "<hz>",
+        help: "user audio rate, 8000..48000",
+        secret: false,
+        value: "hz",
+      },
+    ],
   }),
   vendor3: define({
     schema: Vendor3Config,
