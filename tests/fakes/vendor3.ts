@@ -312,7 +312,10 @@ export function startVendor3Fake(
     const allowed = options.publicAgents.includes(agentId) ||
       (options.privateAgents.includes(agentId) && (signedFor === agentId || signedFor === "*"));
     if (!allowed) return Response.json({ detail: "Forbidden" }, { status: 403 });
-    const [ws, response] = accept();
+    // Like the vendor: `convai` is selected when the client offers it (its browser SDK does), and clients
+    // that offer none (server-side ones) are served too.
+    const offered = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
+    const [ws, response] = accept(offered.includes("convai") ? "convai" : undefined);
     const conversation = new Vendor3Conversation(ws, options);
     conversations.push(conversation);
     if (options.behavior === "error_quota") {

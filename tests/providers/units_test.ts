@@ -8,7 +8,12 @@ import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "../../src/prov
 import { SincResampler } from "../../src/providers/audio/resampler.ts";
 import { parseRateFormat, UserAudioEncoder } from "../../src/providers/audio/format.ts";
 import { signedUrlMintedAt, signedUrlProblem } from "../../src/providers/vendor3/signed_url.ts";
-import { classifyNativeFailure, parseRetryAfter } from "../../src/providers/wire/socket.ts";
+import {
+  classifyNativeFailure,
+  parseRetryAfter,
+  WireError,
+  wsTransport,
+} from "../../src/providers/wire/socket.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
 import { createConnectors } from "../../src/providers/registry.ts";
@@ -306,4 +311,35 @@ Deno.test("config: the vendor endpoints, their defaults and their rules", () => 
     loadConfig({ SVC_VENDOR2_URL: "ws://127.0.0.1:9/a" }).vendors.vendor2Url,
     "ws://127.0.0.1:9/a",
   );
+});
+
+Deno.test("ws transport: an optional subprotocol the peer does not select is accepted; a required one is not", async () => {
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: testTls.certPem,
+    key: testTls.keyPem,
+    onListen: () => {},
+  }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req); // selects no subprotocol
+    socket.onopen = () => socket.close(1000);
+    return response;
+  });
+  const transport = wsTransport({ caCerts: [testTls.caPem] });
+  const url = `wss://localhost:${server.addr.port}/`;
+  try {
+    const socket = await transport.open({
+      url,
+      protocols: ["convai"],
+      protocolOptional: true,
+      signal: new AbortController().signal,
+    });
+    await socket.closed;
+    const err = await transport.open({ url, protocols: ["convai"], signal: new AbortController().signal })
+      .catch((e) => e);
+    assert.ok(err instanceof WireError);
+    assert.deepEqual(err.failure, { kind: "protocol" });
+  } finally {
+    await server.shutdown();
+  }
 });

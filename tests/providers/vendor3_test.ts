@@ -62,6 +62,7 @@ Deno.test("vendor3: a public agent by agent_id in the query; the handshake and p
       const seen = fake.server.requests[0];
       assert.equal(seen.url.pathname, "/v1/convai/conversation");
       assert.equal(seen.url.search, `?agent_id=${PUBLIC}`);
+      assert.equal(seen.headers.get("sec-websocket-protocol"), "convai", "the vendor client's subprotocol");
       const conversation = fake.conversation();
       assert.deepEqual(conversation.ws.received[0], { type: "conversation_initiation_client_data" });
       await new Promise((r) => setTimeout(r, 2500));

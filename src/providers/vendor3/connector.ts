@@ -51,6 +51,9 @@ import { MintError, mintSignedUrl } from "./mint.ts";
 import { signedUrlProblem } from "./signed_url.ts";
 import { ApiError } from "../../errors.ts";
 
+/** The subprotocol the vendor's own client offers. */
+export const VENDOR3_SUBPROTOCOL = "convai";
+
 /** A response ends after this long without its audio (the vendor sends no end-of-turn event). */
 export const AGENT_AUDIO_GAP_MS = 500;
 
@@ -123,6 +126,9 @@ export class Vendor3Connector implements ProviderConnector {
         timeoutMs: request.timeoutMs,
         deadline: due.signal,
         url,
+        // The vendor's client offers `convai`; servers that select no subprotocol are accepted too.
+        protocols: [VENDOR3_SUBPROTOCOL],
+        protocolOptional: true,
         opened: (s) => s.send(JSON.stringify({ type: "conversation_initiation_client_data" })),
         message: (frame, s) => {
           const step = initiationMetadata(frame, s);

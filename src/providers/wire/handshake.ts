@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
-import type { Closed, EngineSocket, Frame, SocketTransport, WireFailure } from "./socket.ts";
+import type { Closed, EngineSocket, Frame, OpenOptions, SocketTransport, WireFailure } from "./socket.ts";
 import { WireError } from "./socket.ts";
 import { deadline as startDeadline, DeadlineExceeded, settlesWithin } from "./wait.ts";
 
@@ -35,6 +35,8 @@ export interface HandshakeSpec<R> {
   url: string;
   headers?: Record<string, string>;
   protocols?: string[];
+  /** A peer may select none of `protocols` (see {@link OpenOptions.protocolOptional}). */
+  protocolOptional?: boolean;
   /** The socket is open: check it and send the bridge's first message (or return the failure). */
   opened(socket: EngineSocket): ApiError | void;
   /** Reads one message before ready. */
@@ -62,6 +64,7 @@ export async function handshake<R>(
       url: spec.url,
       headers: spec.headers,
       protocols: spec.protocols,
+      protocolOptional: spec.protocolOptional,
       signal,
     });
   } catch (err) {

@@ -58,6 +58,11 @@ export interface OpenOptions {
   url: string;
   headers?: Record<string, string>;
   protocols?: string[];
+  /**
+   * The subprotocol is offered, but a peer that selects none is accepted too (as browsers and most
+   * clients do; the `ws` client alone would refuse it).
+   */
+  protocolOptional?: boolean;
   /** Aborts the attempt; `open` then rejects with the signal's reason once the socket is released. */
   signal: AbortSignal;
 }
@@ -216,7 +221,15 @@ export function wsTransport(
         const onAbort = () => fail(o.signal.reason);
         if (o.signal.aborted) return onAbort();
         o.signal.addEventListener("abort", onAbort, { once: true });
-        ws.once("upgrade", () => reached = true);
+        ws.once("upgrade", (res) => {
+          reached = true;
+          // The response's headers are read by the client right after this event: an optional subprotocol the
+          // peer did not select is taken as selected, so the client does not refuse the peer for it.
+          const offered = o.protocols?.[0];
+          if (o.protocolOptional && offered && res.headers["sec-websocket-protocol"] === undefined) {
+            res.headers["sec-websocket-protocol"] = offered;
+          }
+        });
         ws.on("unexpected-response", (_req, res) => {
           const status = res.statusCode ?? null;
           const header = res.headers["retry-after"];
