@@ -164,8 +164,9 @@ class Vendor1Connection extends BridgeConnection {
     const type = msg.type;
     const events = this.ctx.events;
     if (is(type, SERVER_EVENTS.audioDelta)) {
-      const id = str(msg.response_id);
-      if (!id || this.#cancelled.has(id) || this.closing) return;
+      // (every delta names its response; one that does not belongs to the response being spoken)
+      const id = str(msg.response_id) || this.#turns.open || this.#start();
+      if (this.#cancelled.has(id) || this.closing) return;
       if (this.#turns.open !== id) this.#start(id);
       const pcm = decodeAgentAudio(str(msg.delta), this.session.output);
       this.#addPart(id, str(msg.item_id), Number(msg.content_index ?? 0), pcm.length);
@@ -175,7 +176,10 @@ class Vendor1Connection extends BridgeConnection {
       if (id && !this.#cancelled.has(id)) this.#start(id);
     } else if (is(type, SERVER_EVENTS.responseDone)) {
       const response = obj(msg.response);
-      if (this.#turns.open === str(response.id)) this.#turns.done(doneStatus(response.status));
+      const id = str(response.id);
+      if (this.#turns.open !== null && (!id || this.#turns.open === id)) {
+        this.#turns.done(doneStatus(response.status));
+      }
     } else if (is(type, SERVER_EVENTS.speechStarted)) {
       if (!this.session.interruptResponse) return;
       // The vendor cancels its response itself; late audio of it is dropped.
@@ -201,10 +205,11 @@ class Vendor1Connection extends BridgeConnection {
     }
   }
 
-  #start(id: string): void {
-    this.#turns.start(id);
-    this.#parts.set(id, []);
+  #start(id?: string): string {
+    const started = this.#turns.start(id);
+    this.#parts.set(started, []);
     while (this.#parts.size > MAX_TRACKED) this.#parts.delete(this.#parts.keys().next().value!);
+    return started;
   }
 
   #addPart(responseId: string, itemId: string, contentIndex: number, samples: number): void {
