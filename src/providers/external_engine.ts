@@ -120,11 +120,8 @@ export class ExternalEngineConnector implements ProviderConnector {
     const { logger } = this.options;
     const clock = this.options.clock ?? systemClock;
     let inputRate = DEFAULT_USER_SAMPLE_RATE;
-    const fail = (f: V0StartFailure | StartFailure): ApiError => {
-      const err = f.kind === "error" || f.kind === "network" || f.kind === "close"
-        ? mapStartFailure(f as V0StartFailure)
-        : mapV0Failure(f as StartFailure);
-      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind: f.kind });
+    const failed = (err: ApiError, kind: string): ApiError => {
+      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
       return err;
     };
     let started: Promise<{ socket: EngineSocket; ready: number }>;
@@ -140,7 +137,7 @@ export class ExternalEngineConnector implements ProviderConnector {
           protocols: [ENGINE_SUBPROTOCOL],
           opened: (socket) => {
             if (socket.protocol !== "" && socket.protocol !== ENGINE_SUBPROTOCOL) {
-              return fail({ kind: "protocol" });
+              return failed(startErrors.downstream(), "protocol");
             }
             const start: BridgeMessageV0 = {
               type: "session.start",
@@ -154,12 +151,17 @@ export class ExternalEngineConnector implements ProviderConnector {
             };
             socket.send(JSON.stringify(start));
           },
-          message: (frame, socket) => readyStep(frame, (m) => socket.send(JSON.stringify(m)), fail),
-          mapFailure: fail,
+          message: (frame, socket) =>
+            readyStep(
+              frame,
+              (m) => socket.send(JSON.stringify(m)),
+              (f) => failed(mapStartFailure(f), f.kind),
+            ),
+          mapFailure: (f) => failed(mapV0Failure(f), f.kind),
         });
       });
     } catch {
-      throw fail({ kind: "invalid" });
+      throw failed(startErrors.unusable(), "invalid");
     }
     const { socket, ready } = await started;
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
