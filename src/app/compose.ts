@@ -36,9 +36,8 @@ import { createApiKey, revokeApiKey } from "../kv/api_keys.ts";
 import { Lifecycle } from "../lifecycle.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../media/plane.ts";
-import { ExternalEngineConnector } from "../providers/external_engine.ts";
+import { createConnectors } from "../providers/registry.ts";
 import type { ProviderConnector, ProviderType } from "../providers/types.ts";
-import { UnavailableConnector } from "../providers/unavailable.ts";
 import { type SessionMediaFactory, SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
 import { SessionService } from "../sessions/service.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
@@ -148,17 +147,6 @@ export interface Service {
   dispose(): Promise<void>;
 }
 
-/** The connectors of the four provider types. */
-function createConnectors(
-  deps: { httpClient?: Deno.HttpClient; logger: Logger },
-): Record<ProviderType, ProviderConnector> {
-  const unavailable = new UnavailableConnector();
-  return {
-    external_engine: new ExternalEngineConnector({ httpClient: deps.httpClient, logger: deps.logger }),
-    vendor1_realtime: unavailable,
-    vendor2: unavailable,
-    vendor3: unavailable,
-  };
 }
 
 /** Assembles (and, by default, starts) one service process. */
@@ -218,7 +206,10 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     let worker: SessionWorker | null = null;
     if (runsSessions) {
       runtime = new SessionRuntime({
-        connectors: { ...createConnectors({ httpClient, logger }), ...o.connectors },
+        connectors: {
+          ...createConnectors({ config, logger, clock, caCerts: engineCa, httpClient }),
+          ...o.connectors,
+        },
         logger,
         media: o.mediaFactory ?? media?.factory,
         clock,

@@ -95,7 +95,7 @@ export interface MintedToken {
 export interface SessionServiceDeps {
   kv: Deno.Kv;
   clock: Clock;
-  config: Pick<Config, "maxConcurrentSessions" | "webhooks">;
+  config: Pick<Config, "maxConcurrentSessions" | "webhooks" | "vendors">;
   /** Where sessions run. */
   host: SessionHost;
   tokens: TokenService;
@@ -137,7 +137,10 @@ export class SessionService {
     idempotencyKey: string | undefined,
   ): Promise<{ session: CreatedSession; replayed: boolean }> {
     const { kv, clock, config, tokens, host } = this.deps;
-    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config);
+    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config, {
+      vendors: config.vendors,
+      now: clock.now(),
+    });
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
     const transport = resolveTransport(input.transport, this.deps.sfuConfigured ?? false);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
