@@ -4,7 +4,6 @@
  * @module
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
@@ -16,6 +15,8 @@ import type { AppEnv } from "./env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
 import { requestContext } from "./middleware/request_context.ts";
+import { boundedBody } from "./middleware/body.ts";
+import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
@@ -113,15 +114,9 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.use("*", requestContext(logger));
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyBytes,
-      onError: () => {
-        throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
-      },
-    }),
-  );
+  app.use("*", boundedBody({ maxBytes: config.maxBodyBytes, timeoutMs: config.bodyTimeoutMs }));
+  app.use("/v1/*", noStore());
+  app.use("/demo/api/*", noStore());
   app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
 
   registerApiKeyRoutes(app, { kv, clock });

@@ -19,6 +19,7 @@ import type { SessionService } from "../../src/sessions/service.ts";
 import { Lifecycle } from "../../src/lifecycle.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
 import type { MediaPlane } from "../../src/media/plane.ts";
+import type { DemoDeps } from "../../src/demo/routes.ts";
 
 /** Options of {@link createHarness}. */
 export interface HarnessOptions {
@@ -55,6 +56,8 @@ export interface HarnessOptions {
   lifecycle?: boolean;
   /** A media plane: its factory runs session media and its WebSocket route is served. */
   mediaPlane?: MediaPlane;
+  /** Serve the demo page's backend with this API key and engine. */
+  demo?: Omit<DemoDeps, "call">;
 }
 
 /** A JSON response. */
@@ -144,6 +147,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     idempotencyWaitMs: options.idempotencyWaitMs,
     resolve: options.resolve ?? noDns,
     media: options.mediaPlane,
+    demo: options.demo,
   });
   const webhookHttpClient = options.webhookCaCerts?.length
     ? Deno.createHttpClient({ caCerts: options.webhookCaCerts })
