@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { urlField } from "../text_fields.ts";
 
 /** Headers that cannot be set on the engine upgrade request. */
 const RESERVED_HEADERS = /^(host|connection|upgrade|content-length|transfer-encoding|sec-websocket-.*)$/i;
@@ -42,7 +43,7 @@ export const Vendor2Config = z.strictObject({
 
 /** `provider_config.external_engine`. */
 export const ExternalEngineConfig = z.strictObject({
-  url: z.url().max(2048).regex(/^wss:\/\//, "must be a wss:// URL").openapi({
+  url: urlField("wss", 2048).openapi({
     description: "wss:// URL of an engine implementing the V0 external conversation engine protocol.",
     format: "uri",
   }),
@@ -80,15 +81,14 @@ export const Vendor3Config = z.strictObject({
     description:
       "Server-side key used by the customer backend for private agents; never placed in a URL or log.",
   }),
-  signed_url: z.url().max(4096).refine((u) => {
-    try {
-      const url = new URL(u);
-      return url.protocol === "wss:" && url.pathname === VENDOR3_SIGNED_URL_PATH &&
-        VENDOR3_SIGNED_URL_HOSTS.includes(url.hostname);
-    } catch {
-      return false;
-    }
-  }, `must be a wss:// URL with path ${VENDOR3_SIGNED_URL_PATH} on an allowed host of the provider`)
+  signed_url: urlField(
+    "wss",
+    4096,
+    (url) =>
+      url.pathname === VENDOR3_SIGNED_URL_PATH && VENDOR3_SIGNED_URL_HOSTS.includes(url.hostname)
+        ? null
+        : `must be a wss:// URL with path ${VENDOR3_SIGNED_URL_PATH} on an allowed host of the provider`,
+  )
     .optional()
     .openapi({
       description: "Pre-minted signed URL (valid 15 minutes), used instead of agent_id.",
@@ -116,10 +116,10 @@ export function checkProviderConfigShape(
   config: Record<string, unknown>,
 ): string | null {
   const present = Object.keys(config).filter((k) => config[k] !== undefined);
-  if (present.length === 0) return `provider_config: must hold the key "${providerType}"`;
+  // The messages name the fields, never a provider type value.
   if (present.length > 1) return "provider_config: must hold exactly one key";
-  if (present[0] !== providerType) {
-    return `provider_config: must hold the key "${providerType}" matching provider_type`;
+  if (present.length === 0 || present[0] !== providerType) {
+    return "provider_config: must hold exactly one key, the one named by provider_type";
   }
   return null;
 }
