@@ -46,10 +46,16 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
     const stop = () => clearTimeout(timer);
     const source = raw.body.getReader();
     let received = 0;
-    const fail = (err: ApiError) => {
-      failure ??= err;
+    let settled = false;
+    const release = () => {
+      if (settled) return;
+      settled = true;
       stop();
       source.cancel().catch(() => {});
+    };
+    const fail = (err: ApiError) => {
+      failure ??= err;
+      release();
       throw failure;
     };
     const body = new ReadableStream<Uint8Array>({
@@ -67,17 +73,18 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
           );
         }
         if (chunk.done) {
+          const cancelled = settled;
+          settled = true;
           stop();
-          controller.close();
+          if (!cancelled) controller.close();
           return;
         }
         received += chunk.value.byteLength;
         if (received > limits.maxBytes) return fail(new ApiError("SVC_PAYLOAD_TOO_LARGE"));
         controller.enqueue(chunk.value);
       },
-      cancel(reason) {
-        stop();
-        return source.cancel(reason);
+      cancel() {
+        release();
       },
     }, { highWaterMark: 0 });
     // Built from the URL, not from `raw`: copying `raw` would also follow its abort signal, which nothing
@@ -91,7 +98,8 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
     try {
       await next();
     } finally {
-      stop();
+      // A body the route did not read (or read in part) is let go, so its connection's resources are.
+      release();
     }
     // The route may have turned the failed read into another answer (e.g. "not valid JSON").
     if (failure) throw failure;
