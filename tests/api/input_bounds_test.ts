@@ -128,6 +128,25 @@ Deno.test("body deadline: a body that stops arriving answers 408 SVC_REQUEST_TIM
   }, { SVC_BODY_TIMEOUT_S: "1" });
 });
 
+Deno.test("body limit: a body the route never reads is let go (no request resource outlives the request)", async () => {
+  const h = await createHarness();
+  try {
+    const base = h.serve();
+    const key = await h.key("proj_a");
+    for (const path of ["/v1/sessions/session:nope/end", "/v1/webhooks/secret/rotate", "/healthz"]) {
+      const res = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ ignored: "x".repeat(1000) }),
+      });
+      await res.body?.cancel();
+      assert.ok(res.status < 500, `${path}: ${res.status}`);
+    }
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("demo backend: refusals and forwarded errors use the flat error body with this request's id; no-store", async () => {
   await withDemo(async (_h, base) => {
     const refused: Record<string, string>[] = [
