@@ -27,7 +27,7 @@ import { ERROR_CATALOG } from "../src/errors.ts";
 import { createApiKey, revokeApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import { PROVIDER_TYPES } from "../src/providers/types.ts";
-import { openKv, type RunningService, startService } from "../src/server.ts";
+import { compose, openKv, type Service } from "../src/app/compose.ts";
 
 /** The token signing secret of the fuzzed service (the campaign forges tokens with and without it). */
 const SECRET = "fuzz-secret-0123456789abcdef0123456789abcdef";
@@ -133,12 +133,10 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
     SVC_RENDER_HEIGHT: "256",
     SVC_BODY_TIMEOUT_S: "2",
   });
-  const service: RunningService = await startService(config, {
-    logger: createLogger({ sink: (l) => logs.push(l) }),
-  });
+  const service: Service = await compose(config, { logger: createLogger({ sink: (l) => logs.push(l) }) });
   const engine = service.referenceEngine!;
   const target: FuzzTarget = {
-    base: service.url,
+    base: service.url!,
     keys: {
       all: all.plaintext,
       readOnly: readOnly.plaintext,

@@ -16,14 +16,28 @@ export type TokenSecretSetting =
   | { kind: "ephemeral" }
   | { kind: "none" };
 
+/** What a process runs: `SVC_ROLE`. */
+export type Role = "all" | "api" | "worker";
+
 /** The parsed, validated configuration of one service process. */
 export interface Config {
+  /** `all`: API and sessions in one process; `api`: the HTTP API only; `worker`: a session host. */
+  role: Role;
+  /**
+   * Shared by API processes and workers: authenticates every API → worker call and every worker
+   * registration. Null in an `all` process that advertises no worker URL.
+   */
+  internalSecret: string | null;
+  /** Where API processes reach this worker's internal API (null: other processes cannot call it). */
+  workerUrl: string | null;
+  /** Extra CA certificate (PEM file) trusted for API → worker calls over https, or null. */
+  workerCaFile: string | null;
   /** TCP port of the HTTP server. */
   port: number;
   /** Interface the HTTP server binds to. */
   host: string;
-  /** Deno KV location: a file path, `:memory:`, or a KV Connect URL. */
-  kv: string;
+  /** Deno KV location: a file path, `:memory:`, or a KV Connect URL; null: the Deno Deploy app's database. */
+  kv: string | null;
   /** Public origin of this service (media-plane URLs are built from it). */
   publicUrl: string;
   /** Public https base of the documentation pages; `doc_url` = `${docsUrl}/errors#CODE`. */
@@ -108,9 +122,20 @@ const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$
 
 /** Each variable: its schema and its default (as the string a user would write). */
 const VARIABLES = {
+  SVC_ROLE: {
+    schema: z.enum(["all", "api", "worker"], { error: "must be all, api or worker" }),
+    default: "all",
+  },
+  SVC_INTERNAL_SECRET: { schema: secret, default: undefined },
+  SVC_WORKER_URL: {
+    schema: z.string().refine(isWorkerUrl, "must be an https:// URL, or http:// on a loopback address")
+      .transform((u) => u.replace(/\/+$/, "")),
+    default: undefined,
+  },
+  SVC_WORKER_CA_FILE: { schema: z.string().min(1), default: undefined },
   PORT: { schema: int(0, 65535), default: "8787" },
   SVC_HOST: { schema: z.string().min(1), default: "127.0.0.1" },
-  SVC_KV: { schema: z.string().min(1), default: ".data/svc.kv" },
+  SVC_KV: { schema: z.string().min(1), default: undefined },
   SVC_PUBLIC_URL: { schema: httpUrl, default: undefined },
   SVC_DOCS_URL: {
     schema: z.url({ protocol: /^https$/, error: "must be an https:// URL" }).transform((u) =>
@@ -163,6 +188,21 @@ const VARIABLES = {
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
   SVC_DEMO_PAGE: { schema: bool, default: "true" },
 } as const;
+
+/** True for https URLs, and http URLs on a loopback host (a worker's internal API carries credentials). */
+function isWorkerUrl(value: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return false;
+  }
+  if (/\s/.test(value) || u.username || u.password || u.search || u.hash) return false;
+  if (u.protocol === "https:") return true;
+  if (u.protocol !== "http:") return false;
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
 
 /** Names of every environment variable the service reads. */
 export const CONFIG_VARIABLES = Object.keys(VARIABLES) as (keyof typeof VARIABLES)[];
@@ -217,10 +257,35 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       "invalid configuration: SVC_TOKEN_SECRET_PREVIOUS is set but SVC_TOKEN_SECRET is not",
     );
   }
+  const role = v.SVC_ROLE!;
+  if (role !== "all") {
+    if (!v.SVC_INTERNAL_SECRET) {
+      throw new ConfigError(
+        `invalid configuration: SVC_INTERNAL_SECRET is required when SVC_ROLE=${role} (shared by API processes and workers)`,
+      );
+    }
+    if (!v.SVC_TOKEN_SECRET) {
+      throw new ConfigError(
+        `invalid configuration: SVC_TOKEN_SECRET is required when SVC_ROLE=${role} (tokens minted by API processes are verified by workers)`,
+      );
+    }
+  }
+  if (role === "worker" && !v.SVC_WORKER_URL) {
+    throw new ConfigError("invalid configuration: SVC_WORKER_URL is required when SVC_ROLE=worker");
+  }
+  if (v.SVC_WORKER_URL && !v.SVC_INTERNAL_SECRET) {
+    throw new ConfigError("invalid configuration: SVC_WORKER_URL is set but SVC_INTERNAL_SECRET is not");
+  }
+  // On Deno Deploy an unset SVC_KV means the database attached to the app; elsewhere, a local file.
+  const kv = v.SVC_KV ?? (env.DENO_DEPLOYMENT_ID ? null : ".data/svc.kv");
   return {
+    role,
+    internalSecret: v.SVC_INTERNAL_SECRET ?? null,
+    workerUrl: v.SVC_WORKER_URL ?? null,
+    workerCaFile: v.SVC_WORKER_CA_FILE ?? null,
     port,
     host: v.SVC_HOST!,
-    kv: v.SVC_KV!,
+    kv,
     publicUrl,
     docsUrl,
     tokenSecret,
@@ -229,7 +294,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     providerConnectTimeoutMs: v.SVC_PROVIDER_CONNECT_TIMEOUT_MS!,
     engineCaFile: v.SVC_ENGINE_CA_FILE ?? null,
     referenceEngine: {
-      enabled: v.SVC_REFERENCE_ENGINE!,
+      // An API process runs no engine and no media (on Deno Deploy it cannot).
+      enabled: v.SVC_REFERENCE_ENGINE! && role !== "api",
       port: v.SVC_REFERENCE_ENGINE_PORT!,
       dir: v.SVC_REFERENCE_ENGINE_DIR!,
     },
@@ -252,7 +318,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       caFile: v.SVC_WEBHOOK_CA_FILE ?? null,
     },
     media: {
-      enabled: v.SVC_MEDIA_ENABLED!,
+      enabled: v.SVC_MEDIA_ENABLED! && role !== "api",
       ffmpegPath: v.SVC_FFMPEG_PATH!,
       width: v.SVC_RENDER_WIDTH!,
       height: v.SVC_RENDER_HEIGHT!,
@@ -261,7 +327,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
     },
-    demoPage: v.SVC_DEMO_PAGE!,
+    demoPage: v.SVC_DEMO_PAGE! && role === "all",
   };
 }
 

@@ -4,38 +4,22 @@
  * storage: each answers its 4xx with the flat error body, never a 500 or a retryable 503.
  */
 import assert from "node:assert/strict";
-import { createApiKey } from "../../src/kv/api_keys.ts";
-import { FakeConnector } from "../helpers/fake_connector.ts";
+import { DEMO_PROJECT_ID } from "../../src/demo/constants.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
+import { createHarness } from "../helpers/harness.ts";
 import { withMedia } from "../helpers/media.ts";
+import { startTestService, type TestService } from "../helpers/service.ts";
 
-const DEMO_PROJECT = "proj_demo_test";
-
-/** A served harness with the demo backend (its key minted first) over a fake engine. */
+/** A real service (reference engine, media plane, demo page) on loopback. */
 async function withDemo(
-  fn: (h: Harness, base: string) => Promise<void>,
+  fn: (s: TestService, base: string) => Promise<void>,
   env: Record<string, string> = {},
 ): Promise<void> {
-  const kv = await Deno.openKv(":memory:");
-  const { plaintext } = await createApiKey(kv, {
-    projectId: DEMO_PROJECT,
-    name: "demo",
-    scopes: ["sessions:read", "sessions:write"],
-    now: Date.now(),
-    createdBy: "bootstrap",
-  });
-  const h = await createHarness({
-    kv,
-    env,
-    connectors: { external_engine: new FakeConnector() },
-    demo: { apiKey: plaintext, engine: { url: "wss://engine.test/v0", token: "t" } },
-  });
+  const s = await startTestService(env);
   try {
-    await fn(h, h.serve());
+    await fn(s, s.url);
   } finally {
-    await h.close();
-    kv.close();
+    await s.close();
   }
 }
 
@@ -44,10 +28,16 @@ async function asJson(res: Response) {
   return { status: res.status, headers: res.headers, body: JSON.parse(text), text };
 }
 
-async function sessionsOf(h: Harness, projectId: string): Promise<number> {
-  let n = 0;
-  for await (const _ of h.kv.list({ prefix: ["project", projectId, "session"] })) n++;
-  return n;
+/** Sessions of a project, read from the service's KV file. */
+async function sessionsOf(s: TestService, projectId: string): Promise<number> {
+  const kv = await Deno.openKv(s.kvPath);
+  try {
+    let n = 0;
+    for await (const _ of kv.list({ prefix: ["project", projectId, "session"] })) n++;
+    return n;
+  } finally {
+    kv.close();
+  }
 }
 
 /** A request body of `total` bytes sent in 1 MiB chunks; `pulled()` is how much the server asked for. */
@@ -76,7 +66,7 @@ Deno.test("body limit: the demo backend refuses a 256 MiB chunked body with 413 
     // What the client had to hand over is the limit plus socket buffers, far from the 256 MiB it offered.
     assert.ok(body.pulled() < 64 << 20, `the server read ${body.pulled()} bytes`);
     await body.stream.cancel().catch(() => {});
-    assert.equal(await sessionsOf(h, DEMO_PROJECT), 0, "no session was started");
+    assert.equal(await sessionsOf(h, DEMO_PROJECT_ID), 0, "no session was started");
 
     // A declared Content-Length over the limit is refused before anything is read, on any route.
     for (const path of ["/demo/api/sessions", "/v1/api-keys", "/v1/sessions"]) {
@@ -124,7 +114,7 @@ Deno.test("body deadline: a body that stops arriving answers 408 SVC_REQUEST_TIM
         } catch { /* already closed */ }
       }
     }
-    assert.equal(await sessionsOf(h, DEMO_PROJECT), 0);
+    assert.equal(await sessionsOf(h, DEMO_PROJECT_ID), 0);
   }, { SVC_BODY_TIMEOUT_S: "1" });
 });
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { launchChromium } from "../helpers/browser.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
-import { startService } from "../../src/server.ts";
+import { compose as startService } from "../../src/app/compose.ts";
 
 const ARTIFACTS = new URL("../artifacts/", import.meta.url);
 

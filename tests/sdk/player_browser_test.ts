@@ -11,7 +11,7 @@ import { OffsetClock } from "../../src/clock.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
 import { silentLogger } from "../../src/log.ts";
-import { openKv, startService } from "../../src/server.ts";
+import { compose as startService, openKv } from "../../src/app/compose.ts";
 
 const SECRET = "player-test-secret-0123456789abcdef0123456789";
 /** The page's document: the functions passed to `page.evaluate` run in the browser. */
@@ -40,7 +40,7 @@ Deno.test("sdk player: an expired token makes it ask for a fresh one, then it pl
       createdBy: "bootstrap",
     });
     // The app's backend, with the SDK client.
-    const backend = createClient({ baseUrl: service.url, apiKey: plaintext });
+    const backend = createClient({ baseUrl: service.url!, apiKey: plaintext });
     const engine = service.referenceEngine!;
     const session = await backend.createSession({
       provider_type: "external_engine",

@@ -21,8 +21,8 @@ import type { AppEnv } from "../env.ts";
 
 /** Limits of {@link boundedBody}. */
 export interface BodyLimits {
-  /** Largest accepted body, bytes. */
-  maxBytes: number;
+  /** Largest accepted body, bytes (or per request path). */
+  maxBytes: number | ((path: string) => number);
   /** Deadline for receiving the whole body, from the request's arrival, ms. */
   timeoutMs: number;
 }
@@ -34,8 +34,9 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
   return async function boundedBody(c, next) {
     const raw = c.req.raw;
     if (!raw.body) return await next();
+    const maxBytes = typeof limits.maxBytes === "number" ? limits.maxBytes : limits.maxBytes(c.req.path);
     const declared = raw.headers.get("content-length");
-    if (declared !== null && !raw.headers.has("transfer-encoding") && Number(declared) > limits.maxBytes) {
+    if (declared !== null && !raw.headers.has("transfer-encoding") && Number(declared) > maxBytes) {
       throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
     }
 
@@ -80,7 +81,7 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
           return;
         }
         received += chunk.value.byteLength;
-        if (received > limits.maxBytes) return fail(new ApiError("SVC_PAYLOAD_TOO_LARGE"));
+        if (received > maxBytes) return fail(new ApiError("SVC_PAYLOAD_TOO_LARGE"));
         controller.enqueue(chunk.value);
       },
       cancel() {
