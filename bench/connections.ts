@@ -49,6 +49,8 @@ const config = loadConfig({
   SVC_REFERENCE_ENGINE: "false",
   SVC_MEDIA_ENABLED: "false",
   SVC_BODY_TIMEOUT_S: String(values["body-timeout"]),
+  SVC_RATE_LIMIT_PER_MINUTE: "1000000",
+  SVC_RATE_LIMIT_BURST: "100000",
 });
 const service = await compose(config, { logger: silentLogger });
 const port = Number(new URL(service.url!).port);
