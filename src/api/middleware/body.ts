@@ -10,8 +10,8 @@
  *
  * Deno's HTTP server (2.9) offers no header-read, body-read or keep-alive timeout and no way to close a
  * connection from a handler: a slow body no longer holds a handler or a buffer past the deadline, but the
- * TCP connection stays open until the client closes it. docs/deployment.md names the reverse-proxy
- * settings that bound connections.
+ * TCP connection stays open until the client closes it. docs/configuration.md ("Connections") names the
+ * reverse-proxy settings that bound connections.
  *
  * @module
  */
