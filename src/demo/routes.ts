@@ -112,13 +112,15 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
 }
 
 /**
- * True when the request comes from the demo page: `X-Demo: 1`, and the browser's `Origin` and
- * `Sec-Fetch-Site`, when present, name this same origin.
+ * True when the request comes from the demo page: `X-Demo: 1`, and the browser says it is same-origin:
+ * `Sec-Fetch-Site: same-origin` (every current browser sends it), or, from a browser without it, an `Origin`
+ * naming this host. Clients outside a browser send no such headers and pass: this keeps other web pages out,
+ * nothing more.
  */
 function fromDemoPage(c: Context<AppEnv>): boolean {
   if (c.req.header("x-demo") !== "1") return false;
   const site = c.req.header("sec-fetch-site");
-  if (site !== undefined && site !== "same-origin") return false;
+  if (site !== undefined) return site === "same-origin";
   const origin = c.req.header("origin");
   if (origin === undefined) return true;
   try {

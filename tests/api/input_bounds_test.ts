@@ -154,6 +154,12 @@ Deno.test("demo backend: refusals and forwarded errors use the flat error body w
     });
     assert.equal(ok.status, 200);
     await ok.body?.cancel();
+    // Behind a proxy that rewrites Host, the browser's Sec-Fetch-Site decides.
+    const proxied = await fetch(`${base}/demo/api/catalog`, {
+      headers: { "x-demo": "1", origin: "https://demo.example", "sec-fetch-site": "same-origin" },
+    });
+    assert.equal(proxied.status, 200);
+    await proxied.body?.cancel();
 
     // The inner API's error comes back as this request's error.
     const missing = await asJson(
