@@ -14,6 +14,7 @@ import { loadConfig } from "../src/config.ts";
 import { silentLogger } from "../src/log.ts";
 import { compose as startService, openKv } from "../src/app/compose.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
+import { runSplitBench } from "./split.ts";
 
 /** Percentile of sorted numbers. */
 export function percentile(sorted: number[], p: number): number {
@@ -139,4 +140,8 @@ if (import.meta.main) {
     ...await runControlPlaneBench({ ...base, media: true }),
   ];
   console.table(rows);
+  // What the API/worker split adds to a create, side by side with the in-process figure.
+  const split = await runSplitBench({ sessions: Number(values.sessions), media: false });
+  console.table(split);
+  console.log(`the split adds ${(split[1].p50_ms - split[0].p50_ms).toFixed(2)} ms to a create at p50`);
 }

@@ -54,10 +54,14 @@ export interface Config {
   engineCaFile: string | null;
   /** The in-process reference engine of the embedded default. */
   referenceEngine: { enabled: boolean; port: number; dir: string };
+  /** Where the vendor conversation engines live (see docs/providers.md). */
+  vendors: VendorEndpoints;
   /** Minimum level of log lines written. */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Largest accepted request body, bytes. */
   maxBodyBytes: number;
+  /** Deadline for receiving a whole request body, from the request's start, ms. */
+  bodyTimeoutMs: number;
   /** When a live session ends by itself (measured from `started_at` / the last client leaving). */
   lifetimes: { joinWindowMs: number; idleTimeoutMs: number; maxDurationMs: number };
   /** Time-to-live of this process's owner lease (renewed every third of it). */
@@ -79,6 +83,20 @@ export interface Config {
   sfu: SfuConfig | null;
   /** Serve the demo page (needs the reference engine and the media plane). */
   demoPage: boolean;
+}
+
+/** Endpoints of the three vendor conversation engines (`SVC_VENDOR*`). */
+export interface VendorEndpoints {
+  /** vendor1_realtime: the realtime WebSocket URL (wss://). */
+  vendor1RealtimeUrl: string;
+  /** vendor2: the agents WebSocket base URL (wss://); the agent id is appended as a path segment. */
+  vendor2Url: string;
+  /** vendor3: the conversation WebSocket URL (wss://) of public agents. */
+  vendor3Url: string;
+  /** vendor3: the REST API base (https://) where signed URLs are minted with an `api_key`. */
+  vendor3ApiUrl: string;
+  /** vendor3: hosts a caller's `signed_url` may point at (lower case). */
+  vendor3SignedUrlHosts: string[];
 }
 
 /** Settings of the media plane. */
@@ -139,6 +157,26 @@ const fps = int(5, 60).refine(
   "must divide 48000 and 90000 (e.g. 24, 25, 30, 50, 60)",
 );
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ""));
+/** Loopback hosts, where plain ws:// and http:// are accepted (tests and local fakes). */
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+const urlOf = (u: string): URL | null => URL.canParse(u) ? new URL(u) : null;
+const secureUrl = (secure: "wss" | "https") =>
+  z.url({ protocol: secure === "wss" ? /^wss?$/ : /^https?$/, error: `must be a ${secure}:// URL` })
+    .refine((u) => {
+      const url = urlOf(u);
+      return !url || url.protocol === `${secure}:` || LOOPBACK.test(url.hostname);
+    }, `must be a ${secure}:// URL (plain ${secure.slice(0, -1)}:// on loopback only)`)
+    .refine((u) => !urlOf(u)?.hash, "must not have a fragment")
+    .transform((u) => u.replace(/\/+$/, ""));
+const wssUrl = secureUrl("wss");
+const httpsUrl = secureUrl("https").refine((u) => !urlOf(u)?.search, "must have no query");
+const hostList = z.string().transform((v) => v.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean))
+  .pipe(
+    z.array(
+      z.string().regex(/^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/, "must be a comma-separated list of host names"),
+    )
+      .min(1, "must name at least one host"),
+  );
 
 /** Each variable: its schema and its default (as the string a user would write). */
 const VARIABLES = {
@@ -174,8 +212,18 @@ const VARIABLES = {
   SVC_REFERENCE_ENGINE: { schema: bool, default: "true" },
   SVC_REFERENCE_ENGINE_PORT: { schema: int(0, 65535), default: "8788" },
   SVC_REFERENCE_ENGINE_DIR: { schema: z.string().min(1), default: ".data/reference-engine" },
+  SVC_VENDOR1_REALTIME_URL: { schema: wssUrl, default: "wss://api.openai.com/v1/realtime" },
+  SVC_VENDOR2_URL: { schema: wssUrl, default: "wss://api.cartesia.ai/v1/agents/websocket" },
+  SVC_VENDOR3_URL: { schema: wssUrl, default: "wss://api.elevenlabs.io/v1/convai/conversation" },
+  SVC_VENDOR3_API_URL: { schema: httpsUrl, default: "https://api.elevenlabs.io" },
+  SVC_VENDOR3_SIGNED_URL_HOSTS: {
+    schema: hostList,
+    default:
+      "api.elevenlabs.io,api.us.elevenlabs.io,api.eu.residency.elevenlabs.io,api.in.residency.elevenlabs.io",
+  },
   SVC_LOG_LEVEL: { schema: z.enum(["debug", "info", "warn", "error"]), default: "info" },
   SVC_MAX_BODY_BYTES: { schema: int(1024, 1_048_576), default: "65536" },
+  SVC_BODY_TIMEOUT_S: { schema: int(1, 600), default: "30" },
   SVC_SESSION_JOIN_WINDOW_S: { schema: int(5, 3600), default: "120" },
   SVC_SESSION_IDLE_TIMEOUT_S: { schema: int(5, 3600), default: "60" },
   SVC_SESSION_MAX_DURATION_S: { schema: int(60, 86_400), default: "3600" },
@@ -340,8 +388,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       port: v.SVC_REFERENCE_ENGINE_PORT!,
       dir: v.SVC_REFERENCE_ENGINE_DIR!,
     },
+    vendors: {
+      vendor1RealtimeUrl: v.SVC_VENDOR1_REALTIME_URL!,
+      vendor2Url: v.SVC_VENDOR2_URL!,
+      vendor3Url: v.SVC_VENDOR3_URL!,
+      vendor3ApiUrl: v.SVC_VENDOR3_API_URL!,
+      vendor3SignedUrlHosts: v.SVC_VENDOR3_SIGNED_URL_HOSTS!,
+    },
     logLevel: v.SVC_LOG_LEVEL!,
     maxBodyBytes: v.SVC_MAX_BODY_BYTES!,
+    bodyTimeoutMs: v.SVC_BODY_TIMEOUT_S! * 1000,
     lifetimes: {
       joinWindowMs: v.SVC_SESSION_JOIN_WINDOW_S! * 1000,
       idleTimeoutMs: v.SVC_SESSION_IDLE_TIMEOUT_S! * 1000,

@@ -10,7 +10,7 @@ import { secretView } from "../../src/api/routes/webhooks.ts";
 import { loadConfigFromEnv } from "../../src/config.ts";
 import { PROJECT_ID_PATTERN } from "../../src/ids.ts";
 import { getOrCreateWebhookSecret, rotateWebhookSecret } from "../../src/kv/webhook_secrets.ts";
-import { openKv } from "../../src/app/compose.ts";
+import { openKv } from "../../src/kv/open.ts";
 import type { CommandSpec } from "../command.ts";
 import { UsageError } from "../usage_error.ts";
 

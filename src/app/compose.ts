@@ -23,7 +23,8 @@ import { createApp } from "../api/app.ts";
 import type { AppEnv } from "../api/env.ts";
 import { TokenService } from "../auth/tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
-import { type Config, ConfigError } from "../config.ts";
+import type { Config } from "../config.ts";
+import { openKv } from "../kv/open.ts";
 import { DEMO_PROJECT_ID } from "../demo/constants.ts";
 import { InternalAuth } from "../hosting/internal_auth.ts";
 import { LocalWorkerClient } from "../hosting/local_host.ts";
@@ -35,9 +36,8 @@ import { createApiKey, revokeApiKey } from "../kv/api_keys.ts";
 import { Lifecycle } from "../lifecycle.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../media/plane.ts";
-import { ExternalEngineConnector } from "../providers/external_engine.ts";
+import { createConnectors } from "../providers/registry.ts";
 import type { ProviderConnector, ProviderType } from "../providers/types.ts";
-import { UnavailableConnector } from "../providers/unavailable.ts";
 import { type SessionMediaFactory, SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
 import { SessionService } from "../sessions/service.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
@@ -45,7 +45,7 @@ import { SessionWorker } from "../worker/worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";
 import type { ReferenceEngineStats } from "../../engine/mod.ts";
 
-export { DEMO_PROJECT_ID };
+export { DEMO_PROJECT_ID, openKv };
 
 /** What the caller of {@link compose} may supply or override (tests, benches). */
 export interface ComposeOptions {
@@ -147,37 +147,6 @@ export interface Service {
   dispose(): Promise<void>;
 }
 
-/** Opens the configured Deno KV; a location that cannot be opened is a {@link ConfigError} naming `SVC_KV`. */
-export async function openKv(location: string | null): Promise<Deno.Kv> {
-  try {
-    if (location === null) return await Deno.openKv();
-    if (location !== ":memory:" && !/^https?:\/\//.test(location)) {
-      const dir = location.includes("/") ? location.slice(0, location.lastIndexOf("/")) : "";
-      if (dir) await Deno.mkdir(dir, { recursive: true });
-    }
-    return await Deno.openKv(location);
-  } catch (err) {
-    const reason = err instanceof Error ? err.message.split("\n")[0].slice(0, 200) : String(err);
-    // A KV Connect URL carries no secret (the token is in DENO_KV_ACCESS_TOKEN); never echo a query.
-    throw new ConfigError(
-      `invalid configuration: SVC_KV cannot be opened (${reason.replace(/\?\S*/g, "?…")})`,
-    );
-  }
-}
-
-/** The connectors of the four provider types. */
-function createConnectors(
-  deps: { httpClient?: Deno.HttpClient; logger: Logger },
-): Record<ProviderType, ProviderConnector> {
-  const unavailable = new UnavailableConnector();
-  return {
-    external_engine: new ExternalEngineConnector({ httpClient: deps.httpClient, logger: deps.logger }),
-    vendor1_realtime: unavailable,
-    vendor2: unavailable,
-    vendor3: unavailable,
-  };
-}
-
 /** Assembles (and, by default, starts) one service process. */
 export async function compose(config: Config, o: ComposeOptions = {}): Promise<Service> {
   const logger = o.logger ?? createLogger({ level: config.logLevel });
@@ -243,7 +212,10 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     let worker: SessionWorker | null = null;
     if (runsSessions) {
       runtime = new SessionRuntime({
-        connectors: { ...createConnectors({ httpClient, logger }), ...o.connectors },
+        connectors: {
+          ...createConnectors({ config, logger, clock, caCerts: engineCa, httpClient }),
+          ...o.connectors,
+        },
         logger,
         media: o.mediaFactory ?? media?.factory,
         clock,

@@ -36,9 +36,15 @@ export async function getSession(
   return await kvOp(async () => (await kv.get<SessionRecord>(sessionKey(projectId, sessionId))).value);
 }
 
-/** Why {@link insertSession} refused. */
-export class PlacementFullError extends Error {
+/**
+ * {@link insertSession} refused: the owner is at its capacity (the caller places the session elsewhere; if
+ * it escapes, it answers 503 SVC_RENDER_CAPACITY).
+ */
+export class PlacementFullError extends ApiError {
   override name = "PlacementFullError";
+  constructor() {
+    super("SVC_RENDER_CAPACITY");
+  }
 }
 
 /**
@@ -74,7 +80,7 @@ export async function insertSession(
           );
         }
         if (ownerCapacity !== undefined && (load.value ?? 0) >= ownerCapacity) {
-          throw new PlacementFullError("the worker is at capacity");
+          throw new PlacementFullError();
         }
         const op = kv.atomic()
           .check(counter)

@@ -49,4 +49,9 @@ export interface SessionRecord {
    * its next reconcile tick.
    */
   end_request?: EndRequest | null;
+  /**
+   * Set with the final status when an API end was answered 503 (storage was out) after its teardown had
+   * happened: until then, a retried end answers 200 with this end instead of 409 (see `end_answer.ts`).
+   */
+  end_unanswered_until?: number | null;
 }

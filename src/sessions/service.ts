@@ -31,6 +31,7 @@ import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "..
 import type { EndReason } from "./end_reasons.ts";
 import type { SessionRecord } from "./record.ts";
 import { isEnded } from "./state.ts";
+import { claimUnansweredEnd } from "./end_answer.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
 
@@ -94,7 +95,7 @@ export interface MintedToken {
 export interface SessionServiceDeps {
   kv: Deno.Kv;
   clock: Clock;
-  config: Pick<Config, "maxConcurrentSessions" | "webhooks">;
+  config: Pick<Config, "maxConcurrentSessions" | "webhooks" | "vendors">;
   /** Where sessions run. */
   host: SessionHost;
   tokens: TokenService;
@@ -136,7 +137,10 @@ export class SessionService {
     idempotencyKey: string | undefined,
   ): Promise<{ session: CreatedSession; replayed: boolean }> {
     const { kv, clock, config, tokens, host } = this.deps;
-    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config);
+    const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config, {
+      vendors: config.vendors,
+      now: clock.now(),
+    });
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
     const transport = resolveTransport(input.transport, this.deps.sfuConfigured ?? false);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
@@ -240,7 +244,12 @@ export class SessionService {
   async end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
     const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
-    if (isEnded(rec.status)) throw new ApiError("SVC_SESSION_ENDED");
+    if (isEnded(rec.status)) {
+      // The retry of an end answered 503 while its record could not be written gets that end.
+      const answer = await claimUnansweredEnd(this.deps.kv, rec, this.deps.clock.now());
+      if (answer) return answer;
+      throw new ApiError("SVC_SESSION_ENDED");
+    }
     // `ending` goes to the owner too: a retried end whose teardown is done completes there.
     if (rec.status !== "active" && rec.status !== "ending") {
       throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);

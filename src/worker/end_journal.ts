@@ -82,6 +82,14 @@ export class EndJournal {
     return await this.#wait(entry, waitMs);
   }
 
+  /** Changes fields of a pending transition; false when it is no longer pending (it landed). */
+  amend(sessionId: string, patch: Partial<SessionRecord>): boolean {
+    const entry = this.#pending.get(sessionId);
+    if (!entry) return false;
+    entry.end = { ...entry.end, patch: { ...entry.end.patch, ...patch } };
+    return true;
+  }
+
   /** Tries the pending transition of a session now; resolves with the outcome if it landed. */
   async retry(sessionId: string): Promise<TransitionResult | null> {
     const entry = this.#pending.get(sessionId);
@@ -108,14 +116,15 @@ export class EndJournal {
 
   async #wait(entry: Entry, waitMs: number): Promise<TransitionResult> {
     if (waitMs === Infinity) return await entry.landed.promise;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ApiError("SVC_SESSION_STATE_UNAVAILABLE")), waitMs);
-    });
+    const stop = new AbortController();
+    const timeout = this.deps.clock.sleep(waitMs, stop.signal).then(
+      () => Promise.reject(new ApiError("SVC_SESSION_STATE_UNAVAILABLE")),
+      () => new Promise<never>(() => {}),
+    );
     try {
       return await Promise.race([entry.landed.promise, timeout]);
     } finally {
-      clearTimeout(timer);
+      stop.abort();
     }
   }
 
@@ -161,13 +170,9 @@ export class EndJournal {
       const max = this.deps.maxDelayMs ?? 5000;
       let warned = false;
       while (this.#pending.size && !this.#stopped) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, delay);
-          this.#wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
+        const nap = new AbortController();
+        this.#wake = () => nap.abort();
+        await this.deps.clock.sleep(delay, nap.signal).catch(() => {});
         this.#wake = null;
         if (this.#stopped) break;
         for (const entry of [...this.#pending.values()]) await this.#attempt(entry);

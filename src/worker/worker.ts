@@ -27,13 +27,13 @@ import { durationS } from "../sessions/events.ts";
 import { LifetimeMonitor } from "../sessions/lifetime.ts";
 import type { SessionRecord } from "../sessions/record.ts";
 import { isEnded, type SessionStatus } from "../sessions/state.ts";
-import { EndJournal, type EndJournalOptions } from "./end_journal.ts";
+import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journal.ts";
+import { claimUnansweredEnd, endAnswer, UNANSWERED_END_TTL_MS } from "../sessions/end_answer.ts";
+import type { TransitionResult } from "../kv/sessions.ts";
 import { kvOp } from "../kv/guard.ts";
 
 /** How long an end answer waits for storage before answering 503 (the end is recorded later anyway). */
 export const END_RECORD_WAIT_MS = 2500;
-/** How long an undelivered end answer is kept for the caller's retry. */
-const UNANSWERED_TTL_MS = 15 * 60_000;
 
 /** Dependencies of a worker. */
 export interface SessionWorkerDeps {
@@ -69,8 +69,6 @@ export class SessionWorker {
   readonly #starting = new Map<string, Starting>();
   /** Ends under way, one per session: every caller waits for the same one. */
   readonly #stopping = new Map<string, Promise<EndedSession | null>>();
-  /** End answers whose caller got 503 because storage was out; a retried end answers with them. */
-  readonly #unanswered = new Map<string, { answer: EndedSession; until: number }>();
 
   constructor(readonly deps: SessionWorkerDeps) {
     this.journal = new EndJournal({ kv: deps.kv, clock: deps.clock, logger: deps.logger, ...deps.journal });
@@ -208,20 +206,19 @@ export class SessionWorker {
     const { kv, clock, runtime } = this.deps;
     // A session ending by itself right now answers with that end (409 SVC_SESSION_ENDED), not a second one.
     await runtime.selfEndSettled(sessionId);
-    this.#expireUnanswered();
-    if (this.journal.pending(sessionId)) await this.journal.retry(sessionId);
+    const pending = this.journal.pending(sessionId);
+    if (pending && pending.to !== "failed") {
+      // Its teardown is done, its record not yet written (storage was out): complete it now, answering
+      // this call (503 again while storage is still out).
+      this.journal.amend(sessionId, { end_unanswered_until: null });
+      const landed = await this.#landAnswering(sessionId, pending);
+      if (landed.ok) return endAnswer(landed.record!, options.reason);
+    }
     const rec = await getSession(kv, projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
-    const unanswered = this.#unanswered.get(sessionId);
-    if (unanswered && isEnded(rec.status)) {
-      this.#unanswered.delete(sessionId);
-      return unanswered.answer;
-    }
-    if (rec.status === "ending" && this.journal.pending(sessionId)) {
-      // Its teardown is done: complete it (503 again while storage is still out).
-      const landed = await this.journal.record(this.journal.pending(sessionId)!, this.#endWait());
-      this.#unanswered.delete(sessionId);
-      return answerFrom(landed.record!, options.reason);
+    if (isEnded(rec.status)) {
+      const answer = await claimUnansweredEnd(kv, rec, clock.now());
+      if (answer) return answer;
     }
     if (rec.status !== "active") throw notActive(rec);
     // Being torn down already (a lifetime limit, a concurrent end): not active any more.
@@ -309,7 +306,7 @@ export class SessionWorker {
         ...(outcome.warning ? { warning: outcome.warning } : {}),
         end_reason: reason,
       };
-      const pending = this.journal.record({
+      const end: PendingEnd = {
         projectId: rec.project_id,
         sessionId,
         from,
@@ -320,21 +317,16 @@ export class SessionWorker {
           chunks_rendered: outcome.chunksRendered,
           end_reason: reason,
         },
-      }, this.#endWait());
-      try {
-        const landed = await pending;
-        if (!landed.ok) {
-          // Ended some other way meanwhile (e.g. the owner was presumed lost): that end stands.
-          if (options.answer) throw notActive(landed.record);
-          return null;
-        }
-        return { ...answer, duration_s: durationS(landed.record!.started_at, endedAt) };
-      } catch (err) {
-        if (err instanceof ApiError && err.code === "SVC_SESSION_STATE_UNAVAILABLE" && options.answer) {
-          this.#unanswered.set(sessionId, { answer, until: clock.now() + UNANSWERED_TTL_MS });
-        }
-        throw err;
+      };
+      const landed = options.answer
+        ? await this.#landAnswering(sessionId, end)
+        : await this.journal.record(end, this.#endWait());
+      if (!landed.ok) {
+        // Ended some other way meanwhile (e.g. the owner was presumed lost): that end stands.
+        if (options.answer) throw notActive(landed.record);
+        return null;
       }
+      return { ...answer, duration_s: durationS(landed.record!.started_at, endedAt) };
     })();
     this.#stopping.set(sessionId, stop);
     stop.catch(() => {}).finally(() => this.#stopping.delete(sessionId));
@@ -345,9 +337,24 @@ export class SessionWorker {
     return this.deps.endRecordWaitMs ?? END_RECORD_WAIT_MS;
   }
 
-  #expireUnanswered(): void {
-    const now = this.deps.clock.now();
-    for (const [id, u] of this.#unanswered) if (u.until < now) this.#unanswered.delete(id);
+  /**
+   * Records the end of an API end call, which is waiting for the answer. When storage does not take it in
+   * time, the call answers 503 and the record is marked so that a retried end (on any API process)
+   * answers 200 with this end once it has landed (see `end_answer.ts`).
+   */
+  async #landAnswering(sessionId: string, end: PendingEnd): Promise<TransitionResult> {
+    try {
+      return await this.journal.record(end, this.#endWait());
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.code !== "SVC_SESSION_STATE_UNAVAILABLE") throw err;
+      if (
+        this.journal.amend(sessionId, { end_unanswered_until: this.deps.clock.now() + UNANSWERED_END_TTL_MS })
+      ) {
+        throw err;
+      }
+      // It landed just now.
+      return await this.journal.record(end, this.#endWait());
+    }
   }
 
   /** Ends every session this worker runs, gracefully within `timeoutMs` (service shutdown). */
@@ -511,18 +518,4 @@ export function notActive(rec: Pick<SessionRecord, "status"> | null): ApiError {
   if (!rec) return new ApiError("SVC_SESSION_NOT_FOUND");
   if (isEnded(rec.status)) return new ApiError("SVC_SESSION_ENDED");
   return new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
-}
-
-/** The end answer from a final record. */
-export function answerFrom(rec: SessionRecord, fallbackReason: EndReason): EndedSession {
-  const endedAt = rec.ended_at ?? rec.created_at;
-  return {
-    session_id: rec.session_id,
-    status: rec.status,
-    ended_at: endedAt,
-    chunks_rendered: rec.chunks_rendered,
-    duration_s: durationS(rec.started_at, endedAt),
-    ...(rec.warning ? { warning: rec.warning } : {}),
-    end_reason: rec.end_reason ?? fallbackReason,
-  };
 }

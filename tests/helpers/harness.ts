@@ -55,6 +55,10 @@ export interface HarnessOptions {
   lifecycle?: boolean;
   /** A media plane: its factory runs session media and its WebSocket route is served. */
   mediaPlane?: MediaPlane;
+  /** How long an end answer waits for storage before answering 503 (default 2.5 s). */
+  endRecordWaitMs?: number;
+  /** Retry settings of the worker's end journal. */
+  journal?: { firstDelayMs?: number; maxDelayMs?: number };
 }
 
 /** A JSON response. */
@@ -139,6 +143,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     teardownTimeoutMs: options.teardownTimeoutMs,
     remoteEndMarginMs: options.remoteEndMarginMs,
     idempotencyWaitMs: options.idempotencyWaitMs,
+    endRecordWaitMs: options.endRecordWaitMs,
+    journal: options.journal,
   });
   const { app, tokens } = service;
   const runtime = service.runtime!;
