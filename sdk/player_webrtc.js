@@ -272,7 +272,10 @@ export function createWebRtcPlayer(options) {
     }
     if (++failures > maxReconnects) {
       teardown();
-      setState({ state: "failed", reason: `gave up after ${maxReconnects} reconnection attempts (${code} ${reason})` });
+      setState({
+        state: "failed",
+        reason: `gave up after ${maxReconnects} reconnection attempts (${code} ${reason})`,
+      });
       return;
     }
     setState({ state: "reconnecting", closeCode: code, reason });
@@ -290,7 +293,10 @@ export function createWebRtcPlayer(options) {
       }
     } else if (code === 4401) {
       teardown();
-      setState({ state: "failed", reason: "the session token expired and no refreshToken callback was given" });
+      setState({
+        state: "failed",
+        reason: "the session token expired and no refreshToken callback was given",
+      });
       return;
     }
     if (closed) return;
@@ -316,7 +322,9 @@ export function createWebRtcPlayer(options) {
       }
       if (publisher) {
         let sent = 0;
-        for (const s of (await publisher.getStats()).values()) if (s.type === "outbound-rtp") sent += s.packetsSent ?? 0;
+        for (const s of (await publisher.getStats()).values()) {
+          if (s.type === "outbound-rtp") sent += s.packetsSent ?? 0;
+        }
         counters.micFramesSent = micBefore + sent;
       }
     } catch { /* a PeerConnection closed meanwhile */ }
@@ -356,7 +364,7 @@ export function createWebRtcPlayer(options) {
         reconnects,
       };
     },
-    setMicrophone: async (on) => {
+    setMicrophone: async (/** @type {boolean} */ on) => {
       micWanted = on;
       if (on) await publish();
       else unpublish();

@@ -30,7 +30,8 @@ export interface DemoDeps {
   call(request: Request): Promise<Response>;
 }
 
-const PLAYER_URL = new URL("../../sdk/player.js", import.meta.url);
+/** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js`). */
+const PLAYER_FILES = ["player.js", "player_webrtc.js"];
 
 /**
  * The vendor engines the page offers, with the fields it takes for each: browser-safe, short-lived
@@ -65,13 +66,19 @@ function providerOf(
   };
 }
 
-/** Registers `/sdk/player.js` (always) and the demo page with its backend (when `demo` is given). */
+/**
+ * Registers `/sdk/player.js` and `/sdk/player_webrtc.js` (always) and the demo page with its backend (when
+ * `demo` is given).
+ */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {
-  app.get("/sdk/player.js", async (c) =>
-    c.body(await Deno.readFile(PLAYER_URL), 200, {
-      "content-type": "text/javascript; charset=utf-8",
-      "cache-control": "no-cache",
-    }));
+  for (const file of PLAYER_FILES) {
+    const url = new URL(`../../sdk/${file}`, import.meta.url);
+    app.get(`/sdk/${file}`, async (c) =>
+      c.body(await Deno.readFile(url), 200, {
+        "content-type": "text/javascript; charset=utf-8",
+        "cache-control": "no-cache",
+      }));
+  }
   if (!demo) return;
 
   const api = async (method: string, path: string, body?: unknown) => {

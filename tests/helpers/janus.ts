@@ -86,6 +86,8 @@ export interface JanusProcess {
 export interface JanusOptions {
   /** The secret (default: random). */
   secret?: string;
+  /** The plugins' `admin_key` (default: the secret). */
+  adminKey?: string;
   /** Janus's ICE address (default: {@link hostAddress}). */
   iceAddress?: string;
   /** Streaming plugin RTP ports (ingest of mountpoints created with port 0); default 40 ports. */
@@ -101,6 +103,7 @@ export async function startJanus(options: JanusOptions = {}): Promise<JanusProce
   const iceAddress = options.iceAddress ?? hostAddress();
   if (!iceAddress) throw new Error("Janus needs a non-loopback IPv4 address on this host for its ICE");
   const secret = options.secret ?? crypto.randomUUID().replaceAll("-", "");
+  const adminKey = options.adminKey ?? secret;
   const dir = await Deno.makeTempDir({ prefix: "janus-" });
   const wsPort = freeTcpPort();
   const ice = await freeUdpRange(options.icePorts ?? 40, [iceAddress]);
@@ -133,12 +136,12 @@ events: { broadcast = false }
       `general: { json = "plain"  ws = true  ws_port = ${wsPort}  ws_ip = "127.0.0.1"  wss = false }
 admin: { admin_ws = false  admin_wss = false }
 `,
-    "janus.plugin.streaming.jcfg": `general: { admin_key = "${secret}"  rtp_port_range = "${ingest[0]}-${
+    "janus.plugin.streaming.jcfg": `general: { admin_key = "${adminKey}"  rtp_port_range = "${ingest[0]}-${
       ingest[1]
     }"  events = false  string_ids = false }
 `,
     "janus.plugin.videoroom.jcfg":
-      `general: { admin_key = "${secret}"  lock_rtp_forward = true  events = false  string_ids = false }
+      `general: { admin_key = "${adminKey}"  lock_rtp_forward = true  events = false  string_ids = false }
 `,
   };
   for (const [name, text] of Object.entries(files)) await Deno.writeTextFile(`${dir}/${name}`, text);
