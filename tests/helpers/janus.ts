@@ -290,6 +290,7 @@ export async function startTurn(
       `pidfile=${dir}/turnserver.pid`,
       `log-file=${dir}/turn.log`,
       "simple-log",
+      "verbose",
       "",
     ].join("\n"),
   );
@@ -306,16 +307,16 @@ export async function startTurn(
     await child.status;
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
-  // Ready when its log says it listens (coturn logs the listener set-up at start).
+  // Ready when it answers a STUN Binding request on its port.
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const log = await Deno.readTextFile(`${dir}/turn.log`).catch(() => "");
-    if (/Total UDP servers|IPv4\. UDP listener opened/.test(log)) break;
+    if (await stunAnswers("127.0.0.1", port)) break;
     const status = await Promise.race([
       child.status,
       new Promise<null>((r) => setTimeout(() => r(null), 100)),
     ]);
     if (status || Date.now() > deadline) {
+      const log = await Deno.readTextFile(`${dir}/turn.log`).catch(() => "");
       await stop();
       throw new Error(
         `coturn did not start (${status ? `exit ${status.code}` : "timeout"}):\n${log.slice(-2000)}`,
@@ -333,4 +334,30 @@ export async function startTurn(
       await stop();
     },
   };
+}
+
+/** Whether a STUN server answers a Binding request at `host:port` within a second. */
+async function stunAnswers(host: string, port: number): Promise<boolean> {
+  const s = dgram.createSocket("udp4");
+  const request = new Uint8Array(20);
+  const dv = new DataView(request.buffer);
+  dv.setUint16(0, 0x0001); // Binding request, no attributes
+  dv.setUint32(4, 0x2112a442); // magic cookie
+  crypto.getRandomValues(request.subarray(8));
+  try {
+    return await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 1000);
+      s.on("message", (msg: Uint8Array) => {
+        clearTimeout(timer);
+        resolve(msg.length >= 20 && msg[0] === 0x01 && msg[1] === 0x01); // Binding success
+      });
+      s.on("error", () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+      s.send(request, port, host);
+    });
+  } finally {
+    await new Promise<void>((r) => s.close(() => r()));
+  }
 }

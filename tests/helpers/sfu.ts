@@ -46,6 +46,8 @@ export interface SfuOptions {
   sfu?: Partial<SfuConfig>;
   /** Janus fixture options. */
   janus?: Parameters<typeof startJanus>[0];
+  /** Run the lifecycle machinery (lifetimes, leases) as a service does. */
+  lifecycle?: boolean;
 }
 
 /** Runs `fn` with Janus, an SFU-enabled media plane and a served harness; stops everything afterwards. */
@@ -74,7 +76,12 @@ export async function withSfu(
       renderer: await smallRenderer(),
     });
     const fake = new FakeConnector();
-    h = await createHarness({ mediaPlane: plane, connectors: { external_engine: fake }, env: options.env });
+    h = await createHarness({
+      mediaPlane: plane,
+      connectors: { external_engine: fake },
+      env: options.env,
+      lifecycle: options.lifecycle,
+    });
     const base = h.serve();
     plane.setPublicUrl(base);
     const key = await h.key("proj_sfu");

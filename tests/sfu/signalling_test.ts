@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
+import { getSession } from "../../src/kv/sessions.ts";
 import { JanusConnection } from "../../src/media/transports/webrtc_sfu/janus.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { freeTcpPort } from "../helpers/janus.ts";
@@ -221,7 +222,7 @@ Deno.test("sfu: Janus gone for good ends the session ended_with_warnings with en
     assert.equal(c.closeReason, "media_failed");
     assert.deepEqual(c.of("ended").map((m) => m.reason), ["sfu_unreachable"]);
     await until(
-      async () => (await h.req("GET", `/v1/sessions/${s.session_id}`, { key })).body.status !== "active",
+      async () => /^ended/.test((await getSession(h.kv, "proj_sfu", s.session_id))?.status ?? ""),
       20_000,
       "the session to end",
     );
@@ -233,4 +234,25 @@ Deno.test("sfu: Janus gone for good ends the session ended_with_warnings with en
     assert.equal(end.body.code, "SVC_SESSION_ENDED");
     await until(() => plane.active === 0, 10_000, "the render slot to be freed");
   }, { sfu: { recoveryTimeoutMs: 1500 } });
+});
+
+Deno.test("sfu: a session nobody subscribes to ends no_client_joined after the join window, like an fMP4 one", async () => {
+  await withSfu(async ({ h, key, create, janus }) => {
+    const s = await create();
+    // A signalling socket alone is not a client: only a subscriber whose PeerConnection is up counts.
+    const c = new SignalRecorder(s.stream_metadata.sfu_endpoint, s.stream_metadata.session_token);
+    await until(() => c.of("offer").length === 1, 20_000, "the offer");
+    assert.equal(h.runtime.clientCount(s.session_id), 0);
+    await until(
+      async () => /^ended/.test((await getSession(h.kv, "proj_sfu", s.session_id))?.status ?? ""),
+      30_000,
+      "the join window to pass",
+    );
+    const got = await h.req("GET", `/v1/sessions/${s.session_id}`, { key });
+    assert.equal(got.body.end_reason, "no_client_joined");
+    assert.equal(got.body.status, "ended");
+    await c.closed;
+    assert.equal(c.closeCode, 1000);
+    assert.deepEqual(await mountpoints(janus.url, janus.secret), [], "its mountpoint is gone");
+  }, { lifecycle: true, env: { SVC_SESSION_JOIN_WINDOW_S: "5" } });
 });

@@ -1,7 +1,8 @@
 /**
  * `stream_metadata.ice_servers` of a `webrtc_sfu` session: the configured STUN URLs as they are, and the
  * TURN URLs with time-limited credentials in coturn's `use-auth-secret` scheme (the "TURN REST API"):
- * `username = "<expiry unix s>:<session id>"`, `credential = base64(HMAC-SHA1(static-auth-secret, username))`.
+ * `username = "<expiry unix s>:<session id>"` (the id's own colons made dashes, so the expiry is the only
+ * field before a colon), `credential = base64(HMAC-SHA1(static-auth-secret, username))`.
  * coturn recomputes the credential from its shared secret and refuses it once the expiry has passed, so
  * the service stores nothing and a leaked credential dies with the client token it was minted with.
  *
@@ -15,7 +16,7 @@ export async function turnCredential(
   id: string,
   expiresAtMs: number,
 ): Promise<{ username: string; credential: string }> {
-  const username = `${Math.floor(expiresAtMs / 1000)}:${id}`;
+  const username = `${Math.floor(expiresAtMs / 1000)}:${id.replaceAll(":", "-")}`;
   const key = await crypto.subtle.importKey(
     "raw",
     new TextEncoder().encode(secret),
