@@ -19,7 +19,7 @@ import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import { type SignalSocket, WebRtcSfuTransport } from "../../media/transports/webrtc_sfu/transport.ts";
 import type { AppEnv } from "../env.ts";
-import { TOKEN_SUBPROTOCOL_PREFIX } from "./media.ts";
+import { isWebSocketHandshake, TOKEN_SUBPROTOCOL_PREFIX } from "./media.ts";
 
 /** The SFU signalling WebSocket's subprotocol. */
 export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
@@ -37,10 +37,10 @@ export interface SfuRouteDeps {
 /** Registers the SFU signalling WebSocket route. */
 export function registerSfuRoutes(app: OpenAPIHono<AppEnv>, deps: SfuRouteDeps): void {
   app.get("/sfu/v0/sessions/:session_id", async (c) => {
-    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+    if (!isWebSocketHandshake(c.req.raw)) {
       throw new ApiError(
         "SVC_INVALID_REQUEST",
-        "This is the SFU signalling WebSocket: connect with a WebSocket client (see docs/media-plane.md).",
+        "This is the SFU signalling WebSocket: connect with a WebSocket client (see RFC 6455 and docs/media-plane.md).",
       );
     }
     const sessionId = c.req.param("session_id");
