@@ -48,6 +48,8 @@ export interface WebRtcBenchResults {
   webrtc_sfu: TransportResults;
   capacity_one_core_webrtc_sfu: {
     sustained_sessions: number;
+    /** Whether a limit was found (false: every step of the ramp passed, the capacity is higher). */
+    limit_reached: boolean;
     steps: Record<string, number>[];
   };
 }
@@ -377,6 +379,7 @@ async function measureCapacity(
   const step = o.step ?? 5;
   const steps: Record<string, number>[] = [];
   let sustained = 0;
+  let limited = false;
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${svc.url}/docs/errors`);
@@ -428,13 +431,16 @@ async function measureCapacity(
       await Promise.all(talking);
       const ok = worst >= 0.98 && lost === 0 && service + sfu < 0.97;
       if (ok) sustained = n;
-      if (!ok) break;
+      if (!ok) {
+        limited = true;
+        break;
+      }
       await sleep(1500);
     }
   } finally {
     await context.close();
   }
-  return { sustained_sessions: sustained, steps };
+  return { sustained_sessions: sustained, limit_reached: limited, steps };
 }
 
 /** Runs the WebRTC bench (Janus, the service process, the bench engine and Chromium); stops them all. */
@@ -491,7 +497,11 @@ export function webrtcTable(r: WebRtcBenchResults): string {
       }% | ${r1(s.cpu_core_share_janus * 100)}% | ${s.cpu_per_session_pct}% |`
     ),
     "",
-    `sustained on one core (service, encoders and Janus): ${r.capacity_one_core_webrtc_sfu.sustained_sessions} sessions`,
+    `sustained on one core (service, encoders and Janus): ${
+      r.capacity_one_core_webrtc_sfu.limit_reached ? "" : "at least "
+    }${r.capacity_one_core_webrtc_sfu.sustained_sessions} sessions${
+      r.capacity_one_core_webrtc_sfu.limit_reached ? "" : " (every step of the ramp passed: raise --max)"
+    }`,
   ];
   return lines.join("\n");
 }
