@@ -98,8 +98,21 @@ export interface JanusOptions {
   readyTimeoutMs?: number;
 }
 
-/** Starts Janus with a generated config (WebSocket API on 127.0.0.1, Streaming + VideoRoom only). */
+/**
+ * Starts Janus with a generated config (WebSocket API on 127.0.0.1, Streaming + VideoRoom only). A port
+ * taken between being found free and Janus binding it (tests run in parallel) costs a retry on new ports.
+ */
 export async function startJanus(options: JanusOptions = {}): Promise<JanusProcess> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startJanusOnce(options);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startJanusOnce(options: JanusOptions): Promise<JanusProcess> {
   const iceAddress = options.iceAddress ?? hostAddress();
   if (!iceAddress) throw new Error("Janus needs a non-loopback IPv4 address on this host for its ICE");
   const secret = options.secret ?? crypto.randomUUID().replaceAll("-", "");
@@ -308,7 +321,7 @@ export async function startTurn(
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
   // Ready when it answers a STUN Binding request on its port.
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + readyTimeoutMs;
   for (;;) {
     if (await stunAnswers("127.0.0.1", port)) break;
     const status = await Promise.race([
