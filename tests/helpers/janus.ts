@@ -272,9 +272,25 @@ export interface TurnProcess {
   stop(): Promise<void>;
 }
 
-/** Starts coturn as a TURN server on 127.0.0.1 with the REST-API secret scheme (`use-auth-secret`). */
+/**
+ * Starts coturn as a TURN server on 127.0.0.1 with the REST-API secret scheme (`use-auth-secret`); retries on
+ * new ports when it does not answer (a port taken meanwhile by a parallel test).
+ */
 export async function startTurn(
   options: { secret?: string; relayAddress?: string } = {},
+): Promise<TurnProcess> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startTurnOnce(options, attempt < 3 ? 15_000 : 30_000);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startTurnOnce(
+  options: { secret?: string; relayAddress?: string },
+  readyTimeoutMs: number,
 ): Promise<TurnProcess> {
   const relay = options.relayAddress ?? hostAddress();
   if (!relay) throw new Error("coturn needs a non-loopback IPv4 address on this host to relay from");
