@@ -291,7 +291,10 @@ Deno.test("sfu browser: an expired session token is refreshed through refreshTok
       assert.ok(states.includes("reconnecting"), states.join(" → "));
       const stats = await page.evaluate(`globalThis.player.stats()`) as { reconnects: number };
       assert.ok(stats.reconnects >= 1);
+      assert.equal(h.runtime.clientCount(s.session_id), 1);
     });
+    // The browser is gone: the session has no client any more (the idle timeout runs from here).
+    await until(() => h.runtime.clientCount(s.session_id) === 0, 20_000, "the subscriber to leave");
     const got = await h.req("GET", `/v1/sessions/${s.session_id}`, { key });
     assert.equal(got.body.status, "active");
     assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
