@@ -256,3 +256,26 @@ Deno.test("sfu: a session nobody subscribes to ends no_client_joined after the j
     assert.deepEqual(await mountpoints(janus.url, janus.secret), [], "its mountpoint is gone");
   }, { lifecycle: true, env: { SVC_SESSION_JOIN_WINDOW_S: "5" } });
 });
+
+Deno.test("sfu: a Janus that hangs (its socket open, nothing answering) is given up on: the session ends sfu_failed", async () => {
+  await withSfu(async ({ h, create, janus }) => {
+    const s = await create();
+    const c = new SignalRecorder(s.stream_metadata.sfu_endpoint, s.stream_metadata.session_token);
+    await until(() => c.of("offer").length === 1, 20_000, "the offer");
+    Deno.kill(janus.pid, "SIGSTOP");
+    try {
+      await c.closed.then(() => {}, () => {});
+      await until(
+        async () => /^ended/.test((await getSession(h.kv, "proj_sfu", s.session_id))?.status ?? ""),
+        30_000,
+        "the session to end",
+      );
+      const rec = await getSession(h.kv, "proj_sfu", s.session_id);
+      assert.equal(rec?.status, "ended_with_warnings");
+      assert.equal(rec?.end_reason, "sfu_failed");
+      assert.equal(c.closeCode, 1011);
+    } finally {
+      Deno.kill(janus.pid, "SIGCONT");
+    }
+  }, { sfu: { recoveryTimeoutMs: 1500 } });
+});

@@ -68,23 +68,30 @@ export class JanusConnection {
   /** Resolves when the connection has closed (for whatever reason). */
   readonly closed: Promise<void>;
 
+  readonly #resolveClosed: () => void;
+
   private constructor(ws: WebSocket, secret: string | null) {
     this.#ws = ws;
     this.#secret = secret;
-    this.closed = new Promise((resolve) => {
-      ws.addEventListener("close", () => {
-        this.#open = false;
-        for (const p of this.#pending.values()) {
-          clearTimeout(p.timer);
-          p.reject(new JanusUnreachableError("the connection to the media server was lost"));
-        }
-        this.#pending.clear();
-        for (const s of this.#sessions.values()) s.dispose();
-        this.#sessions.clear();
-        resolve();
-      }, { once: true });
-    });
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.closed = promise;
+    this.#resolveClosed = resolve;
+    ws.addEventListener("close", () => this.#lost(), { once: true });
     ws.addEventListener("message", (e) => this.#onMessage(e.data));
+  }
+
+  /** The connection is over: pending requests fail, sessions are disposed, `closed` resolves. */
+  #lost(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    for (const p of this.#pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(new JanusUnreachableError("the connection to the media server was lost"));
+    }
+    this.#pending.clear();
+    for (const s of this.#sessions.values()) s.dispose();
+    this.#sessions.clear();
+    this.#resolveClosed();
   }
 
   /** Connects; throws {@link JanusUnreachableError} when Janus does not accept within `timeoutMs`. */
@@ -157,7 +164,18 @@ export class JanusConnection {
   /** Closes the socket (Janus then times its sessions out). */
   async close(): Promise<void> {
     await closeSocket(this.#ws);
-    await this.closed;
+    this.#lost();
+  }
+
+  /**
+   * Gives the connection up at once (Janus is not answering): `closed` resolves now, the socket is closed in
+   * the background (a hung peer may never complete the closing handshake).
+   */
+  drop(): void {
+    this.#lost();
+    try {
+      this.#ws.close();
+    } catch { /* closing already */ }
   }
 
   #onMessage(raw: unknown): void {
@@ -304,11 +322,17 @@ export class JanusHandle {
   }
 }
 
-async function closeSocket(ws: WebSocket): Promise<void> {
+/** Closes a socket and waits for it to close, at most `waitMs` (a hung peer never answers the close). */
+async function closeSocket(ws: WebSocket, waitMs = 3000): Promise<void> {
   if (ws.readyState === WebSocket.CLOSED) return;
-  const closed = new Promise((r) => ws.addEventListener("close", r, { once: true }));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const closed = new Promise<void>((r) => {
+    ws.addEventListener("close", () => r(), { once: true });
+    timer = setTimeout(r, waitMs);
+  });
   try {
     ws.close();
   } catch { /* closing already */ }
   await closed;
+  clearTimeout(timer);
 }

@@ -22,6 +22,12 @@ export interface SfuListener {
 
 /** Delay between reconnection attempts while sessions wait for Janus, ms. */
 const RECONNECT_DELAYS_MS = [250, 500, 1000, 2000];
+/**
+ * How often an open connection is checked, and how long Janus has to answer: a Janus that hangs (its socket
+ * open, nothing answering) is treated as lost.
+ */
+const HEALTH_INTERVAL_MS = 5000;
+const HEALTH_TIMEOUT_MS = 5000;
 
 /** The SFU (Janus) of a worker process. */
 export class JanusSfu {
@@ -31,6 +37,7 @@ export class JanusSfu {
   #retry: ReturnType<typeof setTimeout> | undefined;
   #attempt = 0;
   #closed = false;
+  #health: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     readonly config: SfuConfig,
@@ -84,12 +91,23 @@ export class JanusSfu {
     this.#attempt = 0;
     this.logger.info("sfu connected");
     conn.closed.then(() => this.#onClosed(conn));
+    clearInterval(this.#health);
+    this.#health = setInterval(() => {
+      conn.request({ janus: "info" }, { timeoutMs: HEALTH_TIMEOUT_MS }).catch((err) => {
+        if (err instanceof JanusUnreachableError && conn.open) {
+          this.logger.warn("sfu not answering: dropping the connection");
+          conn.drop();
+        }
+      });
+    }, HEALTH_INTERVAL_MS);
     return conn;
   }
 
   #onClosed(conn: JanusConnection): void {
     if (this.#connection !== conn) return;
     this.#connection = null;
+    clearInterval(this.#health);
+    this.#health = undefined;
     if (this.#closed) return;
     this.logger.warn("sfu connection lost", { sessions: this.#listeners.size });
     for (const l of [...this.#listeners]) l.lost();
@@ -130,6 +148,7 @@ export class JanusSfu {
   /** Closes the connection (process shutdown). */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#health);
     clearTimeout(this.#retry);
     this.#retry = undefined;
     await this.#connecting?.catch(() => {});
