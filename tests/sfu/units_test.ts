@@ -17,7 +17,8 @@ import {
   RTP_MAX_PAYLOAD,
   RtpStream,
 } from "../../src/media/transports/webrtc_sfu/rtp.ts";
-import { audioMid, h264ProfileLevelId } from "../../src/media/transports/webrtc_sfu/transport.ts";
+import { h264ProfileLevelId } from "../../src/media/transports/webrtc_sfu/session_objects.ts";
+import { audioMid } from "../../src/media/transports/webrtc_sfu/transport.ts";
 import { iceServersFor, turnCredential } from "../../src/media/transports/webrtc_sfu/turn.ts";
 import { until } from "../helpers/media.ts";
 

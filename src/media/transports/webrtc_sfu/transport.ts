@@ -1,7 +1,7 @@
 /**
  * The `webrtc_sfu` transport of one session, on Janus:
  *
- * - **Downstream**: one Streaming mountpoint per session (private, with a random pin and secret that never
+ * - **Downstream**: one Streaming mountpoint per session (`session_objects.ts`: private, with a random pin and secret that never
  *   leave the worker). The encoded frames are packetized here as RTP (H.264 packetization mode 1, Opus) and
  *   sent over UDP to the mountpoint's ports; audio is paced to the media clock (sent when due, not ahead),
  *   so audio and video reach the browser in step. Janus keeps the latest keyframe (`bufferkf`) for joiners.
@@ -30,9 +30,16 @@ import type {
   TransportHooks,
   TransportStats,
 } from "../transport.ts";
-import { type JanusConnection, JanusError, type JanusHandle, type JanusSession, type Jsep } from "./janus.ts";
+import { type JanusConnection, JanusError, type JanusHandle, type Jsep } from "./janus.ts";
 import { MicReceiver } from "./mic.ts";
-import { avcCParameterSets, packetizeH264, RtpStream } from "./rtp.ts";
+import { avcCParameterSets, packetizeH264 } from "./rtp.ts";
+import {
+  createSfuObjects,
+  destroySfuObjects,
+  destroyStaleSfuObjects,
+  type SfuObjects,
+  type SfuObjectsSpec,
+} from "./session_objects.ts";
 import { type JanusSfu, sfuError } from "./sfu.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
@@ -41,9 +48,6 @@ const AUDIO_LEAD_MS = 10;
 const MAX_SIGNAL_MESSAGE = 64 * 1024;
 /** Budget for destroying the session's Janus objects at the end, ms. */
 const TEARDOWN_MS = 3000;
-/** RTP payload types of the mountpoint. */
-const VIDEO_PT = 96;
-const AUDIO_PT = 111;
 
 /** The socket side of a signalling client (a WebSocket in production). */
 export interface SignalSocket {
@@ -70,17 +74,6 @@ export interface WebRtcSfuDeps {
   maxClients: number;
   logger: Logger;
   hooks: TransportHooks;
-}
-
-/** The session's Janus objects (recreated after a Janus restart). */
-interface SfuObjects {
-  session: JanusSession;
-  streaming: JanusHandle;
-  videoroom: JanusHandle;
-  mountpoint: { id: number; pin: string; secret: string; videoPort: number; audioPort: number };
-  room: { id: number; pin: string; secret: string };
-  video: RtpStream;
-  audio: RtpStream;
 }
 
 interface Client {
@@ -138,7 +131,7 @@ export class WebRtcSfuTransport implements MediaTransport {
       let t: WebRtcSfuTransport | null = null;
       mic = await MicReceiver.open(config.workerRtpHost, deps.inputSampleRate, (pcm) => t?.upstream(pcm));
       t = new WebRtcSfuTransport(deps, sender, mic);
-      t.#objects = await t.#setup(connection);
+      t.#objects = await createSfuObjects(connection, t.#objectsSpec());
       t.#unsubscribe = deps.sfu.subscribe({ lost: () => t!.#lost(), restored: (c) => t!.#restored(c) });
       return t;
     } catch (err) {
@@ -152,80 +145,14 @@ export class WebRtcSfuTransport implements MediaTransport {
     return this.#upCount;
   }
 
+  #objectsSpec(): SfuObjectsSpec {
+    const { sfu, format, sessionId, maxClients } = this.#d;
+    return { sfu, format, sessionId, publishers: maxClients };
+  }
+
   /** Microphone packets received and PCM bytes sent to the engine (for tests and the bench). */
   micStats(): MicReceiver["stats"] {
     return this.#mic.stats;
-  }
-
-  /** Creates the session's Janus session, mountpoint and room; on failure, undoes what it made. */
-  async #setup(connection: JanusConnection): Promise<SfuObjects> {
-    const { sfu, format, sessionId } = this.#d;
-    const { rtpHost } = sfu.config;
-    const session = await connection.createSession();
-    try {
-      const streaming = await session.attach("janus.plugin.streaming");
-      const videoroom = await session.attach("janus.plugin.videoroom");
-      const mp = { id: randomId(), pin: randomSecret(), secret: randomSecret() };
-      const created = await streaming.request({
-        request: "create",
-        admin_key: sfu.secret,
-        type: "rtp",
-        id: mp.id,
-        name: `avatar-${sessionId.slice(-12)}`,
-        description: "avatar",
-        is_private: true,
-        pin: mp.pin,
-        secret: mp.secret,
-        permanent: false,
-        media: [
-          {
-            type: "video",
-            mid: "v",
-            port: 0,
-            iface: rtpHost,
-            pt: VIDEO_PT,
-            codec: "h264",
-            fmtp: `profile-level-id=${h264ProfileLevelId(format)};packetization-mode=1`,
-            bufferkf: true,
-          },
-          { type: "audio", mid: "a", port: 0, iface: rtpHost, pt: AUDIO_PT, codec: "opus" },
-        ],
-      });
-      const ports = ((created.stream as { ports?: { type: string; port: number }[] })?.ports) ?? [];
-      const videoPort = ports.find((p) => p.type === "video")?.port;
-      const audioPort = ports.find((p) => p.type === "audio")?.port;
-      if (!videoPort || !audioPort) throw new JanusError(0, "the mountpoint has no RTP ports");
-      const room = { id: randomId(), pin: randomSecret(), secret: randomSecret() };
-      try {
-        await videoroom.request({
-          request: "create",
-          admin_key: sfu.secret,
-          room: room.id,
-          description: "microphone",
-          is_private: true,
-          pin: room.pin,
-          secret: room.secret,
-          publishers: this.#d.maxClients,
-          audiocodec: "opus",
-          permanent: false,
-        });
-      } catch (err) {
-        await streaming.request({ request: "destroy", id: mp.id, secret: mp.secret }).catch(() => {});
-        throw err;
-      }
-      return {
-        session,
-        streaming,
-        videoroom,
-        mountpoint: { ...mp, videoPort, audioPort },
-        room,
-        video: new RtpStream(VIDEO_PT),
-        audio: new RtpStream(AUDIO_PT),
-      };
-    } catch (err) {
-      await session.destroy();
-      throw err;
-    }
   }
 
   // ---- downstream ----
@@ -540,8 +467,10 @@ export class WebRtcSfuTransport implements MediaTransport {
     if (this.#closed || this.#objects) return;
     let objects: SfuObjects;
     try {
-      await this.#destroyPrevious(connection);
-      objects = await this.#setup(connection);
+      const previous = this.#previous;
+      this.#previous = null;
+      if (previous) await destroyStaleSfuObjects(connection, previous);
+      objects = await createSfuObjects(connection, this.#objectsSpec());
     } catch (err) {
       if (!connection.open) return; // lost again: the next recovery tries again
       clearTimeout(this.#recoveryTimer);
@@ -558,7 +487,7 @@ export class WebRtcSfuTransport implements MediaTransport {
       return;
     }
     if (this.#closed) {
-      await this.#destroy(objects);
+      await destroySfuObjects(objects);
       return;
     }
     clearTimeout(this.#recoveryTimer);
@@ -569,33 +498,6 @@ export class WebRtcSfuTransport implements MediaTransport {
       this.#run(c, () => this.#subscribe(c));
       if (c.wantsMic) this.#tell(c, JSON.stringify({ type: "republish" }));
     }
-  }
-
-  /** A connection that dropped while Janus kept running leaves the old mountpoint and room: remove them. */
-  async #destroyPrevious(connection: JanusConnection): Promise<void> {
-    const prev = this.#previous;
-    this.#previous = null;
-    if (!prev) return;
-    const session = await connection.createSession();
-    try {
-      const streaming = await session.attach("janus.plugin.streaming");
-      const videoroom = await session.attach("janus.plugin.videoroom");
-      await streaming.request({ request: "destroy", id: prev.mountpoint.id, secret: prev.mountpoint.secret })
-        .catch(() => {});
-      await videoroom.request({ request: "destroy", room: prev.room.id, secret: prev.room.secret }).catch(
-        () => {},
-      );
-    } finally {
-      await session.destroy();
-    }
-  }
-
-  async #destroy(o: SfuObjects): Promise<void> {
-    await Promise.allSettled([
-      o.streaming.request({ request: "destroy", id: o.mountpoint.id, secret: o.mountpoint.secret }),
-      o.videoroom.request({ request: "destroy", room: o.room.id, secret: o.room.secret }),
-    ]);
-    await o.session.destroy();
   }
 
   // ---- end ----
@@ -620,7 +522,7 @@ export class WebRtcSfuTransport implements MediaTransport {
     this.#objects = null;
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
-      o ? this.#destroy(o) : Promise.resolve(),
+      o ? destroySfuObjects(o) : Promise.resolve(),
       new Promise<void>((r) => timer = setTimeout(r, TEARDOWN_MS)),
     ]);
     clearTimeout(timer);
@@ -639,18 +541,6 @@ export class WebRtcSfuTransport implements MediaTransport {
   }
 }
 
-/** A random id for a mountpoint or room (a safe JSON integer). */
-function randomId(): number {
-  const r = crypto.getRandomValues(new Uint32Array(2));
-  return (r[0] & 0x1fffff) * 2 ** 32 + r[1] + 1;
-}
-
-/** A random pin or secret (never leaves the worker). */
-function randomSecret(): string {
-  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(18))))
-    .replace(/[+/=]/g, (c) => ({ "+": "-", "/": "_", "=": "" })[c]!);
-}
-
 /** The `mid` of the first audio section of an SDP (the browser's microphone track). */
 export function audioMid(sdp: string): string | null {
   const sections = sdp.split(/\r?\nm=/);
@@ -660,18 +550,4 @@ export function audioMid(sdp: string): string | null {
     if (m) return m[1].trim();
   }
   return null;
-}
-
-/** The H.264 `profile-level-id` advertised for the mountpoint: constrained baseline at a level for the size. */
-export function h264ProfileLevelId(format: VideoFormat): string {
-  const mbs = Math.ceil(format.width / 16) * Math.ceil(format.height / 16);
-  const rate = mbs * format.fps;
-  const level = mbs <= 1620 && rate <= 40500
-    ? 0x1e
-    : mbs <= 3600 && rate <= 108000
-    ? 0x1f
-    : mbs <= 8192 && rate <= 245760
-    ? 0x28
-    : 0x33;
-  return `42e0${level.toString(16)}`;
 }
