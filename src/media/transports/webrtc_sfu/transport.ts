@@ -1,8 +1,8 @@
 /**
  * The `webrtc_sfu` transport of one session, on Janus:
  *
- * - **Downstream**: one Streaming mountpoint per session (`session_objects.ts`: private, with a random pin and secret that never
- *   leave the worker). The encoded frames are packetized here as RTP (H.264 packetization mode 1, Opus) and
+ * - **Downstream**: one Streaming mountpoint per session (`session_objects.ts`: private, with a random pin
+ *   and secret that never leave the worker). The encoded frames are packetized here as RTP (H.264 packetization mode 1, Opus) and
  *   sent over UDP to the mountpoint's ports; audio is paced to the media clock (sent when due, not ahead),
  *   so audio and video reach the browser in step. Janus keeps the latest keyframe (`bufferkf`) for joiners.
  * - **Upstream**: one VideoRoom room per session (private, random pin). A client publishes its microphone
