@@ -12,6 +12,8 @@
  * 3. Capacity: how many concurrent sessions (default 512×512 at 25 fps, each watched by a client and
  *    talking half of the time) the service sustains on one core, pinned with `taskset` together with its
  *    ffmpeg children, with no dropped frame; CPU and memory per session.
+ * 4. `webrtc_sfu` beside `websocket_fmp4` in Chromium through a real Janus (`bench/webrtc.ts`): connect →
+ *    first frame, engine chunk → browser audio, glass-to-glass frame latency, sessions per core with Janus.
  *
  * The service runs as a child process (`bench/service.ts`) on one core; the bench (engine and clients)
  * runs on the others. Prints a table and writes `bench/results/bench-<time>.json` (git-ignored).
@@ -26,6 +28,7 @@ import { generateEngineTls } from "../engine/mod.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
 import { readSegment } from "../tests/helpers/media.ts";
 import { benchVendors, vendorTable } from "./vendors.ts";
+import { benchWebRtc, webrtcTable } from "./webrtc.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -485,6 +488,9 @@ try {
     steps,
   };
 
+  // ---- 4. webrtc_sfu beside websocket_fmp4 (its own service process and Janus, same core) ----
+  results.webrtc = await benchWebRtc({ tls, dir, quick, core });
+
   // ---- report ----
   const t = results.time_to_first_frame_ms as Record<string, number>;
   const a = results.audio_chunk_to_fragment_ms as {
@@ -511,6 +517,7 @@ try {
     );
   }
   console.log(`\nsustained on one core with no dropped frame: ${sustained} sessions`);
+  console.log(`\n${webrtcTable(results.webrtc as Awaited<ReturnType<typeof benchWebRtc>>)}`);
 } finally {
   (results.facts as Record<string, unknown>).load_average_after = (await Deno.readTextFile("/proc/loadavg"))
     .split(" ")

@@ -5,6 +5,8 @@
  * SIGTERM or when its stdin closes.
  *
  * Environment: as the service (`src/config.ts`); the bench sets `SVC_ENGINE_CA_FILE` to its engine's CA.
+ * `--stamp` renders with {@link stampingReferenceRenderer} (the wall clock in each frame, for glass-to-glass
+ * latency).
  *
  * @module
  */
@@ -12,10 +14,12 @@ import { loadConfigFromEnv } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import { compose } from "../src/app/compose.ts";
+import { stampingReferenceRenderer } from "./stamp.ts";
 
 if (import.meta.main) {
   const config = loadConfigFromEnv();
-  const service = await compose(config, { logger: createLogger({ level: "warn" }) });
+  const renderer = Deno.args.includes("--stamp") ? await stampingReferenceRenderer(config.media) : undefined;
+  const service = await compose(config, { logger: createLogger({ level: "warn" }), media: { renderer } });
   const { plaintext } = await createApiKey(service.kv, {
     projectId: "proj_bench",
     name: "bench",

@@ -1,7 +1,8 @@
 // @ts-check
 // @ts-self-types="./player.d.ts"
 /**
- * The browser player of the avatar session service's media plane (`websocket_fmp4` transport).
+ * The browser player of the avatar session service's media plane: `websocket_fmp4` here, `webrtc_sfu` in
+ * `./player_webrtc.js` (chosen from `streamMetadata`: the caller does not care which transport it got).
  *
  * It connects to a session's media WebSocket with the session's client token, plays the fragmented MP4
  * stream (H.264 + Opus) through Media Source Extensions in a `<video>`, streams the microphone to the
@@ -29,6 +30,8 @@
  *
  * @module
  */
+
+import { createWebRtcPlayer } from "./player_webrtc.js";
 
 /** Subprotocol of the media WebSocket. */
 export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
@@ -59,14 +62,25 @@ const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
  */
 
 /**
+ * @typedef {object} StreamMetadata `stream_metadata` of a create or client-token answer.
+ * @property {string | null} [media_url]
+ * @property {string | null} [sfu_endpoint]
+ * @property {string} [session_token]
+ * @property {{ urls: string | string[]; username?: string; credential?: string }[]} [ice_servers]
+ */
+
+/**
  * @typedef {object} CreatePlayerOptions
  * @property {HTMLVideoElement} video The element to play in.
- * @property {string} mediaUrl `stream_metadata.media_url` of the session.
+ * @property {StreamMetadata} [streamMetadata] The session's `stream_metadata` (either transport); or `mediaUrl`.
+ * @property {string} [mediaUrl] `stream_metadata.media_url` of a `websocket_fmp4` session.
  * @property {string} clientToken `client_token` of the session (valid 5 minutes, needed to connect).
  * @property {(state: PlayerState) => void} [onState] Called on every state change.
  * @property {(line: TranscriptLine) => void} [onTranscript] Called with transcript lines, if the engine sends any.
- * @property {() => Promise<{ clientToken: string; mediaUrl?: string }>} [refreshToken] Returns a fresh client token
- *   (from your backend, which calls `POST /v1/sessions/{id}/client-token`); used to reconnect.
+ * @property {() => Promise<{ clientToken: string; mediaUrl?: string; streamMetadata?: StreamMetadata }>} [refreshToken]
+ *   Returns a fresh client token and `stream_metadata` (from your backend, which calls
+ *   `POST /v1/sessions/{id}/client-token`); used to reconnect.
+ * @property {RTCIceTransportPolicy} [iceTransportPolicy] `webrtc_sfu` only: `"relay"` forces TURN.
  * @property {boolean} [microphone] Stream the microphone (default true).
  * @property {number} [targetLatencyMs] Playback delay behind the live edge to aim for (default 200).
  * @property {number} [maxLatencyMs] Past this delay the player jumps back to the live edge (default 800).
@@ -98,12 +112,13 @@ const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
  * @returns {AvatarPlayer}
  */
 export function createPlayer(options) {
+  if (options.streamMetadata?.sfu_endpoint) return createWebRtcPlayer(options);
   const video = options.video;
   const target = (options.targetLatencyMs ?? 200) / 1000;
   const maxLatency = (options.maxLatencyMs ?? 800) / 1000;
   const maxReconnects = options.maxReconnects ?? 5;
   const started = performance.now();
-  let mediaUrl = options.mediaUrl;
+  let mediaUrl = options.mediaUrl ?? options.streamMetadata?.media_url ?? "";
   let token = options.clientToken;
 
   /** @type {PlayerState} */
@@ -313,7 +328,8 @@ export function createPlayer(options) {
       try {
         const fresh = await options.refreshToken();
         token = fresh.clientToken;
-        if (fresh.mediaUrl) mediaUrl = fresh.mediaUrl;
+        const url = fresh.mediaUrl ?? fresh.streamMetadata?.media_url;
+        if (url) mediaUrl = url;
       } catch (err) {
         fail(`could not refresh the client token: ${err}`);
         return;

@@ -79,6 +79,8 @@ export interface Config {
   };
   /** The media plane (rendering, encoding, the media WebSocket). */
   media: MediaConfig;
+  /** The SFU (Janus) and TURN of the `webrtc_sfu` transport; null when no SFU is configured. */
+  sfu: SfuConfig | null;
   /** Serve the demo page (needs the reference engine and the media plane). */
   demoPage: boolean;
 }
@@ -114,6 +116,26 @@ export interface MediaConfig {
   firstFrameTimeoutMs: number;
   /** Memory for the shared cache of composited frames, bytes. */
   frameCacheBytes: number;
+}
+
+/** Settings of the `webrtc_sfu` transport (see docs/configuration.md, "WebRTC through an SFU"). */
+export interface SfuConfig {
+  /** Janus's WebSocket API as this worker reaches it (`ws://` or `wss://`). */
+  janusUrl: string;
+  /** Janus's `api_secret` and the Streaming/VideoRoom plugins' `admin_key` (null in an `api` process). */
+  adminSecret: string | null;
+  /** Public base of `sfu_endpoint` (the worker's signalling WebSocket); null: `SVC_PUBLIC_URL`. */
+  publicUrl: string | null;
+  /** Address of Janus's RTP ingest (mountpoint ports) as this worker reaches it. */
+  rtpHost: string;
+  /** Address of this worker as Janus reaches it, for the microphone's forwarded RTP. */
+  workerRtpHost: string;
+  /** How long a session waits for a lost Janus to come back before it ends (`sfu_failed`). */
+  recoveryTimeoutMs: number;
+  /** STUN/TURN URLs returned in `stream_metadata.ice_servers`. */
+  iceUrls: string[];
+  /** coturn's `static-auth-secret` (time-limited TURN credentials); null without TURN URLs. */
+  turnSecret: string | null;
 }
 
 /** Raised for an invalid environment; the message is one line and names the variable. */
@@ -232,6 +254,28 @@ const VARIABLES = {
   SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
   SVC_DEMO_PAGE: { schema: bool, default: "true" },
+  SVC_SFU_JANUS_URL: {
+    schema: z.url({ protocol: /^wss?$/, error: "must be a ws:// or wss:// URL (Janus's WebSocket API)" }),
+    default: undefined,
+  },
+  SVC_SFU_ADMIN_SECRET: { schema: z.string().min(16, "must be at least 16 characters"), default: undefined },
+  SVC_SFU_PUBLIC_URL: { schema: httpUrl, default: undefined },
+  SVC_SFU_RTP_HOST: {
+    schema: z.string().regex(/^[\w.:-]+$/, "must be a host name or IP address"),
+    default: undefined,
+  },
+  SVC_SFU_WORKER_RTP_HOST: {
+    schema: z.string().regex(/^[\w.:-]+$/, "must be a host name or IP address"),
+    default: "127.0.0.1",
+  },
+  SVC_SFU_RECOVERY_TIMEOUT_S: { schema: int(1, 600), default: "15" },
+  SVC_TURN_URLS: {
+    schema: z.string().transform((v) => v.split(",").map((u) => u.trim()).filter(Boolean)).pipe(
+      z.array(z.string().regex(/^(stun|stuns|turn|turns):[^\s,]+$/, "must list stun:, turn: or turns: URLs")),
+    ),
+    default: undefined,
+  },
+  SVC_TURN_SECRET: { schema: z.string().min(16, "must be at least 16 characters"), default: undefined },
 } as const;
 
 /** True for https URLs, and http URLs on a loopback host (a worker's internal API carries credentials). */
@@ -380,6 +424,48 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
     },
     demoPage: v.SVC_DEMO_PAGE! && role === "all",
+    sfu: sfuConfig(v, role),
+  };
+}
+
+/** The `webrtc_sfu` settings: null without `SVC_SFU_JANUS_URL`. */
+function sfuConfig(v: Parsed, role: Role): SfuConfig | null {
+  const iceUrls = v.SVC_TURN_URLS ?? [];
+  if (!v.SVC_SFU_JANUS_URL) {
+    for (
+      const name of [
+        "SVC_SFU_ADMIN_SECRET",
+        "SVC_SFU_PUBLIC_URL",
+        "SVC_TURN_URLS",
+        "SVC_TURN_SECRET",
+      ] as const
+    ) {
+      if (v[name] !== undefined) {
+        throw new ConfigError(`invalid configuration: ${name} is set but SVC_SFU_JANUS_URL is not`);
+      }
+    }
+    return null;
+  }
+  if (role !== "api" && !v.SVC_SFU_ADMIN_SECRET) {
+    throw new ConfigError(
+      "invalid configuration: SVC_SFU_ADMIN_SECRET is required with SVC_SFU_JANUS_URL (Janus's api_secret and the plugins' admin_key)",
+    );
+  }
+  if (iceUrls.some((u) => /^turns?:/.test(u)) && !v.SVC_TURN_SECRET) {
+    throw new ConfigError(
+      "invalid configuration: SVC_TURN_SECRET is required when SVC_TURN_URLS lists a turn: URL",
+    );
+  }
+  const janusHost = new URL(v.SVC_SFU_JANUS_URL).hostname.replace(/^\[|\]$/g, "");
+  return {
+    janusUrl: v.SVC_SFU_JANUS_URL,
+    adminSecret: v.SVC_SFU_ADMIN_SECRET ?? null,
+    publicUrl: v.SVC_SFU_PUBLIC_URL ?? null,
+    rtpHost: v.SVC_SFU_RTP_HOST ?? (janusHost === "localhost" ? "127.0.0.1" : janusHost),
+    workerRtpHost: v.SVC_SFU_WORKER_RTP_HOST!,
+    recoveryTimeoutMs: v.SVC_SFU_RECOVERY_TIMEOUT_S! * 1000,
+    iceUrls,
+    turnSecret: v.SVC_TURN_SECRET ?? null,
   };
 }
 

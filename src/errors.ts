@@ -227,20 +227,13 @@ export const ERROR_CATALOG = {
       "The avatar renderer or its encoder (ffmpeg) could not start, or failed before the session's first frame.",
     message: "The avatar renderer failed.",
   },
-  SVC_SFU_CONNECTION_FAILED: {
-    status: 502,
-    retryable: true,
-    retryAfter: 5,
-    spec: true,
-    when: "Reserved for the webrtc_sfu transport, which this deployment does not provide.",
-    message: "The media server connection failed.",
-  },
   SVC_SFU_NEGOTIATION_FAILED: {
     status: 502,
     retryable: true,
     retryAfter: 5,
     spec: true,
-    when: "Reserved for the webrtc_sfu transport, which this deployment does not provide.",
+    when:
+      "transport webrtc_sfu: the SFU (media server) refused to set up the session's mountpoint or microphone room.",
     message: "Media negotiation failed.",
   },
   SVC_PROVIDER_UNAVAILABLE: {
@@ -268,12 +261,22 @@ export const ERROR_CATALOG = {
     when: "Every render slot of the process is in use (SVC_RENDER_CAPACITY concurrent renders).",
     message: "No avatar rendering capacity is available.",
   },
+  SVC_SFU_CONNECTION_FAILED: {
+    status: 503,
+    retryable: true,
+    retryAfter: 5,
+    spec: true,
+    when:
+      "transport webrtc_sfu: the SFU (media server) could not be reached or did not answer while the session was set up.",
+    message: "The media server connection failed.",
+  },
   SVC_SFU_ROOM_FULL: {
     status: 503,
     retryable: true,
     retryAfter: 10,
     spec: true,
-    when: "Reserved for the webrtc_sfu transport, which this deployment does not provide.",
+    when:
+      "transport webrtc_sfu: the SFU (media server) has no capacity left for another session (no free media port).",
     message: "The media room is full.",
   },
   SVC_SFU_NOT_CONFIGURED: {

@@ -27,6 +27,7 @@ import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
+import { registerSfuRoutes } from "./routes/sfu.ts";
 import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
@@ -125,6 +126,9 @@ export function createApp(deps: AppDeps): App {
     registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });
   }
   if (deps.worker?.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
+  if (deps.worker?.media?.sfu) {
+    registerSfuRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
+  }
   if (deps.worker?.auth) {
     registerWorkerRoutes(app, {
       worker: deps.worker.worker,

@@ -163,7 +163,14 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     // First, so that a missing ffmpeg stops start-up before anything is opened.
     const ownsMedia = runsSessions && config.media.enabled && !o.mediaFactory && !o.mediaPlane;
     const media = ownsMedia
-      ? await MediaPlane.create({ config: config.media, publicUrl: config.publicUrl, logger, ...o.media })
+      ? await MediaPlane.create({
+        config: config.media,
+        sfu: config.sfu,
+        publicUrl: config.publicUrl,
+        logger,
+        clock,
+        ...o.media,
+      })
       : runsSessions
       ? o.mediaPlane ?? null
       : null;
@@ -175,6 +182,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       });
     }
 
+    if (media && ownsMedia) cleanup.push(() => media.close());
     const tokens = new TokenService(tokenSecrets(config, o.tokenSecret, logger), clock);
     const kv = o.kv ?? await openKv(config.kv);
     if (!o.kv) cleanup.push(() => kv.close());
@@ -259,6 +267,8 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       logger,
       idempotencyWaitMs: o.idempotencyWaitMs,
       resolve: o.resolve,
+      // An api process never reaches the SFU: SVC_SFU_JANUS_URL tells it the workers have one.
+      sfuConfigured: media ? media.sfuConfigured : role === "api" && config.sfu !== null,
     });
 
     // The demo page's backend holds a demo project's API key, minted now and kept in memory only.

@@ -49,6 +49,12 @@ export const DEMO_PAGE_HTML = `<!doctype html>
     <div id="creds"></div>
     <label for="avatar">Avatar</label><select id="avatar"></select>
     <label for="bg">Background</label><select id="bg"></select>
+    <label for="transport">Transport</label>
+    <select id="transport">
+      <option value="auto" selected>auto (WebRTC when the service has an SFU)</option>
+      <option value="websocket_fmp4">fMP4 over WebSocket</option>
+      <option value="webrtc_sfu">WebRTC through the SFU</option>
+    </select>
     <label><input type="checkbox" id="mic" checked> Use my microphone</label>
     <button id="start" class="primary">Start</button>
     <button id="end" class="danger" disabled>End</button>
@@ -62,8 +68,8 @@ export const DEMO_PAGE_HTML = `<!doctype html>
     <div id="log"></div>
     <p class="note">The reference engine plays back what you say. For a vendor engine, paste the
       short-lived credential your backend minted (see docs/providers.md); it goes to this page's backend for
-      the session's creation only. This page gets only a client token and the media URL back; the API key
-      stays on the server.</p>
+      the session's creation only. This page gets only a client token and the session's stream metadata back;
+      the API key stays on the server.</p>
   </aside>
 </main>
 <script type="module" src="/demo/app.js"></script>
@@ -158,7 +164,9 @@ $("start").addEventListener("click", async () => {
   $("log").textContent = "";
   $("ttff").textContent = "–";
   try {
-    session = await api("POST", "/sessions", { avatar_id: $("avatar").value, bg_id: $("bg").value, ...engineChoice() });
+    session = await api("POST", "/sessions", {
+      avatar_id: $("avatar").value, bg_id: $("bg").value, transport: $("transport").value, ...engineChoice(),
+    });
   } catch (err) {
     $("state").textContent = "could not start: " + err.message;
     $("start").disabled = false;
@@ -166,14 +174,15 @@ $("start").addEventListener("click", async () => {
   }
   $("session").textContent = session.session_id.slice(0, 18) + "…";
   $("end").disabled = false;
+  log("note", "Transport: " + session.transport);
   player = createPlayer({
     video: $("video"),
-    mediaUrl: session.media_url,
+    streamMetadata: session.stream_metadata,
     clientToken: session.client_token,
     microphone: $("mic").checked,
     refreshToken: async () => {
       const t = await api("POST", "/sessions/" + encodeURIComponent(session.session_id) + "/token");
-      return { clientToken: t.client_token, mediaUrl: t.media_url };
+      return { clientToken: t.client_token, streamMetadata: t.stream_metadata };
     },
     onState: setState,
     onTranscript: (line) => { if (line.final) log(line.role, (line.role === "agent" ? "Avatar: " : "You: ") + line.text); },

@@ -30,7 +30,8 @@ export interface DemoDeps {
   call(request: Request): Promise<Response>;
 }
 
-const PLAYER_URL = new URL("../../sdk/player.js", import.meta.url);
+/** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js`). */
+const PLAYER_FILES = ["player.js", "player_webrtc.js"];
 
 /**
  * The vendor engines the page offers, with the fields it takes for each: browser-safe, short-lived
@@ -65,13 +66,19 @@ function providerOf(
   };
 }
 
-/** Registers `/sdk/player.js` (always) and the demo page with its backend (when `demo` is given). */
+/**
+ * Registers `/sdk/player.js` and `/sdk/player_webrtc.js` (always) and the demo page with its backend (when
+ * `demo` is given).
+ */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {
-  app.get("/sdk/player.js", async (c) =>
-    c.body(await Deno.readFile(PLAYER_URL), 200, {
-      "content-type": "text/javascript; charset=utf-8",
-      "cache-control": "no-cache",
-    }));
+  for (const file of PLAYER_FILES) {
+    const url = new URL(`../../sdk/${file}`, import.meta.url);
+    app.get(`/sdk/${file}`, async (c) =>
+      c.body(await Deno.readFile(url), 200, {
+        "content-type": "text/javascript; charset=utf-8",
+        "cache-control": "no-cache",
+      }));
+  }
   if (!demo) return;
 
   const api = async (method: string, path: string, body?: unknown) => {
@@ -108,13 +115,18 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
     const avatar_config: Record<string, string> = {};
     if (choice.avatar_id) avatar_config.avatar_id = choice.avatar_id;
     if (choice.bg_id) avatar_config.bg_id = choice.bg_id;
-    const body = ok(await api("POST", "/v1/sessions", { ...providerOf(choice, demo.engine), avatar_config }));
+    const transport = choice.transport ? { transport: choice.transport } : {};
+    const body = ok(
+      await api("POST", "/v1/sessions", { ...providerOf(choice, demo.engine), avatar_config, ...transport }),
+    );
     return c.json({
       session_id: body.session_id,
       status: body.status,
       client_token: body.client_token,
       expires_at: body.expires_at,
       media_url: body.stream_metadata.media_url,
+      transport: body.transport,
+      stream_metadata: body.stream_metadata,
     }, 200);
   });
 
@@ -126,6 +138,7 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
       client_token: body.client_token,
       expires_at: body.expires_at,
       media_url: body.stream_metadata.media_url,
+      stream_metadata: body.stream_metadata,
     }, 200);
   });
 
@@ -156,7 +169,15 @@ function fromDemoPage(c: Context<AppEnv>): boolean {
 /** The page's avatar choice: an empty body, or a JSON object with optional string ids. */
 async function readChoice(
   c: Context<AppEnv>,
-): Promise<{ avatar_id?: string; bg_id?: string; provider_type?: unknown; provider_fields?: unknown }> {
+): Promise<
+  {
+    avatar_id?: string;
+    bg_id?: string;
+    transport?: string;
+    provider_type?: unknown;
+    provider_fields?: unknown;
+  }
+> {
   const text = await c.req.text(); // a body over the limit or too slow fails here (413 / 408)
   if (text.trim() === "") return {};
   let value: unknown;
@@ -168,13 +189,19 @@ async function readChoice(
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new ApiError("SVC_INVALID_REQUEST", "body: a JSON object is required");
   }
-  const { avatar_id, bg_id, provider_type, provider_fields } = value as Record<string, unknown>;
+  const { avatar_id, bg_id, transport, provider_type, provider_fields } = value as Record<string, unknown>;
   const id = (v: unknown, field: string) => {
     if (v === undefined || v === null || v === "") return undefined;
     if (typeof v !== "string") throw new ApiError("SVC_INVALID_REQUEST", `${field}: must be a string`);
     return v;
   };
-  return { avatar_id: id(avatar_id, "avatar_id"), bg_id: id(bg_id, "bg_id"), provider_type, provider_fields };
+  return {
+    avatar_id: id(avatar_id, "avatar_id"),
+    bg_id: id(bg_id, "bg_id"),
+    transport: id(transport, "transport"), // checked by the API (auto, websocket_fmp4, webrtc_sfu)
+    provider_type,
+    provider_fields,
+  };
 }
 
 /**

@@ -10,6 +10,7 @@
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { EndReason } from "../sessions/end_reasons.ts";
+import type { ResolvedTransport } from "../sessions/record.ts";
 import type {
   ProviderClosure,
   ProviderConnection,
@@ -44,9 +45,14 @@ export type SessionMediaFactory = (session: {
   projectId: string;
   avatarId: string | null;
   bgId: string | null;
+  /** How the session's media reaches its browser. */
+  transport: ResolvedTransport;
   connection: ProviderConnection;
-  /** Called by the media plane when it fails on its own (e.g. the encoder died). */
-  fail(reason: string): void;
+  /**
+   * Called by the media plane when it fails on its own: the session ends with `outcome` (default:
+   * `render_failed`, "The avatar media plane failed.").
+   */
+  fail(reason: string, outcome?: { endReason: EndReason; warning: string }): void;
   /** Called by the media plane whenever the number of connected media clients changes. */
   clientsChanged(count: number): void;
 }) => Promise<SessionMedia>;
@@ -59,6 +65,8 @@ export interface StartRequest {
   credentials: CredentialHolder;
   avatarId: string | null;
   bgId: string | null;
+  /** How the session's media reaches its browser (default `websocket_fmp4`). */
+  transport?: ResolvedTransport;
   timeoutMs: number;
 }
 
@@ -74,7 +82,7 @@ export interface SelfEnded {
   sessionId: string;
   projectId: string;
   closure: ProviderClosure;
-  /** `engine_ended`, `engine_failed` or `render_failed`. */
+  /** `engine_ended`, `engine_failed`, `render_failed` or `sfu_failed`. */
   reason: EndReason;
   warning: string | null;
   chunksRendered: number;
@@ -220,14 +228,15 @@ export class SessionRuntime {
           projectId: req.projectId,
           avatarId: req.avatarId,
           bgId: req.bgId,
+          transport: req.transport ?? "websocket_fmp4",
           connection,
-          fail: (reason) => {
+          fail: (reason, outcome) => {
             if (session) {
               void this.#selfEnd(
                 session,
                 { kind: "failed", reason },
-                "render_failed",
-                "The avatar media plane failed.",
+                outcome?.endReason ?? "render_failed",
+                outcome?.warning ?? "The avatar media plane failed.",
               );
             }
           },

@@ -141,6 +141,7 @@ export class SessionWorker {
           credentials,
           avatarId: spec.avatarId,
           bgId: spec.bgId,
+          transport: spec.transport,
           timeoutMs: this.deps.config.providerConnectTimeoutMs,
         });
       } catch (err) {
@@ -176,15 +177,16 @@ export class SessionWorker {
         this.lifetimes.track(projectId, sessionId, activated.record!.started_at!);
       }
       logger.info("session active", { session_id: sessionId, project_id: projectId });
-      return this.endpoints(sessionId, spec.transport);
+      return await this.endpoints(sessionId, spec.transport);
     } finally {
       this.#starting.delete(sessionId);
     }
   }
 
-  /** The media endpoints of a session running here. */
-  endpoints(sessionId: string, _transport: SessionRecord["transport"]): StreamEndpoints {
-    return { media_url: this.deps.media?.urlFor(sessionId) ?? null, sfu_endpoint: null, ice_servers: [] };
+  /** The media endpoints of a session running here (fresh TURN credentials for a webrtc_sfu session). */
+  async endpoints(sessionId: string, transport: SessionRecord["transport"]): Promise<StreamEndpoints> {
+    return await this.deps.media?.endpoints(sessionId, transport) ??
+      { media_url: null, sfu_endpoint: null, ice_servers: [] };
   }
 
   /** The endpoints of an `active` session of this worker (for a fresh client token). */
@@ -192,7 +194,7 @@ export class SessionWorker {
     const rec = await getSession(this.deps.kv, projectId, sessionId);
     if (!rec || rec.status !== "active") throw notActive(rec);
     if (!this.deps.runtime.has(sessionId)) throw notActive({ ...rec, status: "ending" });
-    return this.endpoints(sessionId, rec.transport);
+    return await this.endpoints(sessionId, rec.transport);
   }
 
   /**
@@ -502,6 +504,7 @@ export class SessionWorker {
 /** The error a start answers when the session ended by itself before it was active. */
 function startFailure(e: SelfEnded): ApiError {
   if (e.reason === "render_failed") return new ApiError("SVC_RENDER_FAILED");
+  if (e.reason === "sfu_failed") return new ApiError("SVC_SFU_CONNECTION_FAILED");
   return new ApiError(
     "SVC_PROVIDER_DOWNSTREAM_FAILED",
     e.closure.kind === "failed"

@@ -11,9 +11,10 @@ export const CHROMIUM = "/usr/bin/chromium";
 
 /**
  * Launches headless Chromium. `media: true` adds a fake microphone (granted without a prompt) and lets
- * media play without a user gesture.
+ * media play without a user gesture; `webrtc: true` also offers plain host ICE candidates (no mDNS names,
+ * loopback allowed), which an SFU on the same host needs.
  */
-export async function launchChromium(options: { media?: boolean } = {}): Promise<Browser> {
+export async function launchChromium(options: { media?: boolean; webrtc?: boolean } = {}): Promise<Browser> {
   return await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -29,6 +30,9 @@ export async function launchChromium(options: { media?: boolean } = {}): Promise
           "--use-fake-device-for-media-stream",
           "--use-fake-ui-for-media-stream",
         ]
+        : []),
+      ...(options.webrtc
+        ? ["--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"]
         : []),
     ],
   });

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { MEDIA_CLOSE } from "../../src/media/close_codes.ts";
-import { Fanout, type MediaClient } from "../../src/media/fanout.ts";
+import { Fanout, type MediaClient } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
 import { MediaClientRecorder, until, withMedia } from "../helpers/media.ts";
 

@@ -151,7 +151,15 @@ Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", a
       "sdk/idempotency_key.d.ts",
       "sdk/webhooks.d.ts",
     ],
-    ["--config", "tests/sdk/browser.deno.json", "sdk/README.md", "sdk/player.js", "sdk/player.d.ts"],
+    [
+      "--config",
+      "tests/sdk/browser.deno.json",
+      "sdk/README.md",
+      "sdk/player.js",
+      "sdk/player.d.ts",
+      "sdk/player_webrtc.js",
+      "sdk/player_webrtc.d.ts",
+    ],
   ];
   for (const files of runs) {
     const out = await new Deno.Command(Deno.execPath(), {

@@ -16,8 +16,9 @@ import type { TokenService } from "../../auth/tokens.ts";
 import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
-import type { MediaClient } from "../../media/fanout.ts";
 import type { MediaPlane } from "../../media/plane.ts";
+import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
+import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
 import type { AppEnv } from "../env.ts";
 
 /** The media WebSocket's subprotocol. */
@@ -73,15 +74,19 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
     const token = fromProtocol ? fromProtocol.slice(TOKEN_SUBPROTOCOL_PREFIX.length) : c.req.query("token");
 
     let refusal: { code: number; reason: string } | null = null;
-    let target: ReturnType<MediaPlane["get"]> | undefined;
+    let target: WsFmp4Transport | null = null;
     const verdict = token
       ? await deps.tokens.verify(token, { purposes: ["client", "media"], sessionId })
       : { ok: false as const, reason: "invalid" as const };
     if (!verdict.ok) {
       refusal = verdict.reason === "expired" ? MEDIA_CLOSE.TOKEN_EXPIRED : MEDIA_CLOSE.TOKEN_REFUSED;
     } else {
-      target = deps.plane.get(sessionId);
-      if (!target || target.projectId !== verdict.claims.pid) refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
+      // Only a websocket_fmp4 session of this process is served here (a webrtc_sfu one answers 4404).
+      const live = deps.plane.get(sessionId);
+      const transport = live?.media.transport;
+      if (live && live.projectId === verdict.claims.pid && transport instanceof WsFmp4Transport) {
+        target = transport;
+      } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
     const protocol = offered.includes(MEDIA_SUBPROTOCOL) ? MEDIA_SUBPROTOCOL : undefined;
@@ -117,7 +122,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
           }
         },
       };
-      const attached = target!.media.attach(client);
+      const attached = target!.attach(client);
       if (!attached) return;
       deps.logger.info("media client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
