@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
-import type { Closed, EngineSocket, Frame, OpenOptions, SocketTransport, WireFailure } from "./socket.ts";
+import type { Closed, EngineSocket, Frame, SocketTransport, WireFailure } from "./socket.ts";
 import { WireError } from "./socket.ts";
 import { deadline as startDeadline, DeadlineExceeded, settlesWithin } from "./wait.ts";
 
@@ -35,7 +35,7 @@ export interface HandshakeSpec<R> {
   url: string;
   headers?: Record<string, string>;
   protocols?: string[];
-  /** A peer may select none of `protocols` (see {@link OpenOptions.protocolOptional}). */
+  /** A peer may select none of `protocols` (see `OpenOptions.protocolOptional` in socket.ts). */
   protocolOptional?: boolean;
   /** The socket is open: check it and send the bridge's first message (or return the failure). */
   opened(socket: EngineSocket): ApiError | void;
