@@ -12,7 +12,7 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config.ts";
 import { silentLogger } from "../src/log.ts";
-import { openKv, startService } from "../src/server.ts";
+import { compose as startService, openKv } from "../src/app/compose.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 
 /** Percentile of sorted numbers. */

@@ -7,6 +7,8 @@
  *    client's received audio is decoded with ffmpeg to find each chunk on the timeline, and each chunk is
  *    timed from the engine's send to the client's receipt of the fragment holding its last sample
  *    ("complete") and its first sample ("onset").
+ * 2b. The same for each vendor bridge against its protocol-faithful fake, beside the external engine
+ *    (`bench/vendors.ts`).
  * 3. Capacity: how many concurrent sessions (default 512×512 at 25 fps, each watched by a client and
  *    talking half of the time) the service sustains on one core, pinned with `taskset` together with its
  *    ffmpeg children, with no dropped frame; CPU and memory per session.
@@ -23,6 +25,7 @@ import { parseArgs } from "node:util";
 import { generateEngineTls } from "../engine/mod.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
 import { readSegment } from "../tests/helpers/media.ts";
+import { benchVendors, vendorTable } from "./vendors.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -395,6 +398,11 @@ try {
   console.log(
     `bench: audio chunk → fragment p50 ${r1(pct(complete, 50))} ms, p99 ${r1(pct(complete, 99))} ms`,
   );
+
+  // ---- 2b. the same measure for each vendor bridge against its fake, beside the external engine ----
+  const vendors = await benchVendors({ tls, dir, quick, core });
+  results.vendor_audio_chunk_to_fragment_ms = vendors;
+  console.log(`bench: vendor bridges (chunk → fragment)\n${vendorTable(vendors)}`);
 
   // ---- 3. capacity on one core ----
   const steps: Record<string, unknown>[] = [];

@@ -20,7 +20,7 @@ import { createClient } from "@avatar-svc/sdk";
 import { loadConfig } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { silentLogger } from "../src/log.ts";
-import { openKv, startService } from "../src/server.ts";
+import { compose as startService, openKv } from "../src/app/compose.ts";
 import { launchChromium } from "../tests/helpers/browser.ts";
 
 const args = parseArgs({
@@ -124,7 +124,7 @@ try {
     now: Date.now(),
     createdBy: "bootstrap",
   });
-  const backend = createClient({ baseUrl: service.url, apiKey: plaintext, retry: true });
+  const backend = createClient({ baseUrl: service.url!, apiKey: plaintext, retry: true });
   const engine = service.referenceEngine!;
   for (let run = 1; run <= runs; run++) {
     const session = await backend.createSession({

@@ -11,20 +11,18 @@
 import { loadConfigFromEnv } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
-import { startService } from "../src/server.ts";
+import { compose } from "../src/app/compose.ts";
 
 if (import.meta.main) {
   const config = loadConfigFromEnv();
-  const service = await startService(config, { logger: createLogger({ level: "warn" }) });
-  const kv = await Deno.openKv(config.kv);
-  const { plaintext } = await createApiKey(kv, {
+  const service = await compose(config, { logger: createLogger({ level: "warn" }) });
+  const { plaintext } = await createApiKey(service.kv, {
     projectId: "proj_bench",
     name: "bench",
     scopes: ["sessions:read", "sessions:write"],
     now: Date.now(),
     createdBy: "bench",
   });
-  kv.close();
   console.log(JSON.stringify({ url: service.url, api_key: plaintext, pid: Deno.pid }));
   let stopping = false;
   const stop = async () => {

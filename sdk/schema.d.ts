@@ -502,7 +502,7 @@ export interface components {
             api_key?: string;
             /**
              * Format: uri
-             * @description Pre-minted signed URL (valid 15 minutes), used instead of agent_id.
+             * @description Pre-minted signed URL (valid 15 minutes), used instead of agent_id; it must be on an allowed host of the provider (SVC_VENDOR3_SIGNED_URL_HOSTS).
              */
             signed_url?: string;
         };

@@ -190,7 +190,8 @@ export const ERROR_CATALOG = {
     retryable: true,
     retryAfter: 30,
     spec: true,
-    when: "The conversation engine refused the session because its quota or rate limit is exhausted.",
+    when:
+      "The conversation engine refused the session because its quota or rate limit is exhausted; retry_after is the engine's Retry-After when it sent one (see docs/providers.md).",
     message: "The conversation provider's quota is exhausted.",
   },
   SVC_INTERNAL_ERROR: {
@@ -206,7 +207,7 @@ export const ERROR_CATALOG = {
     retryAfter: 5,
     spec: true,
     when:
-      "The conversation engine refused the session's credentials or failed during start (see docs/engine-protocol-v0.md §8).",
+      "The conversation engine refused the session's credentials or failed during start (see docs/engine-protocol-v0.md §8 and docs/providers.md).",
     message: "The conversation provider failed to start the session.",
   },
   SVC_RENDER_FAILED: {

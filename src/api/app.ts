@@ -1,5 +1,6 @@
 /**
- * The application factory: every dependency (KV, clock, config, runtime, tokens, logger) is passed in.
+ * The application factory: every dependency (KV, clock, config, tokens, logger, the session service and
+ * the worker) is passed in; the composition root (`src/app/compose.ts`) builds them.
  *
  * @module
  */
@@ -9,8 +10,10 @@ import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { SessionRuntime } from "../runtime/session_runtime.ts";
-import { SessionService } from "../sessions/service.ts";
+import type { SessionService } from "../sessions/service.ts";
+import type { SessionWorker } from "../worker/worker.ts";
+import { registerWorkerRoutes } from "../worker/routes.ts";
+import type { InternalAuth } from "../hosting/internal_auth.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
@@ -21,7 +24,6 @@ import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
-import type { Resolver } from "../webhooks/url_guard.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { CATALOG } from "../media/catalog.ts";
@@ -36,28 +38,27 @@ export interface AppDeps {
   kv: Deno.Kv;
   clock: Clock;
   config: Config;
-  runtime: SessionRuntime;
   tokens: TokenService;
   logger: Logger;
-  /** Id of this process (owner of the sessions it runs). */
-  instanceId: string;
-  /** The media plane, when this process runs one (its WebSocket route is registered then). */
-  media?: MediaPlane;
-  /** The demo page's backend (its API key and engine); the page is served only when given. */
-  demo?: Omit<DemoDeps, "call">;
-  /** Overrides for tests (the spec's 10 s teardown timeout by default). */
-  teardownTimeoutMs?: number;
-  /** Overrides the margin a remote end waits for the owner process (see SessionService). */
-  remoteEndMarginMs?: number;
-  idempotencyWaitMs?: number;
-  /** Resolver for the webhook_url check at creation (default: the system DNS). */
-  resolve?: Resolver;
+  /** The API side (`SVC_ROLE` all or api): the `/v1` routes, the docs, the catalog, the demo page. */
+  api?: {
+    sessions: SessionService;
+    /** The demo page's backend (its API key and engine); the page is served only when given. */
+    demo?: Omit<DemoDeps, "call">;
+  };
+  /** The worker side (`SVC_ROLE` all or worker): the media WebSocket and the internal API. */
+  worker?: {
+    worker: SessionWorker;
+    /** The media plane, when this process renders (its WebSocket route is registered then). */
+    media?: MediaPlane;
+    /** Signs the internal API; without it (an `all` process no one calls) the internal API is not served. */
+    auth?: InternalAuth;
+  };
 }
 
-/** The built app and the services behind it. */
+/** The built app. */
 export interface App {
   app: OpenAPIHono<AppEnv>;
-  sessions: SessionService;
   /** The OpenAPI 3.1 document emitted from the route definitions. */
   document(): Record<string, unknown>;
 }
@@ -74,31 +75,17 @@ export const DOCUMENT_INFO = {
 };
 
 /**
- * Builds the HTTP app.
+ * Builds the HTTP app of one process, with the API side, the worker side or both.
  *
  * @example Usage
  * ```ts ignore
- * const { app } = createApp({ kv, clock: systemClock, config, runtime, tokens, logger, instanceId: "i1" });
+ * const { app } = createApp({ kv, clock: systemClock, config, tokens, logger, api: { sessions } });
  * Deno.serve(app.fetch);
  * ```
  */
 export function createApp(deps: AppDeps): App {
   const { kv, clock, config, logger } = deps;
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  const sessions = new SessionService({
-    kv,
-    clock,
-    config,
-    runtime: deps.runtime,
-    tokens: deps.tokens,
-    logger,
-    instanceId: deps.instanceId,
-    teardownTimeoutMs: deps.teardownTimeoutMs,
-    remoteEndMarginMs: deps.remoteEndMarginMs,
-    idempotencyWaitMs: deps.idempotencyWaitMs,
-    resolve: deps.resolve,
-    media: deps.media,
-  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
     type: "http",
@@ -113,31 +100,40 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.use("*", requestContext(logger));
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyBytes,
-      onError: () => {
-        throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
-      },
-    }),
-  );
-  app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
-
-  registerApiKeyRoutes(app, { kv, clock });
-  registerSessionRoutes(app, { sessions });
-  registerWebhookRoutes(app, { kv, clock });
-  registerWebhookDocs(app);
-  registerCatalogRoutes(app, { catalog: deps.media?.catalog ?? CATALOG });
-  if (deps.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.media, logger });
-  registerDemoRoutes(
-    app,
-    deps.demo ? { ...deps.demo, call: (req) => Promise.resolve(app.fetch(req)) } : undefined,
-  );
+  app.get("/healthz", (c) => c.json({ status: "ok" }, 200));
+  if (deps.api) {
+    app.use(
+      "/v1/*",
+      bodyLimit({
+        maxSize: config.maxBodyBytes,
+        onError: () => {
+          throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
+        },
+      }),
+    );
+    app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
+    registerApiKeyRoutes(app, { kv, clock });
+    registerSessionRoutes(app, { sessions: deps.api.sessions });
+    registerWebhookRoutes(app, { kv, clock });
+    registerWebhookDocs(app);
+    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });
+  }
+  if (deps.worker?.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
+  if (deps.worker?.auth) {
+    registerWorkerRoutes(app, {
+      worker: deps.worker.worker,
+      auth: deps.worker.auth,
+      maxBodyBytes: config.maxBodyBytes + 8192,
+    });
+  }
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
-  registerDocsRoutes(app, document);
+  if (deps.api) {
+    const demo = deps.api.demo;
+    registerDemoRoutes(app, demo ? { ...demo, call: (req) => Promise.resolve(app.fetch(req)) } : undefined);
+    registerDocsRoutes(app, document);
+  }
 
   app.notFound((c) => errorResponse(c, new ApiError("SVC_ROUTE_NOT_FOUND"), config.docsUrl));
   app.onError((err, c) => errorResponse(c, toApiError(err, logger, c.get("requestId")), config.docsUrl));
-  return { app, sessions, document };
+  return { app, document };
 }

@@ -75,7 +75,16 @@ export function errorResponse(c: Context<AppEnv>, err: ApiError, docsUrl: string
 
 /** Converts any thrown value to an {@link ApiError}, logging the unexpected ones. */
 export function toApiError(err: unknown, logger: Logger, requestId: string | undefined): ApiError {
-  if (err instanceof ApiError) return err;
+  if (err instanceof ApiError) {
+    // Storage failures become a retryable 503; what failed is worth a line for the operator.
+    if (err.code === "SVC_SESSION_STATE_UNAVAILABLE" && err.cause instanceof Error) {
+      logger.warn("session state unavailable", {
+        request_id: requestId,
+        error: `${err.cause.name}: ${err.cause.message}`.slice(0, 300),
+      });
+    }
+    return err;
+  }
   if (err instanceof HTTPException) {
     if (err.status === 415) return new ApiError("SVC_UNSUPPORTED_MEDIA_TYPE");
     if (err.status === 413) return new ApiError("SVC_PAYLOAD_TOO_LARGE");

@@ -21,7 +21,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
   video { width: 100%; aspect-ratio: 1; background: #0b0d10; border-radius: 12px; display: block; }
   h1 { font-size: 1.2rem; margin: 0 0 12px; }
   label { display: block; font-size: .85rem; margin: 8px 0 4px; color: #aab; }
-  select, button { font: inherit; padding: 8px 12px; border-radius: 8px; border: 1px solid #3a404a; background: #232830; color: inherit; width: 100%; }
+  select, button, input[type=text], input[type=password] { font: inherit; box-sizing: border-box; padding: 8px 12px; border-radius: 8px; border: 1px solid #3a404a; background: #232830; color: inherit; width: 100%; }
   button { cursor: pointer; margin-top: 10px; }
   button.primary { background: #2f6fdb; border-color: #2f6fdb; }
   button.danger { background: #b8363f; border-color: #b8363f; }
@@ -40,6 +40,14 @@ export const DEMO_PAGE_HTML = `<!doctype html>
   </section>
   <aside>
     <h1>Talk to an avatar</h1>
+    <label for="engine">Conversation engine</label>
+    <select id="engine">
+      <option value="reference" selected>Reference engine (built in)</option>
+      <option value="vendor1_realtime">vendor1_realtime: ephemeral client secret</option>
+      <option value="vendor2">vendor2: access token and agent</option>
+      <option value="vendor3">vendor3: agent (public, or signed URL)</option>
+    </select>
+    <div id="creds"></div>
     <label for="avatar">Avatar</label><select id="avatar"></select>
     <label for="bg">Background</label><select id="bg"></select>
     <label><input type="checkbox" id="mic" checked> Use my microphone</label>
@@ -54,8 +62,10 @@ export const DEMO_PAGE_HTML = `<!doctype html>
       <dt>Session</dt><dd id="session">–</dd>
     </dl>
     <div id="log"></div>
-    <p class="note">The reference engine plays back what you say. This page gets only a client token
-      and the media URL from its backend; the API key stays on the server.</p>
+    <p class="note">The reference engine plays back what you say. For a vendor engine, paste the
+      short-lived credential your backend minted (see docs/providers.md); it goes to this page's backend for
+      the session's creation only. This page gets only a client token and the media URL back; the API key
+      stays on the server.</p>
   </aside>
 </main>
 <script type="module" src="/demo/app.js"></script>
@@ -87,6 +97,38 @@ const api = async (method, path, body) => {
   const json = await res.json();
   if (!res.ok) throw new Error(json.code ? json.code + ": " + json.message : "HTTP " + res.status);
   return json;
+};
+
+/** The fields each vendor engine takes on this page (browser-safe credentials only: never an API key). */
+const ENGINE_FIELDS = {
+  reference: [],
+  vendor1_realtime: [["client_secret", "Client secret (ek_…)", "password"]],
+  vendor2: [["access_token", "Access token (agent grant)", "password"], ["agent_id", "Agent id", "text"]],
+  vendor3: [["agent_id", "Agent id", "text"], ["signed_url", "Signed URL (private agents)", "password"]],
+};
+const showFields = () => {
+  $("creds").textContent = "";
+  for (const [name, label, type] of ENGINE_FIELDS[$("engine").value]) {
+    const l = document.createElement("label");
+    l.textContent = label;
+    const input = document.createElement("input");
+    input.type = type;
+    input.id = "cred_" + name;
+    input.autocomplete = "off";
+    l.htmlFor = input.id;
+    $("creds").append(l, input);
+  }
+};
+$("engine").addEventListener("change", showFields);
+showFields();
+const engineChoice = () => {
+  const engine = $("engine").value;
+  const fields = {};
+  for (const [name] of ENGINE_FIELDS[engine]) {
+    const v = $("cred_" + name).value.trim();
+    if (v) fields[name] = v;
+  }
+  return engine === "reference" ? {} : { provider_type: engine, provider_fields: fields };
 };
 
 let player = null;
@@ -132,7 +174,7 @@ $("start").addEventListener("click", async () => {
   $("log").textContent = "";
   $("ttff").textContent = "–";
   try {
-    session = await api("POST", "/sessions", { avatar_id: $("avatar").value, bg_id: $("bg").value });
+    session = await api("POST", "/sessions", { avatar_id: $("avatar").value, bg_id: $("bg").value, ...engineChoice() });
   } catch (err) {
     $("state").textContent = "could not start: " + err.message;
     $("start").disabled = false;

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { EndReason } from "../sessions/end_reasons.ts";
 import type {
@@ -77,6 +78,8 @@ export interface SelfEnded {
   reason: EndReason;
   warning: string | null;
   chunksRendered: number;
+  /** When the runtime had stopped (the session's true `ended_at`). */
+  endedAt: number;
 }
 
 interface LiveSession {
@@ -96,6 +99,8 @@ export interface SessionRuntimeDeps {
   logger: Logger;
   /** Media plane factory; without one, sessions run their engine connection only. */
   media?: SessionMediaFactory;
+  /** Clock of `SelfEnded.endedAt` (default: the wall clock). */
+  clock?: Clock;
 }
 
 /** Runs live sessions in this process. */
@@ -356,6 +361,7 @@ export class SessionRuntime {
       reason,
       warning: warning ?? mediaWarning,
       chunksRendered: session.media?.chunksRendered() ?? 0,
+      endedAt: (this.deps.clock ?? systemClock).now(),
     });
   }
 }

@@ -11,7 +11,7 @@ import type { Page } from "playwright-core";
 import { launchChromium } from "../helpers/browser.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
-import { type RunningService, startService } from "../../src/server.ts";
+import { compose as startService, type Service } from "../../src/app/compose.ts";
 
 const ARTIFACTS = new URL("../artifacts/", import.meta.url);
 /** Generous: the machine may be busy. */
@@ -45,7 +45,7 @@ async function until(check: () => Promise<boolean> | boolean, what: string): Pro
 }
 
 /** Runs `fn` with the service on its embedded defaults (demo page on) and its logs. */
-async function withService(fn: (service: RunningService, logs: string[]) => Promise<void>): Promise<void> {
+async function withService(fn: (service: Service, logs: string[]) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir();
   const logs: string[] = [];
   const service = await startService(

@@ -16,17 +16,32 @@ export interface ServiceProcess {
   exited(): Promise<{ status: Deno.CommandStatus; log: string }>;
 }
 
-/** Starts `main.ts` with `env` (plus a fixed token secret, no reference engine, port 0). */
-export async function startServiceProcess(env: Record<string, string>): Promise<ServiceProcess> {
+/**
+ * Starts `main.ts` with `env` (plus a fixed token secret, no reference engine, port 0), with every
+ * permission or the ones given (e.g. the Deno Deploy-like sandbox of an API process).
+ */
+export async function startServiceProcess(
+  env: Record<string, string>,
+  options: { permissions?: string[] } = {},
+): Promise<ServiceProcess> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
+    args: ["run", ...(options.permissions ?? ["-A"]), "main.ts"],
     cwd: new URL("../..", import.meta.url),
     env: { PORT: "0", SVC_REFERENCE_ENGINE: "false", SVC_TOKEN_SECRET: TEST_TOKEN_SECRET, ...env },
     stdout: "piped",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let log = "";
+  // stderr (a start-up error) goes into the same log.
+  const errText = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  const errDone = (async () => {
+    for (;;) {
+      const { value, done } = await errText.read();
+      if (done) return;
+      log += value;
+    }
+  })();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let url = "";
   for (let i = 0; i < 500 && !url; i++) {
     const { value, done } = await reader.read();
@@ -53,6 +68,7 @@ export async function startServiceProcess(env: Record<string, string>): Promise<
     async exited() {
       const status = await child.status;
       await rest;
+      await errDone;
       return { status, log };
     },
   };

@@ -165,7 +165,11 @@ Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", a
     assert.equal(out.code, 0, text);
   }
   const readme = await Deno.readTextFile(new URL("README.md", SDK));
-  assert.equal((readme.match(/^```ts$/gm) ?? []).length, 2, "the backend and webhook examples are ts blocks");
+  assert.equal(
+    (readme.match(/^```ts$/gm) ?? []).length,
+    3,
+    "the backend, provider and webhook examples are ts blocks",
+  );
   assert.equal((readme.match(/^```js$/gm) ?? []).length, 1, "the page's script is a js block");
 });
 

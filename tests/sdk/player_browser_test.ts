@@ -19,7 +19,7 @@ import { OffsetClock } from "../../src/clock.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
 import { silentLogger } from "../../src/log.ts";
-import { openKv, type RunningService, startService } from "../../src/server.ts";
+import { compose as startService, openKv, type Service } from "../../src/app/compose.ts";
 
 const SECRET = "player-test-secret-0123456789abcdef0123456789";
 /** Generous: the machine may be busy. */
@@ -29,7 +29,7 @@ const DEADLINE_MS = 30_000;
 declare const document: any;
 
 interface Context {
-  service: RunningService;
+  service: Service;
   backend: Client;
   /** Creates a session on the in-process reference engine. */
   session(): Promise<CreatedSession>;
@@ -64,7 +64,7 @@ async function withPlayer(fn: (ctx: Context) => Promise<void>): Promise<void> {
       createdBy: "bootstrap",
     });
     // The app's backend, with the SDK client.
-    const client = createClient({ baseUrl: service.url, apiKey: plaintext });
+    const client = createClient({ baseUrl: service.url!, apiKey: plaintext });
     backend = client;
     const engine = service.referenceEngine!;
     await fn({
