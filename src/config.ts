@@ -60,6 +60,8 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error";
   /** Largest accepted request body, bytes. */
   maxBodyBytes: number;
+  /** Deadline for receiving a whole request body, from the request's start, ms. */
+  bodyTimeoutMs: number;
   /** When a live session ends by itself (measured from `started_at` / the last client leaving). */
   lifetimes: { joinWindowMs: number; idleTimeoutMs: number; maxDurationMs: number };
   /** Time-to-live of this process's owner lease (renewed every third of it). */
@@ -199,6 +201,7 @@ const VARIABLES = {
   },
   SVC_LOG_LEVEL: { schema: z.enum(["debug", "info", "warn", "error"]), default: "info" },
   SVC_MAX_BODY_BYTES: { schema: int(1024, 1_048_576), default: "65536" },
+  SVC_BODY_TIMEOUT_S: { schema: int(1, 600), default: "30" },
   SVC_SESSION_JOIN_WINDOW_S: { schema: int(5, 3600), default: "120" },
   SVC_SESSION_IDLE_TIMEOUT_S: { schema: int(5, 3600), default: "60" },
   SVC_SESSION_MAX_DURATION_S: { schema: int(60, 86_400), default: "3600" },
@@ -350,6 +353,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     logLevel: v.SVC_LOG_LEVEL!,
     maxBodyBytes: v.SVC_MAX_BODY_BYTES!,
+    bodyTimeoutMs: v.SVC_BODY_TIMEOUT_S! * 1000,
     lifetimes: {
       joinWindowMs: v.SVC_SESSION_JOIN_WINDOW_S! * 1000,
       idleTimeoutMs: v.SVC_SESSION_IDLE_TIMEOUT_S! * 1000,

@@ -91,7 +91,8 @@ export const ERROR_CATALOG = {
     status: 403,
     retryable: false,
     spec: true,
-    when: "An API key tried to create a key with a scope it does not hold itself (no privilege escalation).",
+    when:
+      "An API key tried to create a key with a scope it does not hold itself (no privilege escalation), or a request to the demo page's backend (`/demo/api/*`) did not come from the demo page.",
     message: "The API key may not grant scopes it does not hold.",
   },
   SVC_API_KEY_NOT_FOUND: {
@@ -114,6 +115,14 @@ export const ERROR_CATALOG = {
     spec: false,
     when: "No route matches the method and path.",
     message: "No such route.",
+  },
+  SVC_REQUEST_TIMEOUT: {
+    status: 408,
+    retryable: false,
+    spec: false,
+    when:
+      "The request body did not arrive in full within SVC_BODY_TIMEOUT_S (30 s by default) of the request's start.",
+    message: "The request body did not arrive in time.",
   },
   SVC_SESSION_ENDED: {
     status: 409,
@@ -151,7 +160,7 @@ export const ERROR_CATALOG = {
     status: 413,
     retryable: false,
     spec: false,
-    when: "The request body exceeds the limit (64 KiB by default, SVC_MAX_BODY_BYTES).",
+    when: "The request body exceeds the limit (64 KiB by default, SVC_MAX_BODY_BYTES), on any route.",
     message: "The request body is too large.",
   },
   SVC_UNSUPPORTED_MEDIA_TYPE: {

@@ -5,7 +5,6 @@
  * @module
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
@@ -19,6 +18,8 @@ import type { AppEnv } from "./env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
 import { requestContext } from "./middleware/request_context.ts";
+import { boundedBody } from "./middleware/body.ts";
+import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
@@ -29,6 +30,9 @@ import { registerMediaRoutes } from "./routes/media.ts";
 import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
+
+/** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/hosting/internal_api.ts). */
+const INTERNAL_PREFIX = "/internal/";
 
 /** Version of the API document. */
 export const API_VERSION = "1.0.0";
@@ -100,17 +104,19 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.use("*", requestContext(logger));
+  // Every route's body is bounded; the internal API's start body carries the public body plus its envelope.
+  const internalMaxBodyBytes = config.maxBodyBytes + 8192;
+  app.use(
+    "*",
+    boundedBody({
+      maxBytes: (path) => path.startsWith(INTERNAL_PREFIX) ? internalMaxBodyBytes : config.maxBodyBytes,
+      timeoutMs: config.bodyTimeoutMs,
+    }),
+  );
+  app.use("/v1/*", noStore());
+  app.use("/demo/api/*", noStore());
   app.get("/healthz", (c) => c.json({ status: "ok" }, 200));
   if (deps.api) {
-    app.use(
-      "/v1/*",
-      bodyLimit({
-        maxSize: config.maxBodyBytes,
-        onError: () => {
-          throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
-        },
-      }),
-    );
     app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
@@ -123,7 +129,7 @@ export function createApp(deps: AppDeps): App {
     registerWorkerRoutes(app, {
       worker: deps.worker.worker,
       auth: deps.worker.auth,
-      maxBodyBytes: config.maxBodyBytes + 8192,
+      maxBodyBytes: internalMaxBodyBytes,
     });
   }
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;

@@ -147,8 +147,6 @@ export interface Service {
   dispose(): Promise<void>;
 }
 
-}
-
 /** Assembles (and, by default, starts) one service process. */
 export async function compose(config: Config, o: ComposeOptions = {}): Promise<Service> {
   const logger = o.logger ?? createLogger({ level: config.logLevel });

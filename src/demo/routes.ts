@@ -5,13 +5,19 @@
  * vendor engine; the browser only ever receives a session's client token and media URL, and plays the
  * stream with the SDK's player (`/sdk/player.js`).
  *
- * The backend's JSON routes only answer same-origin requests that carry `X-Demo: 1` (a header a
- * cross-site page cannot send without a CORS preflight, which is never granted).
+ * The backend's JSON routes (`/demo/api/*`) refuse requests that do not come from the demo page in a
+ * browser: they require `X-Demo: 1` (a header a cross-site page cannot send without a CORS preflight, which
+ * is never granted) and, when the browser sends them, a same-origin `Origin` and `Sec-Fetch-Site`. That keeps
+ * other web pages out. It is no access control against clients outside a browser, which can send any
+ * header: whoever reaches the service can start demo sessions, bounded by the demo project's rate limit and
+ * session ceiling (turn the demo off on a public host). Bodies are bounded like every route's; errors use
+ * the flat error body with this request's id.
  *
  * @module
  */
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import type { AppEnv } from "../api/env.ts";
+import { ApiError, ERROR_CATALOG, type ErrorCode } from "../errors.ts";
 import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "./page.ts";
 
 /** What the demo backend needs. */
@@ -94,49 +100,98 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
   );
 
   app.use("/demo/api/*", async (c, next) => {
-    if (c.req.header("x-demo") !== "1") {
-      return c.json({ message: "demo API: same-origin requests only" }, 403);
+    if (!fromDemoPage(c)) {
+      throw new ApiError("SVC_AUTH_FORBIDDEN", "The demo API answers requests of the demo page only.");
     }
     await next();
   });
 
-  app.get("/demo/api/catalog", async (c) => {
-    const r = await api("GET", "/v1/catalog");
-    return c.json(r.body, r.status as 200);
-  });
+  app.get("/demo/api/catalog", async (c) => c.json(ok(await api("GET", "/v1/catalog")), 200));
 
   app.post("/demo/api/sessions", async (c) => {
-    let choice: { avatar_id?: unknown; bg_id?: unknown; provider_type?: unknown; provider_fields?: unknown } =
-      {};
-    try {
-      choice = await c.req.json();
-    } catch { /* no body: catalog defaults */ }
+    const choice = await readChoice(c);
     const avatar_config: Record<string, string> = {};
-    if (typeof choice.avatar_id === "string" && choice.avatar_id) avatar_config.avatar_id = choice.avatar_id;
-    if (typeof choice.bg_id === "string" && choice.bg_id) avatar_config.bg_id = choice.bg_id;
-    const r = await api("POST", "/v1/sessions", { ...providerOf(choice, demo.engine), avatar_config });
-    if (r.status !== 200) return c.json(r.body, r.status as 400);
+    if (choice.avatar_id) avatar_config.avatar_id = choice.avatar_id;
+    if (choice.bg_id) avatar_config.bg_id = choice.bg_id;
+    const body = ok(await api("POST", "/v1/sessions", { ...providerOf(choice, demo.engine), avatar_config }));
     return c.json({
-      session_id: r.body.session_id,
-      status: r.body.status,
-      client_token: r.body.client_token,
-      expires_at: r.body.expires_at,
-      media_url: r.body.stream_metadata.media_url,
-    });
+      session_id: body.session_id,
+      status: body.status,
+      client_token: body.client_token,
+      expires_at: body.expires_at,
+      media_url: body.stream_metadata.media_url,
+    }, 200);
   });
 
   app.post("/demo/api/sessions/:id/token", async (c) => {
-    const r = await api("POST", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/client-token`);
-    if (r.status !== 200) return c.json(r.body, r.status as 400);
+    const body = ok(
+      await api("POST", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/client-token`),
+    );
     return c.json({
-      client_token: r.body.client_token,
-      expires_at: r.body.expires_at,
-      media_url: r.body.stream_metadata.media_url,
-    });
+      client_token: body.client_token,
+      expires_at: body.expires_at,
+      media_url: body.stream_metadata.media_url,
+    }, 200);
   });
 
   app.post("/demo/api/sessions/:id/end", async (c) => {
-    const r = await api("POST", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/end`);
-    return c.json(r.body, r.status as 200);
+    return c.json(ok(await api("POST", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/end`)), 200);
   });
+}
+
+/**
+ * True when the request comes from the demo page: `X-Demo: 1`, and the browser says it is same-origin:
+ * `Sec-Fetch-Site: same-origin` (every current browser sends it), or, from a browser without it, an `Origin`
+ * naming this host. Clients outside a browser send no such headers and pass: this keeps other web pages out,
+ * nothing more.
+ */
+function fromDemoPage(c: Context<AppEnv>): boolean {
+  if (c.req.header("x-demo") !== "1") return false;
+  const site = c.req.header("sec-fetch-site");
+  if (site !== undefined) return site === "same-origin";
+  const origin = c.req.header("origin");
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === c.req.header("host");
+  } catch {
+    return false;
+  }
+}
+
+/** The page's avatar choice: an empty body, or a JSON object with optional string ids. */
+async function readChoice(
+  c: Context<AppEnv>,
+): Promise<{ avatar_id?: string; bg_id?: string; provider_type?: unknown; provider_fields?: unknown }> {
+  const text = await c.req.text(); // a body over the limit or too slow fails here (413 / 408)
+  if (text.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ApiError("SVC_INVALID_REQUEST", "The request body is not valid JSON.");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new ApiError("SVC_INVALID_REQUEST", "body: a JSON object is required");
+  }
+  const { avatar_id, bg_id, provider_type, provider_fields } = value as Record<string, unknown>;
+  const id = (v: unknown, field: string) => {
+    if (v === undefined || v === null || v === "") return undefined;
+    if (typeof v !== "string") throw new ApiError("SVC_INVALID_REQUEST", `${field}: must be a string`);
+    return v;
+  };
+  return { avatar_id: id(avatar_id, "avatar_id"), bg_id: id(bg_id, "bg_id"), provider_type, provider_fields };
+}
+
+/**
+ * The body of a successful inner call; an error answer is raised again as this request's error (its code,
+ * message and retry delay), so the page gets the flat error body with its own request id.
+ */
+// deno-lint-ignore no-explicit-any
+function ok(r: { status: number; body: any }): any {
+  if (r.status >= 200 && r.status < 300) return r.body;
+  const code = r.body?.code;
+  if (typeof code === "string" && Object.hasOwn(ERROR_CATALOG, code)) {
+    throw new ApiError(code as ErrorCode, String(r.body.message), { retryAfter: r.body.retry_after });
+  }
+  throw new Error(`demo: unexpected answer ${r.status} from the API`);
 }

@@ -36,10 +36,10 @@ export function checkProviderConfigShape(
   settings?: { vendors: VendorEndpoints; now: number },
 ): string | null {
   const present = Object.keys(config).filter((k) => config[k] !== undefined);
-  if (present.length === 0) return `provider_config: must hold the key "${providerType}"`;
+  // The messages name the fields, never a provider type value.
   if (present.length > 1) return "provider_config: must hold exactly one key";
-  if (present[0] !== providerType) {
-    return `provider_config: must hold the key "${providerType}" matching provider_type`;
+  if (present.length === 0 || present[0] !== providerType) {
+    return "provider_config: must hold exactly one key, the one named by provider_type";
   }
   return settings ? checkProviderConfig(providerType, config[providerType], settings) : null;
 }

@@ -39,20 +39,17 @@ const createSessionRoute = createRoute({
     body: { required: true, content: { "application/json": { schema: CreateSessionBody } } },
   },
   responses: {
-    200: {
-      ...jsonResponse(CreatedSession, "The session is active."),
-      headers: {
-        "X-Request-Id": { description: "UUID of this request.", schema: { type: "string", format: "uuid" } },
-        "Idempotent-Replayed": {
-          description: "`true` when the answer replays an earlier request with the same Idempotency-Key.",
-          schema: { type: "string" },
-        },
+    200: jsonResponse(CreatedSession, "The session is active.", {
+      "Idempotent-Replayed": {
+        description: "`true` when the answer replays an earlier request with the same Idempotency-Key.",
+        schema: { type: "string" },
       },
-    },
+    }),
     ...errorResponses([
       ...COMMON_ERRORS,
       "SVC_INVALID_REQUEST",
       "SVC_PAYLOAD_TOO_LARGE",
+      "SVC_REQUEST_TIMEOUT",
       "SVC_UNSUPPORTED_MEDIA_TYPE",
       "SVC_PROVIDER_MISCONFIGURED",
       "SVC_RENDER_MISCONFIGURED",

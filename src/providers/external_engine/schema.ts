@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { urlField } from "../../text_fields.ts";
 
 /** Headers that cannot be set on the engine upgrade request. */
 const RESERVED_HEADERS = /^(host|connection|upgrade|content-length|transfer-encoding|sec-websocket-.*)$/i;
@@ -15,7 +16,7 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\uffff]*$/;
 
 /** `provider_config.external_engine`. */
 export const ExternalEngineConfig = z.strictObject({
-  url: z.url().max(2048).regex(/^wss:\/\//, "must be a wss:// URL").openapi({
+  url: urlField("wss", 2048).openapi({
     description: "wss:// URL of an engine implementing the V0 external conversation engine protocol.",
     format: "uri",
   }),

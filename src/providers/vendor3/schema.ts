@@ -6,6 +6,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { urlField } from "../../text_fields.ts";
 
 /** Path a vendor3 `signed_url` must have. */
 export const VENDOR3_SIGNED_URL_PATH = "/v1/convai/conversation";
@@ -17,14 +18,14 @@ export const Vendor3Config = z.strictObject({
     description:
       "Server-side key used by the customer backend for private agents; never placed in a URL or log.",
   }),
-  signed_url: z.url().max(4096).refine((u) => {
-    try {
-      const url = new URL(u);
-      return url.protocol === "wss:" && url.pathname === VENDOR3_SIGNED_URL_PATH;
-    } catch {
-      return false;
-    }
-  }, `must be a wss:// URL with path ${VENDOR3_SIGNED_URL_PATH} on an allowed host of the provider`)
+  signed_url: urlField(
+    "wss",
+    4096,
+    (url) =>
+      url.pathname === VENDOR3_SIGNED_URL_PATH
+        ? null
+        : `must be a wss:// URL with path ${VENDOR3_SIGNED_URL_PATH} on an allowed host of the provider`,
+  )
     .optional()
     .openapi({
       description:
