@@ -195,13 +195,18 @@ Deno.test("sdk player: an expired token makes it ask for a fresh one, then it pl
       "({ state: globalThis.player.state(), stats: globalThis.player.stats() })",
     ) as { state: Recorded & { ttffMs: number }; stats: Record<string, number> };
     assert.ok(refreshes >= 1, "the player asked the app for a fresh token");
-    const reconnecting = states.find((s) => s.state === "reconnecting");
-    assert.ok(reconnecting, `states: ${states.map((s) => s.state).join(" → ")}`);
-    assert.equal(reconnecting.closeCode, 4401, "the expired token was the reason");
-    assert.equal(result.state.state, "playing");
-    assert.ok(result.state.ttffMs > 0, "time to first frame reported");
-    assert.equal(result.state.reason, undefined, "the stale close reason is gone once it plays again");
-    assert.equal(result.state.closeCode, undefined, "the stale close code is gone once it plays again");
+    const last = states.findLastIndex((s) => s.state === "reconnecting");
+    assert.ok(last >= 0, `states: ${states.map((s) => s.state).join(" → ")}`);
+    assert.equal(states[last].closeCode, 4401, "the expired token was the reason");
+    const playing = states.slice(last + 1).find((s) => s.state === "playing");
+    assert.ok(playing, `playing after the reconnection: ${states.map((s) => s.state).join(" → ")}`);
+    assert.ok((playing.ttffMs as number) > 0, "time to first frame reported");
+    assert.equal(playing.reason, undefined, "the stale close reason is gone once it plays again");
+    assert.equal(playing.closeCode, undefined, "the stale close code is gone once it plays again");
+    // (a live stream may stall for a moment on a busy machine: buffering, then playing again)
+    assert.ok(["playing", "buffering"].includes(result.state.state), result.state.state);
+    assert.equal(result.state.reason, undefined);
+    assert.equal(result.state.closeCode, undefined);
     assert.ok(result.stats.reconnects >= 1);
     assert.ok(result.stats.bytesReceived > 0);
     assertNeverPlayingWhilePaused(states);
@@ -299,9 +304,11 @@ Deno.test("sdk player: a refused microphone is reported, and the avatar plays on
     const state = await page.evaluate("globalThis.player.state()") as Recorded;
     assert.equal(state.microphone, false);
     assert.equal(state.microphoneError, "the microphone was refused");
-    assert.equal(state.state, "playing");
+    assert.ok(["playing", "buffering"].includes(state.state), state.state);
     assert.equal(state.reason, undefined, "a refused microphone is not a reason to stop");
-    assertNeverPlayingWhilePaused(await recorded(page));
+    const states = await recorded(page);
+    assert.ok(!states.some((s) => s.state === "failed" || s.state === "ended"), "it played on");
+    assertNeverPlayingWhilePaused(states);
     await page.evaluate("globalThis.player.close()");
     await backend.endSession(session.session_id);
     assert.deepEqual(errors, []);
