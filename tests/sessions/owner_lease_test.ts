@@ -58,7 +58,11 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
     const created = await res.json();
     assert.equal(res.status, 200, JSON.stringify(created));
     const sid = created.session_id as string;
-    await receiver.waitFor(() => receiver.accepted().length === 1, 10_000, "session.started from the owner");
+    await receiver.waitFor(
+      () => receiver.accepted().length === 1,
+      DEADLINE_MS,
+      "session.started from the owner",
+    );
     const owner = (await kv.get<{ owner: string }>(["project", PROJECT, "session", sid])).value!.owner;
     assert.notEqual(owner, other.instanceId);
 
