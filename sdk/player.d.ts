@@ -8,23 +8,38 @@
 /** Subprotocol of the media WebSocket. */
 export declare const MEDIA_SUBPROTOCOL: "avatar-media.v0";
 
-/** The player's states. */
+/**
+ * The player's states: `connecting` → `buffering` → `playing` → `ended` | `failed`, with `reconnecting`
+ * after an unexpected close. `playing` is reported on the `<video>` element's own `playing` event (the
+ * element really plays); a stall (`waiting`) or a pause goes back to `buffering` until it plays again.
+ */
 export type PlayerStateName = "connecting" | "buffering" | "playing" | "reconnecting" | "ended" | "failed";
 
 /** A snapshot of the player's state, passed to `onState`. */
 export interface PlayerState {
   /** What the player is doing. */
   state: PlayerStateName;
-  /** Time from `createPlayer` to the first decoded video frame, ms (null until then). */
+  /**
+   * Time from `createPlayer` to the first video frame shown, ms; set when the video first plays (null
+   * until then).
+   */
   ttffMs: number | null;
-  /** Why the player ended, failed or reconnects (a close reason or an error). */
+  /**
+   * Why the player ended, failed or reconnects (a close reason or an error). Removed once it is connected
+   * again.
+   */
   reason?: string;
-  /** The media WebSocket's close code, when it closed. */
+  /** The media WebSocket's close code, when it closed (removed likewise). */
   closeCode?: number;
   /** Whether autoplay rules forced the video to start muted. */
   muted: boolean;
   /** Whether the microphone is being streamed. */
   microphone: boolean;
+  /**
+   * Why the microphone is not streamed although it was asked for ("the microphone was refused", or
+   * unavailable); removed when it starts.
+   */
+  microphoneError?: string;
 }
 
 /** A transcript line sent by the engine (optional in the engine protocol). */
@@ -70,8 +85,10 @@ export interface CreatePlayerOptions {
   onTranscript?: (line: TranscriptLine) => void;
   /**
    * Returns a fresh client token and `stream_metadata` (from your backend, which calls
-   * `POST /v1/sessions/{session_id}/client-token`); used whenever the player reconnects. A `webrtc_sfu`
-   * session needs `streamMetadata` (its fresh `session_token` and TURN credentials).
+   * `POST /v1/sessions/{session_id}/client-token`); used whenever the player reconnects. It must resolve
+   * to `{ clientToken, mediaUrl?, streamMetadata? }` (note the camelCase: not the API's `client_token`);
+   * anything else fails the player with a message saying so. A `webrtc_sfu` session needs `streamMetadata`
+   * (its fresh `session_token` and TURN credentials).
    */
   refreshToken?: () => Promise<{ clientToken: string; mediaUrl?: string; streamMetadata?: StreamMetadata }>;
   /** `webrtc_sfu` only: `"relay"` sends all media through TURN. */
@@ -114,5 +131,9 @@ export interface AvatarPlayer {
   close(): void;
 }
 
-/** Creates a player and connects it. */
+/**
+ * Creates a player and connects it. Throws a `TypeError` for invalid options: no `<video>` element, a
+ * `mediaUrl` (or `streamMetadata.media_url`) that is not a `ws://`/`wss://` URL, an empty `clientToken`, a `refreshToken` that is not a
+ * function.
+ */
 export declare function createPlayer(options: CreatePlayerOptions): AvatarPlayer;

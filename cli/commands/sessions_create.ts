@@ -35,6 +35,11 @@ async function readConfig(io: Io, path: string): Promise<Record<string, unknown>
 
 const str = (values: Values, name: string) => values[name] as string | undefined;
 
+/** Whether repeating a failed create can succeed: a retryable error, or an unknown outcome. */
+function retryCanHelp(err: ApiError): boolean {
+  return err.retryable || err.code === "SDK_NETWORK_ERROR" || err.code === "SDK_INVALID_RESPONSE";
+}
+
 /** `sessions create`. */
 export const sessionsCreate: CommandSpec = {
   path: ["sessions", "create"],
@@ -124,9 +129,17 @@ export const sessionsCreate: CommandSpec = {
     } catch (err) {
       progress.stop();
       if (!(err instanceof ApiError)) throw err;
-      reportApiError(io, err, [
-        `idempotency_key: ${idempotencyKey} (repeat with --idempotency-key ${idempotencyKey} to retry safely)`,
-      ]);
+      // The hint only where a repeat can succeed: an error the service marked retryable, or no usable
+      // answer (the session may or may not have been created: the same key replays it if it was).
+      reportApiError(
+        io,
+        err,
+        retryCanHelp(err)
+          ? [
+            `idempotency_key: ${idempotencyKey} (repeat with --idempotency-key ${idempotencyKey} to retry safely)`,
+          ]
+          : [],
+      );
       return 1;
     }
     progress.succeed(

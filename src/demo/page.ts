@@ -12,6 +12,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Avatar session demo</title>
+<link rel="icon" href="/demo/favicon.svg" type="image/svg+xml">
 <style>
   :root { color-scheme: light dark; font-family: system-ui, sans-serif; }
   body { margin: 0; display: grid; place-items: start center; min-height: 100vh; background: #15181d; color: #e8eaed; }
@@ -63,6 +64,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
       <dt>First frame</dt><dd id="ttff">–</dd>
       <dt>Delay</dt><dd id="latency">–</dd>
       <dt>Frames</dt><dd id="frames">–</dd>
+      <dt>Microphone</dt><dd id="micstate">–</dd>
       <dt>Session</dt><dd id="session">–</dd>
     </dl>
     <div id="log"></div>
@@ -75,6 +77,17 @@ export const DEMO_PAGE_HTML = `<!doctype html>
 <script type="module" src="/demo/app.js"></script>
 </body>
 </html>
+`;
+
+/** The page's icon (an avatar's face), so browsers do not ask for a missing `/favicon.ico`. */
+export const DEMO_FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">
+<rect width="64" height="64" rx="14" fill="#2f6fdb"/>
+<circle cx="32" cy="28" r="15" fill="#f2c9a5"/>
+<path d="M17 27c0-10 7-16 15-16s15 6 15 16c-4-5-9-7-15-7s-11 2-15 7z" fill="#3b2a20"/>
+<circle cx="26" cy="29" r="2" fill="#222"/><circle cx="38" cy="29" r="2" fill="#222"/>
+<path d="M27 35q5 4 10 0" stroke="#9b3b3b" stroke-width="2" fill="none" stroke-linecap="round"/>
+<path d="M12 58c2-9 10-14 20-14s18 5 20 14z" fill="#3f9e6e"/>
+</svg>
 `;
 
 /** The page's script. */
@@ -139,6 +152,9 @@ const setState = (s) => {
   $("state").textContent = s.state + (s.reason && s.state !== "playing" ? " (" + s.reason + ")" : "") +
     (s.muted ? " – muted by autoplay, click the video" : "");
   if (s.ttffMs !== null) $("ttff").textContent = s.ttffMs + " ms";
+  // A refused (or missing) microphone: say so, and untick the box that asked for it.
+  if (s.microphoneError) $("mic").checked = false;
+  $("micstate").textContent = s.microphone ? "on" : s.microphoneError ? "off: " + s.microphoneError : "off";
   if (s.state === "ended" || s.state === "failed") finish();
 };
 

@@ -18,7 +18,7 @@
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "../api/env.ts";
 import { ApiError, ERROR_CATALOG, type ErrorCode } from "../errors.ts";
-import { DEMO_APP_JS, DEMO_PAGE_HTML } from "./page.ts";
+import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "./page.ts";
 
 /** What the demo backend needs. */
 export interface DemoDeps {
@@ -99,6 +99,11 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
   app.get(
     "/demo/app.js",
     (c) => c.body(DEMO_APP_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
+  );
+  app.get(
+    "/demo/favicon.svg",
+    (c) =>
+      c.body(DEMO_FAVICON_SVG, 200, { "content-type": "image/svg+xml", "cache-control": "max-age=86400" }),
   );
 
   app.use("/demo/api/*", async (c, next) => {

@@ -13,6 +13,8 @@ import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
 import { testTls } from "../helpers/fixtures.ts";
 import { createHarness, type Harness, type HarnessOptions, type JsonResponse } from "../helpers/harness.ts";
 import { smallRenderer } from "../helpers/media.ts";
+import { until } from "../fakes/server.ts";
+import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
 
 export { testTls };
 
@@ -145,4 +147,15 @@ export function toneChunks(n: number, ms: number, rate: number, hz = 300, amplit
       { length: size },
       (_, i) => Math.round(amplitude * Math.sin(2 * Math.PI * hz * (k * size + i) / rate)),
     ));
+}
+
+/**
+ * Waits for a barge-in point in a long reply sent at once (3 s here): most of it queued (2.5 s), then the
+ * media clock 300 ms further on, so some of it has played and most of it is still queued, however busy
+ * the machine. (Waiting a fixed time instead depended on how fast the reply arrived.)
+ */
+export async function midReply(media: AvatarSessionMedia): Promise<void> {
+  await until(() => media.stats().queuedSamples >= 2.5 * 48000, 20_000, "the reply queued");
+  const from = media.stats().audioWritten;
+  await until(() => media.stats().audioWritten >= from + 0.3 * 48000, 20_000, "some of the reply played");
 }

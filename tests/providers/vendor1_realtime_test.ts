@@ -11,7 +11,7 @@ import { startVendor1Fake, type Vendor1Behavior } from "../fakes/vendor1_realtim
 import { rms, toneHz, until } from "../fakes/server.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
-import { concat, decodeStreamAudio, loudMs, testTls, toneChunks, withVendors } from "./_helpers.ts";
+import { concat, decodeStreamAudio, loudMs, midReply, testTls, toneChunks, withVendors } from "./_helpers.ts";
 
 const SECRET = `ek_test_${crypto.randomUUID().replaceAll("-", "")}`;
 const body = (secret = SECRET) => ({
@@ -86,7 +86,15 @@ for (const format of ["pcm", "pcmu"] as const) {
         assert.ok(Math.abs(heard.length - expected) < 200, `${heard.length} samples at ${call.rate} Hz`);
         assert.ok(Math.abs(toneHz(heard.subarray(100), call.rate) - 440) < 15, "the tone survives");
         assert.ok(rms(heard.subarray(100)) > 5000, "at its level");
-        await new Promise((r) => setTimeout(r, 1500)); // the speech plays out
+        // the agent's second of speech started as the client joined: once the stream holds 2.5 s of audio,
+        // it holds all of it
+        const audioS = () =>
+          c.segments().filter((x) => x.track === 2).reduce(
+            (n, x) => n + x.durations.reduce((a, d) => a + d, 0),
+            0,
+          ) /
+          48000;
+        await c.until(() => audioS() >= 2.5, 20_000, "the speech in the stream");
         await c.close();
         const loud = loudMs(await decodeStreamAudio(c.binaries));
         assert.ok(loud >= 900 && loud <= 1100, `loud ${loud} ms of 1000`);
@@ -109,11 +117,7 @@ Deno.test("vendor1_realtime: barge-in flushes the avatar's speech at once and tr
       const call = fake.call();
       const { itemId } = call.speak(toneChunks(150, 20, 24000), "A long answer", { done: false });
       const media = plane!.get(sid)!.media;
-      await until(
-        () => media.stats().audioWritten > 0 && media.stats().queuedSamples < 3 * 48000 - 24000,
-        20_000,
-      );
-      await new Promise((r) => setTimeout(r, 400));
+      await midReply(media);
       call.userSpeaks();
       await until(() => media.stats().queuedSamples === 0, 20_000, "flush");
       assert.ok(media.stats().interruptDroppedSamples > 48000, "most of the 3 s was dropped");

@@ -11,7 +11,7 @@ import { startVendor2Fake, type Vendor2Behavior } from "../fakes/vendor2.ts";
 import { rms, toneHz, until } from "../fakes/server.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
-import { concat, decodeStreamAudio, loudMs, testTls, toneChunks, withVendors } from "./_helpers.ts";
+import { concat, decodeStreamAudio, loudMs, midReply, testTls, toneChunks, withVendors } from "./_helpers.ts";
 
 const TOKEN = `eyJtoken${crypto.randomUUID().replaceAll("-", "")}`;
 const AGENT = "agent_Fo7pKNBUwLZxrTd6jvhpaE";
@@ -95,15 +95,28 @@ for (const format of ["pcm_24000", "pcm_44100", "mulaw_8000"]) {
         );
         const before = concat(call.input).length;
         for (const chunk of toneChunks(30, 20, 24000, 440)) c.ws.send(new Uint8Array(chunk.buffer));
-        await until(() => concat(call.input).some((s) => Math.abs(s) > 5000), 20_000, "user audio");
-        await new Promise((r) => setTimeout(r, 300));
+        // the whole tone (half a second after its first loud sample) has reached the vendor
+        const toneIn = () => {
+          const all = concat(call.input).subarray(before);
+          const at = all.findIndex((s) => Math.abs(s) > 3000);
+          return at >= 0 && all.length - at >= Math.round(0.5 * call.rate);
+        };
+        await until(toneIn, 20_000, "user audio");
         const heard = concat(call.input).subarray(before);
         // the tone's samples (the silence sent while nobody talks is around them)
         const loudIdx = heard.findIndex((s) => Math.abs(s) > 3000);
         const tonePart = heard.subarray(loudIdx, loudIdx + Math.round(0.5 * call.rate));
         assert.ok(Math.abs(toneHz(tonePart, call.rate) - 440) < 15, `440 Hz at ${call.rate} Hz`);
         assert.ok(rms(tonePart) > 5000);
-        await new Promise((r) => setTimeout(r, 1500));
+        // the agent's second of speech started as the client joined: once the stream holds 2.5 s of audio,
+        // it holds all of it
+        const audioS = () =>
+          c.segments().filter((x) => x.track === 2).reduce(
+            (n, x) => n + x.durations.reduce((a, d) => a + d, 0),
+            0,
+          ) /
+          48000;
+        await c.until(() => audioS() >= 2.5, 20_000, "the reply in the stream");
         await c.close();
         const loud = loudMs(await decodeStreamAudio(c.binaries));
         assert.ok(loud >= 900 && loud <= 1100, `loud ${loud} ms of 1000`);
@@ -142,11 +155,7 @@ Deno.test("vendor2: audio_output_clear flushes the avatar's speech at once", asy
       const call = fake.call();
       const turn = call.speak(toneChunks(150, 20, 24000), "A long answer", { end: false });
       const media = plane!.get(sid)!.media;
-      await until(
-        () => media.stats().audioWritten > 0 && media.stats().queuedSamples < 3 * 48000 - 24000,
-        20_000,
-      );
-      await new Promise((r) => setTimeout(r, 400));
+      await midReply(media);
       call.bargeIn();
       await until(() => media.stats().queuedSamples === 0, 20_000, "flush");
       assert.ok(media.stats().interruptDroppedSamples > 48000, "most of the 3 s was dropped");

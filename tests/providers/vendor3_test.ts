@@ -12,7 +12,7 @@ import { startVendor3Fake, type Vendor3Behavior, type Vendor3Options } from "../
 import { rms, toneHz, until } from "../fakes/server.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
-import { concat, decodeStreamAudio, loudMs, testTls, toneChunks, withVendors } from "./_helpers.ts";
+import { concat, decodeStreamAudio, loudMs, midReply, testTls, toneChunks, withVendors } from "./_helpers.ts";
 
 const API_KEY = `xi_${crypto.randomUUID().replaceAll("-", "")}`;
 const PUBLIC = "agent_public_01";
@@ -195,8 +195,13 @@ for (const [output, input] of FORMATS) {
           ["user_1", "what's the weather", true],
         ]);
         for (const chunk of toneChunks(30, 20, 24000, 440)) c.ws.send(new Uint8Array(chunk.buffer));
-        await until(() => concat(conversation.input).some((s) => Math.abs(s) > 5000), 20_000, "user audio");
-        await new Promise((r) => setTimeout(r, 300));
+        // the whole tone (half a second after its first loud sample) has reached the vendor
+        const toneIn = () => {
+          const all = concat(conversation.input);
+          const at = all.findIndex((s) => Math.abs(s) > 3000);
+          return at >= 0 && all.length - at >= Math.round(0.5 * conversation.inputRate);
+        };
+        await until(toneIn, 20_000, "user audio");
         const heard = concat(conversation.input);
         const start = heard.findIndex((s) => Math.abs(s) > 3000);
         const tonePart = heard.subarray(start, start + Math.round(0.5 * conversation.inputRate));
@@ -205,7 +210,15 @@ for (const [output, input] of FORMATS) {
           `440 Hz at ${conversation.inputRate}`,
         );
         assert.ok(rms(tonePart) > 5000);
-        await new Promise((r) => setTimeout(r, 1500));
+        // the agent's second of speech started as the client joined: once the stream holds 2.5 s of audio,
+        // it holds all of it
+        const audioS = () =>
+          c.segments().filter((x) => x.track === 2).reduce(
+            (n, x) => n + x.durations.reduce((a, d) => a + d, 0),
+            0,
+          ) /
+          48000;
+        await c.until(() => audioS() >= 2.5, 20_000, "the reply in the stream");
         await c.close();
         const loud = loudMs(await decodeStreamAudio(c.binaries));
         assert.ok(loud >= 900 && loud <= 1100, `loud ${loud} ms of 1000`);
@@ -227,11 +240,7 @@ Deno.test("vendor3: interruption flushes the avatar's speech at once; stale audi
       const conversation = fake.conversation();
       const first = conversation.speak(toneChunks(150, 20, 16000), "A long answer about the weather");
       const media = plane!.get(sid)!.media;
-      await until(
-        () => media.stats().audioWritten > 0 && media.stats().queuedSamples < 3 * 48000 - 24000,
-        20_000,
-      );
-      await new Promise((r) => setTimeout(r, 400));
+      await midReply(media);
       conversation.interrupt("A long answer about the weather", "A long");
       await until(() => media.stats().queuedSamples === 0, 20_000, "flush");
       assert.ok(media.stats().interruptDroppedSamples > 48000, "most of the 3 s was dropped");

@@ -173,10 +173,12 @@ Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", a
     assert.equal(out.code, 0, text);
   }
   const readme = await Deno.readTextFile(new URL("README.md", SDK));
-  assert.ok(
-    (readme.match(/^```ts$/gm) ?? []).length >= 3,
-    "the backend, frontend and webhook examples are ts blocks",
+  assert.equal(
+    (readme.match(/^```ts$/gm) ?? []).length,
+    3,
+    "the backend, provider and webhook examples are ts blocks",
   );
+  assert.equal((readme.match(/^```js$/gm) ?? []).length, 1, "the page's script is a js block");
 });
 
 Deno.test("sdk and cli: every hand-written export has JSDoc (deno doc --lint)", async () => {

@@ -15,7 +15,8 @@ async function pair(options: { ownerLifecycle: boolean }) {
     kv,
     caCerts: [testTls.caPem],
     lifecycle: true,
-    teardownTimeoutMs: 500,
+    // (long enough for the owner to carry out an end on a busy machine; an unresponsive owner waits it out)
+    teardownTimeoutMs: 3000,
     remoteEndMarginMs: 300,
   });
   return {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
 import { checkWebhookUrl, isBlockedAddress, type Resolver } from "../../src/webhooks/url_guard.ts";
 import { startFakeEngine } from "../helpers/fake_engine.ts";
@@ -180,7 +181,7 @@ Deno.test("url guard: creation refuses a blocked webhook_url with 400; delivery 
         const [e] = await listEvents(h.kv, "proj_ssrf", res.body.session_id);
         return e?.state === "refused";
       },
-      5000,
+      DEADLINE_MS,
       "refused at delivery",
     );
     const [e] = await listEvents(h.kv, "proj_ssrf", res.body.session_id);
