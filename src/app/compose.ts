@@ -268,7 +268,6 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       idempotencyWaitMs: o.idempotencyWaitMs,
       resolve: o.resolve,
       // An api process never reaches the SFU: SVC_SFU_JANUS_URL tells it the workers have one.
-      sfuConfigured: media ? media.sfuConfigured : role === "api" && config.sfu !== null,
     });
 
     // The demo page's backend holds a demo project's API key, minted now and kept in memory only.
@@ -320,6 +319,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
           public_url: publicUrl,
           capacity,
           free_slots: Math.max(0, capacity - worker!.size),
+          transports: worker!.transports,
           signature: auth && config.workerUrl
             ? await auth.signAdvert(instanceId, config.workerUrl, publicUrl)
             : null,

@@ -6,7 +6,7 @@
  */
 import { ApiError } from "../errors.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import type { SessionRecord } from "../sessions/record.ts";
+import type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 import type { SessionWorker } from "../worker/worker.ts";
 import type { EndedSession, EndOptions, Placement, StartSpec, StreamEndpoints } from "./session_host.ts";
 
@@ -14,8 +14,9 @@ import type { EndedSession, EndOptions, Placement, StartSpec, StreamEndpoints } 
 export class LocalWorkerClient {
   constructor(readonly worker: SessionWorker) {}
 
-  /** This worker, if it has a free render slot (it checks its capacity itself). */
-  place(): Placement {
+  /** This worker, if it serves the transport and has a free render slot (it checks its capacity itself). */
+  place(transport: ResolvedTransport): Placement {
+    if (!this.worker.transports.includes(transport)) throw new ApiError("SVC_SFU_NOT_CONFIGURED");
     if (!this.worker.hasCapacity()) throw new ApiError("SVC_RENDER_CAPACITY");
     return { owner: this.worker.instanceId };
   }

@@ -12,7 +12,7 @@ import type { Logger } from "../log.ts";
 import { MEDIA_PATH } from "../media/plane.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import { TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
-import type { SessionRecord } from "../sessions/record.ts";
+import type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 import { endThroughKv } from "./kv_end_request.ts";
 import type { LocalWorkerClient } from "./local_host.ts";
 import { type RemoteWorkerClient, WorkerUnreachableError } from "./remote_client.ts";
@@ -48,14 +48,20 @@ export interface SessionRouterDeps {
 export class SessionRouter implements SessionHost {
   constructor(readonly deps: SessionRouterDeps) {}
 
-  async place(exclude: ReadonlySet<string>): Promise<Placement> {
+  async sfuAvailable(): Promise<boolean> {
+    const { local, remote } = this.deps;
+    if (local) return local.worker.transports.includes("webrtc_sfu");
+    return (await remote?.directory.live() ?? []).some((w) => w.transports.includes("webrtc_sfu"));
+  }
+
+  async place(exclude: ReadonlySet<string>, transport: ResolvedTransport): Promise<Placement> {
     const { local, remote } = this.deps;
     if (local) {
       if (exclude.has(local.worker.instanceId)) throw new ApiError("SVC_RENDER_CAPACITY");
-      return local.place();
+      return local.place(transport);
     }
     if (!remote) throw new ApiError("SVC_RENDER_CAPACITY");
-    const { owner, capacity } = await remote.directory.pick(exclude);
+    const { owner, capacity } = await remote.directory.pick(exclude, transport);
     return { owner, capacity };
   }
 

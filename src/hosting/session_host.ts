@@ -70,8 +70,13 @@ export interface Placement {
 
 /** The port. Every method throws an {@link import("../errors.ts").ApiError} with the mapped code. */
 export interface SessionHost {
-  /** Picks a worker for a new session, skipping `exclude` (workers found full). Throws 503 SVC_RENDER_CAPACITY. */
-  place(exclude: ReadonlySet<string>): Promise<Placement>;
+  /** Whether some worker serves `webrtc_sfu` (an SFU is configured): `auto` then prefers it. */
+  sfuAvailable(): Promise<boolean>;
+  /**
+   * Picks a worker serving `transport` for a new session, skipping `exclude` (workers found full). Throws 503
+   * SVC_RENDER_CAPACITY.
+   */
+  place(exclude: ReadonlySet<string>, transport: ResolvedTransport): Promise<Placement>;
   /**
    * Starts a `created` session on its worker and resolves once it is `active`, with its endpoints. The
    * credentials are handed over and zeroed here whatever happens.

@@ -22,6 +22,8 @@ export interface LiveWorker {
   /** Its public base (`SVC_PUBLIC_URL`). */
   publicUrl: string;
   capacity: number;
+  /** The transports it serves. */
+  transports: ("websocket_fmp4" | "webrtc_sfu")[];
 }
 
 /** How long a worker that could not be reached is left out of placement. */
@@ -66,10 +68,14 @@ export class WorkerDirectory {
    * The least loaded live worker with a free slot, skipping `exclude`; ties are broken at random so that
    * concurrent creates spread. Throws 503 SVC_RENDER_CAPACITY when there is none.
    */
-  async pick(exclude: ReadonlySet<string>): Promise<Placement & { url: string }> {
+  async pick(
+    exclude: ReadonlySet<string>,
+    transport: "websocket_fmp4" | "webrtc_sfu" = "websocket_fmp4",
+  ): Promise<Placement & { url: string }> {
     const now = this.deps.clock.now();
     const candidates = (await this.live()).filter((w) =>
-      !exclude.has(w.instanceId) && (this.#unreachable.get(w.instanceId) ?? 0) <= now
+      w.transports.includes(transport) && !exclude.has(w.instanceId) &&
+      (this.#unreachable.get(w.instanceId) ?? 0) <= now
     );
     if (!candidates.length) throw new ApiError("SVC_RENDER_CAPACITY");
     const loads = await ownerLoads(this.deps.kv, candidates.map((w) => w.instanceId));
@@ -104,7 +110,13 @@ export class WorkerDirectory {
       }
     }
     return ok
-      ? { instanceId: lease.instance_id, url: w.url, publicUrl: w.public_url, capacity: w.capacity }
+      ? {
+        instanceId: lease.instance_id,
+        url: w.url,
+        publicUrl: w.public_url,
+        capacity: w.capacity,
+        transports: w.transports ?? ["websocket_fmp4"],
+      }
       : null;
   }
 }

@@ -27,6 +27,8 @@ export interface WorkerAdvert {
   capacity: number;
   /** Capacity minus the sessions it runs now (at the last renewal; placement counts exactly in KV). */
   free_slots: number;
+  /** The transports it serves (absent in older registrations: `websocket_fmp4` only). */
+  transports?: ("websocket_fmp4" | "webrtc_sfu")[];
   /** HMAC of its id and addresses with the internal secret (see `src/hosting/internal_auth.ts`). */
   signature: string | null;
 }

@@ -50,6 +50,11 @@ export interface SessionRecord {
    */
   end_request?: EndRequest | null;
   /**
+   * Where the session's media is reached, written when it becomes `active` (not secret: no tokens, no
+   * TURN credentials). Answers an idempotent replay of an ended session.
+   */
+  stream?: { media_url: string | null; sfu_endpoint: string | null } | null;
+  /**
    * Set with the final status when an API end was answered 503 (storage was out) after its teardown had
    * happened: until then, a retried end answers 200 with this end instead of 409 (see `end_answer.ts`).
    */

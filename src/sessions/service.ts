@@ -104,8 +104,6 @@ export interface SessionServiceDeps {
   idempotencyWaitMs?: number;
   /** Resolves webhook hosts for the destination check at creation (default: the system DNS). */
   resolve?: Resolver;
-  /** Whether the SFU transport is configured (`auto` prefers it then). */
-  sfuConfigured?: boolean;
 }
 
 /** The session logic behind the `/v1/sessions` routes. */
@@ -142,7 +140,9 @@ export class SessionService {
       now: clock.now(),
     });
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
-    const transport = resolveTransport(input.transport, this.deps.sfuConfigured ?? false);
+    // `auto` prefers the SFU when a worker serves it; `webrtc_sfu` without one fails closed.
+    const sfu = input.transport === "websocket_fmp4" ? false : await host.sfuAvailable();
+    const transport = resolveTransport(input.transport, sfu);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
     const avatar = resolveAvatarConfig(CATALOG, input.avatar_config);
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
@@ -188,7 +188,7 @@ export class SessionService {
     try {
       const full = new Set<string>();
       for (let attempt = 0;; attempt++) {
-        placement = await host.place(full);
+        placement = await host.place(full, transport);
         record.owner = placement.owner;
         try {
           await insertSession(kv, record, config.maxConcurrentSessions, {
@@ -300,9 +300,11 @@ export class SessionService {
   async #replay(caller: Caller, sessionId: string): Promise<CreatedSession> {
     const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
-    // An ended session still replays its answer (with endpoints that no longer serve media).
+    // An active session replays with fresh endpoints (TURN credentials); an ended one with the endpoints it
+    // had (they no longer serve media).
     const endpoints = rec.status === "active" ? await this.deps.host.stream(rec).catch(() => null) : null;
-    return await this.#answer(rec, endpoints ?? { media_url: null, sfu_endpoint: null, ice_servers: [] });
+    const had = rec.stream ?? { media_url: null, sfu_endpoint: null };
+    return await this.#answer(rec, endpoints ?? { ...had, ice_servers: [] });
   }
 
   /** Refuses (400) a webhook_url that is not https or points at a blocked address; creates the secret. */

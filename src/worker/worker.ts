@@ -25,7 +25,7 @@ import type { EndedSession, EndOptions, StartSpec, StreamEndpoints } from "../ho
 import type { EndReason } from "../sessions/end_reasons.ts";
 import { durationS } from "../sessions/events.ts";
 import { LifetimeMonitor } from "../sessions/lifetime.ts";
-import type { SessionRecord } from "../sessions/record.ts";
+import type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 import { isEnded, type SessionStatus } from "../sessions/state.ts";
 import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journal.ts";
 import { claimUnansweredEnd, endAnswer, UNANSWERED_END_TTL_MS } from "../sessions/end_answer.ts";
@@ -85,6 +85,11 @@ export class SessionWorker {
   /** Id of this worker. */
   get instanceId(): string {
     return this.deps.instanceId;
+  }
+
+  /** The transports this worker serves (webrtc_sfu when its media plane has an SFU). */
+  get transports(): ResolvedTransport[] {
+    return this.deps.media?.sfuConfigured ? ["websocket_fmp4", "webrtc_sfu"] : ["websocket_fmp4"];
   }
 
   /** Whether a render slot is free (always true without a media plane). */
@@ -154,11 +159,13 @@ export class SessionWorker {
         await this.#fail(projectId, sessionId, err.code);
         throw err;
       }
+      const endpoints = await this.endpoints(sessionId, spec.transport);
       let activated;
       try {
         const startedAt = clock.now();
         activated = await transitionSession(kv, projectId, sessionId, ["activating"], "active", {
           started_at: startedAt,
+          stream: { media_url: endpoints.media_url, sfu_endpoint: endpoints.sfu_endpoint },
         }, startedAt);
       } catch (err) {
         await runtime.end(sessionId, { force: true, reason: "start_failed" });
@@ -177,7 +184,7 @@ export class SessionWorker {
         this.lifetimes.track(projectId, sessionId, activated.record!.started_at!);
       }
       logger.info("session active", { session_id: sessionId, project_id: projectId });
-      return await this.endpoints(sessionId, spec.transport);
+      return endpoints;
     } finally {
       this.#starting.delete(sessionId);
     }
