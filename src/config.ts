@@ -423,8 +423,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
     },
-    demoPage: v.SVC_DEMO_PAGE! && role === "all",
-    sfu: sfuConfig(v, role),
+    // On by default on one host; an API process serves it only when asked to (each start mints a demo key).
+    demoPage: role === "all" ? v.SVC_DEMO_PAGE! : role === "api" && !!env.SVC_DEMO_PAGE && v.SVC_DEMO_PAGE!,
+    // An API process learns which workers serve webrtc_sfu from their registrations: no SFU setting of its own.
+    sfu: role === "api" ? null : sfuConfig(v, role),
   };
 }
 

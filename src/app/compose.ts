@@ -11,7 +11,7 @@
  * | internal API (signed, for API processes) | with `SVC_WORKER_URL` | | ✓ |
  * | webhook delivery, reconcile | ✓ | | ✓ |
  * | reference engine (embedded default) | ✓ | | ✓ |
- * | demo page | ✓ | | |
+ * | demo page (in `api`: vendor engines only) | ✓ | ✓ | |
  *
  * An `api` process starts no subprocess, writes no file, loads no FFI and opens no engine connection, so
  * it runs on Deno Deploy (see docs/deployment.md).
@@ -267,12 +267,12 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       logger,
       idempotencyWaitMs: o.idempotencyWaitMs,
       resolve: o.resolve,
-      // An api process never reaches the SFU: SVC_SFU_JANUS_URL tells it the workers have one.
     });
 
     // The demo page's backend holds a demo project's API key, minted now and kept in memory only.
-    let demo: { apiKey: string; keyId: string; engine: { url: string; token: string } } | null = null;
-    if (config.demoPage && engine && media && tokens.available && sessions) {
+    let demo: { apiKey: string; keyId: string; engine?: { url: string; token: string } } | null = null;
+    // On one host it needs the embedded engine and media; an API process's page offers the vendor engines.
+    if (config.demoPage && tokens.available && sessions && (role === "api" || (engine && media))) {
       const { plaintext, record } = await createApiKey(kv, {
         projectId: DEMO_PROJECT_ID,
         name: "demo page (in memory)",
@@ -283,7 +283,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       demo = {
         apiKey: plaintext,
         keyId: record.key_id,
-        engine: { url: engine.engine.url, token: engine.token },
+        engine: engine ? { url: engine.engine.url, token: engine.token } : undefined,
       };
       const keyId = record.key_id;
       cleanup.push(() => revokeApiKey(kv, DEMO_PROJECT_ID, keyId, clock.now()));

@@ -24,8 +24,11 @@ import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "./page.ts";
 export interface DemoDeps {
   /** The demo project's API key (plaintext, in memory only). */
   apiKey: string;
-  /** The reference engine sessions are created on. */
-  engine: { url: string; token: string };
+  /**
+   * The reference engine sessions are created on by default; absent in an API process (`SVC_ROLE=api`),
+   * whose page then offers the vendor engines only.
+   */
+  engine?: { url: string; token: string };
   /** Calls the service's own API in-process. */
   call(request: Request): Promise<Response>;
 }
@@ -58,6 +61,12 @@ function providerOf(
     }
     return { provider_type: type, provider_config: { [type]: config } };
   }
+  if (!engine) {
+    throw new ApiError(
+      "SVC_INVALID_REQUEST",
+      "This demo runs without a reference engine: pick a vendor engine and paste its short-lived credential.",
+    );
+  }
   return {
     provider_type: "external_engine",
     provider_config: {
@@ -65,6 +74,9 @@ function providerOf(
     },
   };
 }
+
+/** The page's reference-engine choice, left out when the backend has no reference engine. */
+const REFERENCE_OPTION = /<option value="reference"[^>]*>[^<]*<\/option>\s*/;
 
 /**
  * Registers `/sdk/player.js` and `/sdk/player_webrtc.js` (always) and the demo page with its backend (when
@@ -95,7 +107,8 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
     return { status: res.status, body: await res.json() };
   };
 
-  app.get("/demo", (c) => c.html(DEMO_PAGE_HTML));
+  const page = demo.engine ? DEMO_PAGE_HTML : DEMO_PAGE_HTML.replace(REFERENCE_OPTION, "");
+  app.get("/demo", (c) => c.html(page));
   app.get(
     "/demo/app.js",
     (c) => c.body(DEMO_APP_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
