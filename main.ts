@@ -1,28 +1,22 @@
 /**
- * Entry point: `deno task start` runs the service on its embedded defaults (see README.md).
+ * Entry point: `deno task start` runs the service on its embedded defaults (see README.md). `SVC_ROLE`
+ * picks what this process is: `all` (default), `api` (the HTTP API only: runs on Deno Deploy) or `worker`
+ * (a session host); see docs/deployment.md.
  *
  * @module
  */
+import { compose } from "./src/app/compose.ts";
 import { ConfigError, loadConfigFromEnv } from "./src/config.ts";
-import { startService } from "./src/server.ts";
 import { FfmpegUnavailableError } from "./src/media/ffmpeg.ts";
 
 if (import.meta.main) {
+  let service;
   let config;
   try {
     config = loadConfigFromEnv();
+    service = await compose(config);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      Deno.exit(1);
-    }
-    throw err;
-  }
-  let service;
-  try {
-    service = await startService(config);
-  } catch (err) {
-    if (err instanceof FfmpegUnavailableError) {
+    if (err instanceof ConfigError || err instanceof FfmpegUnavailableError) {
       console.error(err.message);
       Deno.exit(1);
     }

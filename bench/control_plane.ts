@@ -32,11 +32,12 @@
 import { parseArgs } from "node:util";
 import { loadConfig, loadConfigFromEnv } from "../src/config.ts";
 import { silentLogger } from "../src/log.ts";
-import { openKv, startService } from "../src/server.ts";
+import { compose as startService, openKv } from "../src/app/compose.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { generateApiKey } from "../src/auth/api_key_format.ts";
 import { generateEngineTls } from "../engine/mod.ts";
 import { startBenchEngine } from "./engine.ts";
+import { runSplitBench } from "./split.ts";
 
 /** Percentile of sorted numbers. */
 export function percentile(sorted: number[], p: number): number {
@@ -179,7 +180,7 @@ async function serveService(readyFile: string): Promise<void> {
     createdBy: "bench",
   });
   kv.close();
-  const ready: Ready = { url: service.url, api_key: plaintext };
+  const ready: Ready = { url: service.url!, api_key: plaintext };
   await Deno.writeTextFile(readyFile, JSON.stringify(ready));
   const stop = async () => {
     await service.close();
@@ -757,6 +758,12 @@ if (import.meta.main) {
       console.log("One request at a time (client in the service's process):");
       console.table(rows);
       result.serial = rows;
+      // What the API/worker split adds to a create, side by side with the in-process figure.
+      const split = await runSplitBench({ sessions: Number(values.sessions), media: false });
+      console.log("A create in one process and across the API/worker split:");
+      console.table(split);
+      console.log(`the split adds ${(split[1].p50_ms - split[0].p50_ms).toFixed(2)} ms to a create at p50`);
+      result.split = split;
     }
     if (values.json) await Deno.writeTextFile(values.json, JSON.stringify(result, null, 2));
   }

@@ -7,9 +7,13 @@
  *    client's received audio is decoded with ffmpeg to find each chunk on the timeline, and each chunk is
  *    timed from the engine's send to the client's receipt of the fragment holding its last sample
  *    ("complete") and its first sample ("onset").
+ * 2b. The same for each vendor bridge against its protocol-faithful fake, beside the external engine
+ *    (`bench/vendors.ts`).
  * 3. Capacity: how many concurrent sessions (default 512×512 at 25 fps, each watched by a client and
  *    talking half of the time) the service sustains on one core, pinned with `taskset` together with its
  *    ffmpeg children, with no dropped frame; CPU and memory per session.
+ * 4. `webrtc_sfu` beside `websocket_fmp4` in Chromium through a real Janus (`bench/webrtc.ts`): connect →
+ *    first frame, engine chunk → browser audio, glass-to-glass frame latency, sessions per core with Janus.
  *
  * The service runs as a child process (`bench/service.ts`) on one core; the bench (engine and clients)
  * runs on the others. Prints a table and writes `bench/results/bench-<time>.json` (git-ignored).
@@ -23,6 +27,8 @@ import { parseArgs } from "node:util";
 import { generateEngineTls } from "../engine/mod.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
 import { readSegment } from "../tests/helpers/media.ts";
+import { benchVendors, vendorTable } from "./vendors.ts";
+import { benchWebRtc, webrtcTable } from "./webrtc.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -396,6 +402,11 @@ try {
     `bench: audio chunk → fragment p50 ${r1(pct(complete, 50))} ms, p99 ${r1(pct(complete, 99))} ms`,
   );
 
+  // ---- 2b. the same measure for each vendor bridge against its fake, beside the external engine ----
+  const vendors = await benchVendors({ tls, dir, quick, core });
+  results.vendor_audio_chunk_to_fragment_ms = vendors;
+  console.log(`bench: vendor bridges (chunk → fragment)\n${vendorTable(vendors)}`);
+
   // ---- 3. capacity on one core ----
   const steps: Record<string, unknown>[] = [];
   const seconds = quick ? 5 : Number(args.seconds);
@@ -477,6 +488,9 @@ try {
     steps,
   };
 
+  // ---- 4. webrtc_sfu beside websocket_fmp4 (its own service process and Janus, same core) ----
+  results.webrtc = await benchWebRtc({ tls, dir, quick, core });
+
   // ---- report ----
   const t = results.time_to_first_frame_ms as Record<string, number>;
   const a = results.audio_chunk_to_fragment_ms as {
@@ -503,6 +517,7 @@ try {
     );
   }
   console.log(`\nsustained on one core with no dropped frame: ${sustained} sessions`);
+  console.log(`\n${webrtcTable(results.webrtc as Awaited<ReturnType<typeof benchWebRtc>>)}`);
 } finally {
   (results.facts as Record<string, unknown>).load_average_after = (await Deno.readTextFile("/proc/loadavg"))
     .split(" ")

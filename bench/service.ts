@@ -5,26 +5,28 @@
  * SIGTERM or when its stdin closes.
  *
  * Environment: as the service (`src/config.ts`); the bench sets `SVC_ENGINE_CA_FILE` to its engine's CA.
+ * `--stamp` renders with {@link stampingReferenceRenderer} (the wall clock in each frame, for glass-to-glass
+ * latency).
  *
  * @module
  */
 import { loadConfigFromEnv } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
-import { startService } from "../src/server.ts";
+import { compose } from "../src/app/compose.ts";
+import { stampingReferenceRenderer } from "./stamp.ts";
 
 if (import.meta.main) {
   const config = loadConfigFromEnv();
-  const service = await startService(config, { logger: createLogger({ level: "warn" }) });
-  const kv = await Deno.openKv(config.kv);
-  const { plaintext } = await createApiKey(kv, {
+  const renderer = Deno.args.includes("--stamp") ? await stampingReferenceRenderer(config.media) : undefined;
+  const service = await compose(config, { logger: createLogger({ level: "warn" }), media: { renderer } });
+  const { plaintext } = await createApiKey(service.kv, {
     projectId: "proj_bench",
     name: "bench",
     scopes: ["sessions:read", "sessions:write"],
     now: Date.now(),
     createdBy: "bench",
   });
-  kv.close();
   console.log(JSON.stringify({ url: service.url, api_key: plaintext, pid: Deno.pid }));
   let stopping = false;
   const stop = async () => {

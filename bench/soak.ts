@@ -26,7 +26,7 @@ import { createApiKey } from "../src/kv/api_keys.ts";
 import { countPendingEvents, listEvents } from "../src/kv/webhook_outbox.ts";
 import { LIVE_STATUSES, type SessionRecord } from "../src/kv/sessions.ts";
 import { createLogger } from "../src/log.ts";
-import { startService } from "../src/server.ts";
+import { compose as startService } from "../src/app/compose.ts";
 import { startFakeEngine } from "../tests/helpers/fake_engine.ts";
 import { testMedia } from "../tests/helpers/test_media.ts";
 import { startWebhookReceiver } from "../tests/helpers/webhook_receiver.ts";
@@ -202,7 +202,7 @@ async function setClients(sid: string, n: number): Promise<void> {
     await c.closed;
   }
   await until(
-    () => service.runtime.clientCount(sid) === n || !service.runtime.has(sid),
+    () => service.runtime!.clientCount(sid) === n || !service.runtime!.has(sid),
     "media clients counted",
   );
 }
@@ -282,16 +282,16 @@ try {
     await until(async () => (await countPendingEvents(kv)) === 0, "webhook outbox drained");
     clock.advance(121_000); // past the join window and the idle timeout
     await until(
-      () => wave.every((s) => !/no_client|idle/.test(s.fate) || !service.runtime.has(s.sid)),
+      () => wave.every((s) => !/no_client|idle/.test(s.fate) || !service.runtime!.has(s.sid)),
       "join window and idle ends",
     );
     await until(async () => (await countPendingEvents(kv)) === 0, "webhook outbox drained");
     clock.advance(3_600_000); // past the maximum duration
     await until(
-      () => wave.every((s) => s.fate !== "max_duration" || !service.runtime.has(s.sid)),
+      () => wave.every((s) => s.fate !== "max_duration" || !service.runtime!.has(s.sid)),
       "max ends",
     );
-    await until(() => service.runtime.size === 0, "every session of the wave ended");
+    await until(() => service.runtime!.size === 0, "every session of the wave ended");
     await closeSockets();
     fdsAfterWave.push(openFds());
     if (lastWave) {
@@ -302,7 +302,7 @@ try {
       created.push(...wave.slice(before));
     }
   }
-  const left = service.runtime.size;
+  const left = service.runtime!.size;
   await until(async () => (await countPendingEvents(kv)) === 0, "webhook outbox drained before shutdown");
   const fdsBeforeShutdown = openFds();
   await service.close(); // ends the service_shutdown share and delivers its events
@@ -356,7 +356,7 @@ try {
     live_at_shutdown_start: left,
     live_records_after: liveRecords.length,
     live_counters_after: counters.reduce((a, b) => a + b, 0),
-    runtime_sessions_after: service.runtime.size,
+    runtime_sessions_after: service.runtime!.size,
     engine_sockets_after: enginePorts.reduce((n, port) => n + tcpConnections(port), 0),
     ffmpeg_processes_after: await ffmpegProcesses(),
     fds_baseline: fdsBaseline,

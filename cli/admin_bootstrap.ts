@@ -6,6 +6,7 @@
 import { isScope, type Scope, SCOPES } from "../src/auth/scopes.ts";
 import { PROJECT_ID_PATTERN } from "../src/ids.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
+import { displayNameProblem } from "../src/text_fields.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** What bootstrap prints (with `--json`, exactly this object). */
@@ -35,8 +36,8 @@ export function parseBootstrapInput(input: { project?: string; name?: string; sc
     );
   }
   if (!input.name) throw new UsageError("--name <name> is required");
-  const length = [...input.name].length;
-  if (length < 1 || length > 128) throw new UsageError("--name must be 1..128 characters");
+  const nameProblem = displayNameProblem(input.name);
+  if (nameProblem) throw new UsageError(`--name ${nameProblem}`);
   const scopes = input.scopes?.length ? input.scopes : [...SCOPES];
   const unknown = scopes.filter((s) => !isScope(s));
   if (unknown.length) {

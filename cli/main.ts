@@ -1,6 +1,7 @@
 /**
- * Operators' CLI: `deno task cli <command>`. API commands talk to the service through the SDK
- * (`sdk/`); `admin bootstrap` writes straight into the configured KV.
+ * Operators' CLI: `deno task cli <command>`. Every command but `admin bootstrap` talks to the service's
+ * API through the SDK (`sdk/`) with the operator's API key; `admin bootstrap`, the only command that
+ * bypasses the API, writes straight into the configured KV.
  *
  * Exit codes: 0 success, 1 API error (code, message and request id on standard error), 2 usage error.
  *
@@ -20,6 +21,7 @@ import { sessionsGet } from "./commands/sessions_get.ts";
 import { sessionsToken } from "./commands/sessions_token.ts";
 import { webhooksSecret } from "./commands/webhooks_secret.ts";
 import { denoIo, type Io } from "./io.ts";
+import { printable } from "./printable.ts";
 import { reportApiError } from "./report_error.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -39,8 +41,8 @@ export const COMMANDS: readonly CommandSpec[] = [
 const GROUPS: Record<string, string> = {
   keys: "API keys of the calling key's project",
   sessions: "sessions: create and start, inspect, end, mint client tokens",
-  webhooks: "operator tasks on a project's webhook signing secret (straight in the configured KV)",
-  admin: "operator tasks that bypass the API",
+  webhooks: "the project's webhook signing secret",
+  admin: "operator tasks that bypass the API (straight in the configured KV)",
 };
 
 function commandList(commands: readonly CommandSpec[]): string {
@@ -53,13 +55,13 @@ const HELP = `Usage: deno task cli <command> [options]
 Commands:
 ${commandList(COMMANDS)}
 
-API commands (keys, sessions) take:
+API commands (keys, sessions, webhooks) take:
   --api-url <url>   service URL (default: $SVC_API_URL, else ${DEFAULT_API_URL})
   --api-key <key>   API key (default: $SVC_API_KEY)
   --retries <n>     retry retryable failures up to n times (default 0)
   --json            print the API's answer as JSON, exactly
 
-Environment: SVC_API_URL, SVC_API_KEY (API commands); SVC_KV (admin bootstrap, webhooks secret); NO_COLOR.
+Environment: SVC_API_URL, SVC_API_KEY (API commands); SVC_KV (admin bootstrap); NO_COLOR.
 Exit codes: 0 success, 1 API error (code, message and request id on stderr), 2 usage error.
 
 Run 'deno task cli <command> --help' for a command's options. Documentation: docs/cli.md.
@@ -91,7 +93,7 @@ export async function run(args: string[], io: Io = denoIo()): Promise<number> {
       const command = COMMANDS.find((c) => c.path[0] === group && c.path[1] === sub);
       if (command) return await runCommand(command, rest, io);
     }
-    io.stderr(`unknown command: ${[group, sub].filter(Boolean).join(" ")}\n\n${HELP}\n`);
+    io.stderr(`unknown command: ${printable([group, sub].filter(Boolean).join(" "))}\n\n${HELP}\n`);
     return 2;
   } catch (err) {
     if (err instanceof ApiError) {
@@ -102,10 +104,10 @@ export async function run(args: string[], io: Io = denoIo()): Promise<number> {
       err instanceof UsageError || err instanceof ConfigError ||
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
-      io.stderr(`error: ${(err as Error).message}\n`);
+      io.stderr(`error: ${printable((err as Error).message)}\n`);
       return 2;
     }
-    io.stderr(`error: ${(err as Error).message ?? err}\n`);
+    io.stderr(`error: ${printable(String((err as Error).message ?? err))}\n`);
     return 1;
   }
 }

@@ -1,17 +1,23 @@
 /**
  * Terminal output of the API commands: exact JSON (`--json`), a boxed table for lists and an aligned
  * key/value list for one object. Tables are drawn by cli-table3 (Unicode-width aware); colour comes from
- * picocolors and is on only when standard output is a terminal and `NO_COLOR` is unset.
+ * picocolors and is on only when standard output is a terminal and `NO_COLOR` is unset. Every value is
+ * printed through {@link printable} (JSON through {@link printableJson}): text from the service never
+ * reaches the terminal with controls, bidi overrides or invisible characters in it.
  *
  * @module
  */
 import Table from "cli-table3";
 import picocolors from "picocolors";
 import type { Io } from "./io.ts";
+import { printable, printableJson } from "./printable.ts";
 
-/** Prints `value` as JSON: indented on a terminal, one line otherwise (for pipes and scripts). */
+/**
+ * Prints `value` as JSON: indented on a terminal, one line otherwise (for pipes and scripts). Hidden
+ * characters in strings are written as `\uXXXX` escapes: the same JSON value, plain to the eye.
+ */
 export function printJson(io: Io, value: unknown): void {
-  io.stdout(`${JSON.stringify(value, null, io.stdoutIsTerminal ? 2 : undefined)}\n`);
+  io.stdout(`${printableJson(value, io.stdoutIsTerminal ? 2 : undefined)}\n`);
 }
 
 /** The colours for standard output. */
@@ -19,11 +25,15 @@ function colours(io: Io) {
   return picocolors.createColors(io.stdoutIsTerminal && !io.noColor);
 }
 
-/** Prints a boxed table with a header row. */
-export function printTable(io: Io, head: string[], rows: string[][]): void {
+/** Prints a boxed table with a header row. A cell given as an array prints one line per item. */
+export function printTable(io: Io, head: string[], rows: (string | string[])[][]): void {
   const c = colours(io);
   const table = new Table({ head: head.map((h) => c.bold(h)), style: { head: [], border: [] } });
-  table.push(...rows);
+  table.push(
+    ...rows.map((row) =>
+      row.map((cell) => typeof cell === "string" ? printable(cell) : cell.map(printable).join("\n"))
+    ),
+  );
   io.stdout(`${table.toString()}\n`);
 }
 
@@ -32,7 +42,7 @@ export function printDetails(io: Io, rows: [string, string | undefined][]): void
   const c = colours(io);
   const shown = rows.filter((r): r is [string, string] => r[1] !== undefined);
   const width = Math.max(...shown.map(([label]) => label.length));
-  io.stdout(shown.map(([label, value]) => `${c.bold(label.padEnd(width))}  ${value}\n`).join(""));
+  io.stdout(shown.map(([label, value]) => `${c.bold(label.padEnd(width))}  ${printable(value)}\n`).join(""));
 }
 
 /** An epoch-milliseconds time as ISO 8601 (UTC); `-` for null or undefined. */

@@ -1,12 +1,13 @@
 /**
  * Progress on standard error while something slow runs (a session starting): a yocto-spinner when
  * standard error is a terminal and output is not JSON; otherwise silent, except for retry notices, which
- * are printed as plain lines.
+ * are printed as plain lines. Texts go through {@link printable} (they may quote the service).
  *
  * @module
  */
 import yoctoSpinner from "yocto-spinner";
 import type { Io } from "./io.ts";
+import { printable } from "./printable.ts";
 
 /** A running progress display. */
 export interface Progress {
@@ -25,7 +26,7 @@ export function startProgress(io: Io, text: string, enabled: boolean): Progress 
   if (!enabled) {
     return {
       note(text) {
-        io.stderr(`${text}\n`);
+        io.stderr(`${printable(text)}\n`);
       },
       succeed() {},
       stop() {},
@@ -34,10 +35,10 @@ export function startProgress(io: Io, text: string, enabled: boolean): Progress 
   const spinner = yoctoSpinner({ text, color: "cyan" }).start();
   return {
     note(text) {
-      spinner.text = text;
+      spinner.text = printable(text);
     },
     succeed(text) {
-      spinner.success(text);
+      spinner.success(printable(text));
     },
     stop() {
       spinner.stop();

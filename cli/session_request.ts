@@ -6,6 +6,7 @@
  * @module
  */
 import type { CreateSessionRequest } from "@avatar-svc/sdk";
+import { type CliField, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../src/providers/registry.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** The provider-related flags of `sessions create` (all optional; raw strings as typed). */
@@ -41,29 +42,24 @@ export interface SessionFlags {
 /** A JSON object. */
 export type Json = Record<string, unknown>;
 
-/** Which flags fill which field of which provider's config. */
-const PROVIDER_FIELDS: Record<string, [keyof SessionFlags, string, string][]> = {
-  external_engine: [["engineUrl", "--engine-url", "url"]],
-  vendor1_realtime: [["clientSecret", "--client-secret", "client_secret"]],
-  vendor2: [["accessToken", "--access-token", "access_token"], ["agentId", "--agent-id", "agent_id"]],
-  vendor3: [
-    ["agentId", "--agent-id", "agent_id"],
-    ["providerApiKey", "--provider-api-key", "api_key"],
-    ["signedUrl", "--signed-url", "signed_url"],
-  ],
-};
+/** The `SessionFlags` key of a provider flag: `--client-secret` → `clientSecret`; repeatable ones are plural. */
+export function flagKey(field: CliField): keyof SessionFlags {
+  const key = field.flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+  return (field.value === "headers" ? `${key}s` : key) as keyof SessionFlags;
+}
 
-/** Flags that only make sense for one provider, with the providers that take them. */
-const FLAG_PROVIDERS: [keyof SessionFlags, string, string[]][] = [
-  ["engineUrl", "--engine-url", ["external_engine"]],
-  ["engineHeaders", "--engine-header", ["external_engine"]],
-  ["sampleRate", "--sample-rate", ["external_engine"]],
-  ["clientSecret", "--client-secret", ["vendor1_realtime"]],
-  ["accessToken", "--access-token", ["vendor2"]],
-  ["agentId", "--agent-id", ["vendor2", "vendor3"]],
-  ["providerApiKey", "--provider-api-key", ["vendor3"]],
-  ["signedUrl", "--signed-url", ["vendor3"]],
-];
+/** Each provider flag (from the provider registry), with the providers that take it. */
+export const PROVIDER_FLAGS: { field: CliField; providers: ProviderType[] }[] = (() => {
+  const byFlag = new Map<string, { field: CliField; providers: ProviderType[] }>();
+  for (const type of PROVIDER_TYPES) {
+    for (const field of PROVIDERS[type].cli) {
+      const entry = byFlag.get(field.flag) ?? { field, providers: [] };
+      entry.providers.push(type);
+      byFlag.set(field.flag, entry);
+    }
+  }
+  return [...byFlag.values()];
+})();
 
 function isObject(v: unknown): v is Json {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -85,13 +81,13 @@ export function parseConfigText(text: string, source: string): Json {
 }
 
 /** Parses `--engine-header 'Name: value'` values into a header dictionary (later ones win). */
-export function parseHeaders(values: string[]): Record<string, string> {
+export function parseHeaders(values: string[], flag = "--engine-header"): Record<string, string> {
   const headers: Record<string, string> = {};
   values.forEach((raw, i) => {
     const colon = raw.indexOf(":");
     const name = colon > 0 ? raw.slice(0, colon).trim() : "";
     if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
-      throw new UsageError(`--engine-header #${i + 1} must look like 'Name: value' (its value is not shown)`);
+      throw new UsageError(`${flag} #${i + 1} must look like 'Name: value' (its value is not shown)`);
     }
     for (const existing of Object.keys(headers)) {
       if (existing.toLowerCase() === name.toLowerCase()) delete headers[existing];
@@ -115,28 +111,31 @@ export function buildSessionRequest(flags: SessionFlags, file?: Json): CreateSes
   if (!type) throw new UsageError("--provider <type> is required (or provider_type in --config)");
   body.provider_type = type;
 
-  for (const [key, flag, providers] of FLAG_PROVIDERS) {
-    if (flags[key] !== undefined && !providers.includes(type)) {
-      throw new UsageError(`${flag} applies to --provider ${providers.join(" or ")} only`);
+  for (const { field, providers } of PROVIDER_FLAGS) {
+    if (flags[flagKey(field)] !== undefined && !(providers as string[]).includes(type)) {
+      throw new UsageError(`--${field.flag} applies to --provider ${providers.join(" or ")} only`);
     }
   }
 
   const providerConfig: Json = isObject(body.provider_config) ? { ...body.provider_config } : {};
   const config: Json = isObject(providerConfig[type]) ? { ...(providerConfig[type] as Json) } : {};
-  for (const [key, , field] of PROVIDER_FIELDS[type] ?? []) {
-    if (flags[key] !== undefined) config[field] = flags[key];
-  }
-  if (type === "external_engine") {
-    const fromFlags = parseHeaders(flags.engineHeaders ?? []);
-    const overridden = new Set(Object.keys(fromFlags).map((n) => n.toLowerCase()));
-    const fromFile = Object.entries(isObject(config.auth_headers) ? config.auth_headers : {})
-      .filter(([name]) => !overridden.has(name.toLowerCase()));
-    config.auth_headers = { ...Object.fromEntries(fromFile), ...fromFlags };
-    if (flags.sampleRate !== undefined) {
-      if (!/^\d{1,6}$/.test(flags.sampleRate)) {
-        throw new UsageError("--sample-rate must be a whole number of Hz");
+  const fields = (PROVIDER_TYPES as string[]).includes(type) ? PROVIDERS[type as ProviderType].cli : [];
+  for (const field of fields) {
+    const given = flags[flagKey(field)];
+    if (field.value === "headers") {
+      // Always present (the service requires the field); the flags' headers replace the file's of the same name.
+      const fromFlags = parseHeaders((given as string[] | undefined) ?? [], `--${field.flag}`);
+      const overridden = new Set(Object.keys(fromFlags).map((n) => n.toLowerCase()));
+      const fromFile = Object.entries(isObject(config[field.field]) ? config[field.field] as Json : {})
+        .filter(([name]) => !overridden.has(name.toLowerCase()));
+      config[field.field] = { ...Object.fromEntries(fromFile), ...fromFlags };
+    } else if (given !== undefined && field.value === "hz") {
+      if (typeof given !== "string" || !/^\d{1,6}$/.test(given)) {
+        throw new UsageError(`--${field.flag} must be a whole number of Hz`);
       }
-      config.user_sample_rate = Number(flags.sampleRate);
+      config[field.field] = Number(given);
+    } else if (given !== undefined) {
+      config[field.field] = given;
     }
   }
   providerConfig[type] = config;

@@ -1,6 +1,7 @@
 /**
- * Constants, message shapes and validation for the external conversation engine protocol V0
- * (docs/engine-protocol-v0.md), as seen from the engine side.
+ * The external conversation engine protocol V0 (docs/engine-protocol-v0.md): its constants and the
+ * message shapes of both directions, shared by the reference engine and the service's bridge
+ * (`src/providers/external_engine.ts`), plus the engine side's parsing and validation.
  *
  * @module
  */
@@ -18,6 +19,23 @@ export const MAX_FRAME_BYTES = 64 * 1024;
 export const MIN_SAMPLE_RATE = 8000;
 /** Highest PCM sample rate allowed on the wire, in Hz. */
 export const MAX_SAMPLE_RATE = 48000;
+
+/** The only audio encoding of V0: PCM16LE mono. */
+export const PCM_ENCODING = "pcm_s16le";
+
+/** Default rate of the user's audio (`user_sample_rate`), in Hz. */
+export const DEFAULT_INPUT_SAMPLE_RATE = 24000;
+
+/** Rate the bridge asks engines to speak at (`preferred_sample_rate`), in Hz. */
+export const PREFERRED_OUTPUT_SAMPLE_RATE = 24000;
+
+/** Keepalive (§5): either side pings this often... */
+export const PING_INTERVAL_MS = 15_000;
+/** ...and considers its peer dead after this long without a frame. */
+export const PEER_DEAD_AFTER_MS = 30_000;
+
+/** The engine closes with 4002 when `session.start` has not arrived within this (§2). */
+export const SESSION_START_TIMEOUT_MS = 10_000;
 
 /** WebSocket close codes used by the protocol (§7). */
 export const CloseCode = {
@@ -46,13 +64,20 @@ export type ErrorCode =
 /** Final status of a response (`response.done`). */
 export type ResponseStatus = "completed" | "interrupted" | "cancelled" | "failed";
 
+/** `audio.output` of `session.ready`. */
+export interface OutputAudioFormat {
+  encoding: typeof PCM_ENCODING;
+  sample_rate: number;
+  channels: 1;
+}
+
 /** Messages the engine sends (§4.2). */
 export type EngineMessage =
   | {
     type: "session.ready";
     session_id: string;
     engine_session_id: string;
-    audio: { output: { encoding: "pcm_s16le"; sample_rate: number; channels: 1 } };
+    audio: { output: OutputAudioFormat };
   }
   | { type: "response.started"; response_id: string }
   | { type: "response.done"; response_id: string; status: ResponseStatus }
@@ -60,6 +85,27 @@ export type EngineMessage =
   | { type: "input.interrupt"; response_id: string }
   | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean }
   | { type: "error"; code: ErrorCode; message: string; fatal: boolean; event_id?: string }
+  | { type: "ping"; id: number }
+  | { type: "pong"; id?: unknown }
+  | { type: "session.end"; reason: string };
+
+/** `session.start`, the bridge's first frame (§2). */
+export interface SessionStartMessage {
+  type: "session.start";
+  protocol: typeof PROTOCOL_VERSION;
+  session_id: string;
+  audio: {
+    input: { encoding: typeof PCM_ENCODING; sample_rate: number; channels: 1 };
+    output: { encodings: (typeof PCM_ENCODING)[]; preferred_sample_rate: number };
+  };
+  metadata: Record<string, string>;
+}
+
+/** Messages the bridge sends (§4.1). */
+export type BridgeMessageV0 =
+  | SessionStartMessage
+  | { type: "response.played"; response_id: string; played_ms: number; interrupted: boolean }
+  | { type: "response.cancel"; response_id: string; played_ms: number; reason: string }
   | { type: "ping"; id: number }
   | { type: "pong"; id?: unknown }
   | { type: "session.end"; reason: string };

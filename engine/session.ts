@@ -14,6 +14,9 @@ import {
   eventIdOf,
   MAX_FRAME_BYTES,
   parseBridgeMessage,
+  PEER_DEAD_AFTER_MS,
+  PING_INTERVAL_MS,
+  SESSION_START_TIMEOUT_MS,
   validateSessionStart,
 } from "./protocol.ts";
 import { type EngineSessionStats, newSessionStats } from "./stats.ts";
@@ -117,7 +120,7 @@ export class EngineSession {
   }
 
   #onOpen(): void {
-    const timeout = this.#o.handshakeTimeoutMs ?? 10_000;
+    const timeout = this.#o.handshakeTimeoutMs ?? SESSION_START_TIMEOUT_MS;
     this.#handshakeTimer = setTimeout(() => {
       this.#handshakeTimer = undefined;
       if (this.#state === "awaiting_start") {
@@ -274,13 +277,13 @@ export class EngineSession {
   }
 
   #startKeepalive(): void {
-    const pingInterval = this.#o.pingIntervalMs ?? 15_000;
+    const pingInterval = this.#o.pingIntervalMs ?? PING_INTERVAL_MS;
     this.#pingTimer = setInterval(() => this.#send({ type: "ping", id: this.#nextPingId++ }), pingInterval);
     this.#armIdleTimer();
   }
 
   #armIdleTimer(): void {
-    const idleTimeout = this.#o.idleTimeoutMs ?? 30_000;
+    const idleTimeout = this.#o.idleTimeoutMs ?? PEER_DEAD_AFTER_MS;
     const remaining = this.#lastSeen + idleTimeout - performance.now();
     this.#idleTimer = setTimeout(() => {
       this.#idleTimer = undefined;

@@ -17,6 +17,7 @@ import type {
   EndedSession,
   RevokedApiKey,
   Session,
+  WebhookSecret,
 } from "./types.d.ts";
 
 /** Options of {@link createClient}. */
@@ -108,6 +109,17 @@ export interface Client {
    * an `active` session. Scope `sessions:write`.
    */
   createClientToken(sessionId: string, options?: RequestOptions): Promise<ClientToken>;
+  /**
+   * `GET /v1/webhooks/secret` (non-canonical): the project's webhook signing secret (created on first use),
+   * and the previous one while it still signs after a rotation. Scope `api_keys:write`.
+   */
+  getWebhookSecret(options?: RequestOptions): Promise<WebhookSecret>;
+  /**
+   * `POST /v1/webhooks/secret/rotate` (non-canonical): replaces the signing secret; for 24 hours deliveries
+   * are signed with both. Scope `api_keys:write`. Never retried after a network error (a repeat would
+   * rotate again and end the grace period of the secret receivers still hold).
+   */
+  rotateWebhookSecret(options?: RequestOptions): Promise<WebhookSecret>;
   /**
    * The underlying openapi-fetch client, authenticated, for anything the methods do not cover. Its calls
    * resolve with `{ data, error, response }` and are never retried.

@@ -178,5 +178,19 @@ export function createClient(options) {
           raw.POST("/v1/sessions/{session_id}/client-token", { ...init, params: { path: { session_id } } }),
       );
     },
+    async getWebhookSecret(options) {
+      return await call(
+        { operation: "getWebhookSecret", safe: true },
+        options,
+        (init) => raw.GET("/v1/webhooks/secret", init),
+      );
+    },
+    async rotateWebhookSecret(options) {
+      return await call(
+        { operation: "rotateWebhookSecret", safe: false },
+        options,
+        (init) => raw.POST("/v1/webhooks/secret/rotate", init),
+      );
+    },
   };
 }

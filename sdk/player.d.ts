@@ -1,6 +1,6 @@
 /**
- * Types of `sdk/player.js`, the browser player of the media plane (`websocket_fmp4`).
- * See docs/media-plane.md for the protocol.
+ * Types of `sdk/player.js`, the browser player of the media plane (`websocket_fmp4`, and `webrtc_sfu`
+ * through `sdk/player_webrtc.js`). See docs/media-plane.md for the protocols.
  *
  * @module
  */
@@ -8,23 +8,38 @@
 /** Subprotocol of the media WebSocket. */
 export declare const MEDIA_SUBPROTOCOL: "avatar-media.v0";
 
-/** The player's states. */
+/**
+ * The player's states: `connecting` → `buffering` → `playing` → `ended` | `failed`, with `reconnecting`
+ * after an unexpected close. `playing` is reported on the `<video>` element's own `playing` event (the
+ * element really plays); a stall (`waiting`) or a pause goes back to `buffering` until it plays again.
+ */
 export type PlayerStateName = "connecting" | "buffering" | "playing" | "reconnecting" | "ended" | "failed";
 
 /** A snapshot of the player's state, passed to `onState`. */
 export interface PlayerState {
   /** What the player is doing. */
   state: PlayerStateName;
-  /** Time from `createPlayer` to the first decoded video frame, ms (null until then). */
+  /**
+   * Time from `createPlayer` to the first video frame shown, ms; set when the video first plays (null
+   * until then).
+   */
   ttffMs: number | null;
-  /** Why the player ended, failed or reconnects (a close reason or an error). */
+  /**
+   * Why the player ended, failed or reconnects (a close reason or an error). Removed once it is connected
+   * again.
+   */
   reason?: string;
-  /** The media WebSocket's close code, when it closed. */
+  /** The media WebSocket's close code, when it closed (removed likewise). */
   closeCode?: number;
   /** Whether autoplay rules forced the video to start muted. */
   muted: boolean;
   /** Whether the microphone is being streamed. */
   microphone: boolean;
+  /**
+   * Why the microphone is not streamed although it was asked for ("the microphone was refused", or
+   * unavailable); removed when it starts.
+   */
+  microphoneError?: string;
 }
 
 /** A transcript line sent by the engine (optional in the engine protocol). */
@@ -39,12 +54,29 @@ export interface TranscriptLine {
   final: boolean;
 }
 
+/** `stream_metadata` of a create or client-token answer (the fields the player reads). */
+export interface StreamMetadata {
+  /** The media WebSocket of a `websocket_fmp4` session. */
+  media_url?: string | null;
+  /** The SFU signalling WebSocket of a `webrtc_sfu` session. */
+  sfu_endpoint?: string | null;
+  /** The purpose-scoped media token (authorizes the SFU signalling WebSocket). */
+  session_token?: string;
+  /** STUN/TURN servers (TURN credentials valid as long as the token). */
+  ice_servers?: { urls: string | string[]; username?: string; credential?: string }[];
+}
+
 /** Options of {@link createPlayer}. */
 export interface CreatePlayerOptions {
   /** The element to play in. */
   video: HTMLVideoElement;
-  /** `stream_metadata.media_url` of the session. */
-  mediaUrl: string;
+  /**
+   * The session's `stream_metadata`: the player picks the transport from it (`sfu_endpoint` set:
+   * WebRTC through the SFU; otherwise fMP4 over `media_url`). Give this or `mediaUrl`.
+   */
+  streamMetadata?: StreamMetadata;
+  /** `stream_metadata.media_url` of a `websocket_fmp4` session (when `streamMetadata` is not given). */
+  mediaUrl?: string;
   /** `client_token` of the session (valid 5 minutes; needed to connect). */
   clientToken: string;
   /** Called on every state change. */
@@ -52,10 +84,15 @@ export interface CreatePlayerOptions {
   /** Called with transcript lines, if the engine sends any. */
   onTranscript?: (line: TranscriptLine) => void;
   /**
-   * Returns a fresh client token (from your backend, which calls
-   * `POST /v1/sessions/{session_id}/client-token`); used whenever the player reconnects.
+   * Returns a fresh client token and `stream_metadata` (from your backend, which calls
+   * `POST /v1/sessions/{session_id}/client-token`); used whenever the player reconnects. It must resolve
+   * to `{ clientToken, mediaUrl?, streamMetadata? }` (note the camelCase: not the API's `client_token`);
+   * anything else fails the player with a message saying so. A `webrtc_sfu` session needs `streamMetadata`
+   * (its fresh `session_token` and TURN credentials).
    */
-  refreshToken?: () => Promise<{ clientToken: string; mediaUrl?: string }>;
+  refreshToken?: () => Promise<{ clientToken: string; mediaUrl?: string; streamMetadata?: StreamMetadata }>;
+  /** `webrtc_sfu` only: `"relay"` sends all media through TURN. */
+  iceTransportPolicy?: RTCIceTransportPolicy;
   /** Stream the microphone (default true). */
   microphone?: boolean;
   /** Playback delay behind the live edge to aim for, ms (default 200). */
@@ -72,11 +109,11 @@ export interface PlayerStats {
   framesDecoded: number;
   /** Video frames the browser dropped. */
   framesDropped: number;
-  /** Current delay behind the live edge, ms. */
+  /** Current delay behind the live edge, ms (WebRTC: the video jitter buffer's delay). */
   latencyMs: number;
-  /** Media bytes received over the socket. */
+  /** Media bytes received (over the socket, or RTP over WebRTC). */
   bytesReceived: number;
-  /** Microphone frames sent upstream. */
+  /** Microphone frames sent upstream (WebRTC: 20 ms Opus packets). */
   micFramesSent: number;
   /** Reconnections so far. */
   reconnects: number;
@@ -94,5 +131,9 @@ export interface AvatarPlayer {
   close(): void;
 }
 
-/** Creates a player and connects it. */
+/**
+ * Creates a player and connects it. Throws a `TypeError` for invalid options: no `<video>` element, a
+ * `mediaUrl` (or `streamMetadata.media_url`) that is not a `ws://`/`wss://` URL, an empty `clientToken`, a `refreshToken` that is not a
+ * function.
+ */
 export declare function createPlayer(options: CreatePlayerOptions): AvatarPlayer;

@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Read the webhook signing secret (non-canonical)
-         * @description The project's signing secret for lifecycle webhooks (created on first use). Not part of the canonical contract. Scope: `api_keys:write` (it is a credential). Answers carry `Cache-Control: no-store`.
+         * @description The project's signing secret for lifecycle webhooks (created on first use). Not part of the canonical contract. Scope: `api_keys:write` (it is a credential).
          */
         get: operations["getWebhookSecret"];
         put?: never;
@@ -318,7 +318,7 @@ export interface components {
          * @description Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, render_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#end-reasons.
          * @enum {string}
          */
-        EndReason: "ended_by_api" | "ended_by_api_forced" | "no_client_joined" | "idle_timeout" | "max_duration" | "engine_ended" | "engine_failed" | "render_failed" | "owner_lost" | "service_shutdown" | "start_failed";
+        EndReason: "ended_by_api" | "ended_by_api_forced" | "no_client_joined" | "idle_timeout" | "max_duration" | "engine_ended" | "engine_failed" | "render_failed" | "sfu_failed" | "owner_lost" | "service_shutdown" | "start_failed";
         SessionFailedEvent: {
             /** @enum {string} */
             type: "session.failed";
@@ -337,7 +337,7 @@ export interface components {
                  * @description The error the start failed with.
                  * @enum {string}
                  */
-                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
                 /**
                  * Format: int64
                  * @description Unix epoch milliseconds
@@ -369,7 +369,7 @@ export interface components {
              * @description Machine-readable error code (see the error reference).
              * @enum {string}
              */
-            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
             /** @description Human-readable, provider-agnostic message. */
             message: string;
             /**
@@ -383,6 +383,7 @@ export interface components {
             retry_after?: number;
         };
         CreateApiKeyRequest: {
+            /** @description 1..128 characters; control, format (bidi, zero-width, BOM) and line/paragraph separator characters, unpaired surrogates and blank names are refused. */
             name: string;
             scopes: components["schemas"]["Scope"][];
         };
@@ -502,7 +503,7 @@ export interface components {
             api_key?: string;
             /**
              * Format: uri
-             * @description Pre-minted signed URL (valid 15 minutes), used instead of agent_id.
+             * @description Pre-minted signed URL (valid 15 minutes), used instead of agent_id; it must be on an allowed host of the provider (SVC_VENDOR3_SIGNED_URL_HOSTS).
              */
             signed_url?: string;
         };
@@ -623,6 +624,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -634,6 +637,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -645,6 +650,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -656,6 +663,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -667,6 +676,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -680,6 +691,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -691,6 +704,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -719,6 +734,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -730,6 +747,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -741,6 +760,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -752,6 +773,21 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_REQUEST_TIMEOUT */
+            408: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -763,6 +799,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -774,6 +812,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -785,6 +825,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -798,6 +840,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -809,6 +853,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -835,6 +881,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -846,6 +894,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -857,6 +907,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -868,6 +920,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -879,6 +933,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -892,6 +948,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -903,6 +961,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -932,8 +992,10 @@ export interface operations {
             /** @description The session is active. */
             200: {
                 headers: {
-                    /** @description UUID of this request. */
+                    /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description `true` when the answer replays an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
@@ -947,6 +1009,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -958,6 +1022,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -969,6 +1035,21 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_REQUEST_TIMEOUT */
+            408: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -980,6 +1061,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -993,6 +1076,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1004,6 +1089,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1015,6 +1102,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1026,6 +1115,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1039,17 +1130,21 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description SVC_PROVIDER_DOWNSTREAM_FAILED, SVC_RENDER_FAILED */
+            /** @description SVC_PROVIDER_DOWNSTREAM_FAILED, SVC_RENDER_FAILED, SVC_SFU_NEGOTIATION_FAILED */
             502: {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1058,11 +1153,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description SVC_SESSION_STATE_UNAVAILABLE, SVC_PROVIDER_UNAVAILABLE, SVC_RENDER_CAPACITY, SVC_SFU_NOT_CONFIGURED, SVC_TOKEN_SECRET_NOT_CONFIGURED */
+            /** @description SVC_SESSION_STATE_UNAVAILABLE, SVC_PROVIDER_UNAVAILABLE, SVC_RENDER_CAPACITY, SVC_SFU_NOT_CONFIGURED, SVC_SFU_CONNECTION_FAILED, SVC_SFU_ROOM_FULL, SVC_TOKEN_SECRET_NOT_CONFIGURED */
             503: {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1076,6 +1173,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1102,6 +1201,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1113,6 +1214,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1124,6 +1227,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1135,6 +1240,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1146,6 +1253,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1159,6 +1268,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1170,6 +1281,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1199,6 +1312,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1210,6 +1325,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1221,6 +1338,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1232,6 +1351,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1243,6 +1364,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1254,6 +1377,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1265,6 +1390,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1278,6 +1405,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1289,6 +1418,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1315,6 +1446,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1326,6 +1459,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1337,6 +1472,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1348,6 +1485,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1359,6 +1498,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1370,6 +1511,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1383,6 +1526,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1394,6 +1539,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1418,6 +1565,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1429,6 +1578,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1440,6 +1591,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1451,6 +1604,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1464,6 +1619,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1475,6 +1632,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1499,6 +1658,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1510,6 +1671,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1521,6 +1684,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1532,6 +1697,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1545,6 +1712,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1556,6 +1725,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1580,6 +1751,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1591,6 +1764,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1602,6 +1777,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1613,6 +1790,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1626,6 +1805,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1637,6 +1818,8 @@ export interface operations {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
                     /** @description Seconds; present for retryable codes. */
                     "Retry-After"?: number;
                     [name: string]: unknown;

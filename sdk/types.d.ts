@@ -50,6 +50,9 @@ export type Vendor3Config = components["schemas"]["Vendor3Config"];
 /** `avatar_config`. */
 export type AvatarConfig = components["schemas"]["AvatarConfig"];
 
+/** Answer of `getWebhookSecret` / `rotateWebhookSecret` (`/v1/webhooks/secret`, non-canonical). */
+export type WebhookSecret = components["schemas"]["WebhookSecret"];
+
 /** The flat error body of every 4xx/5xx answer of the service. */
 export type ErrorBody = components["schemas"]["ErrorBody"];
 /** Every error code the service answers with (see the error reference). */

@@ -16,14 +16,28 @@ export type TokenSecretSetting =
   | { kind: "ephemeral" }
   | { kind: "none" };
 
+/** What a process runs: `SVC_ROLE`. */
+export type Role = "all" | "api" | "worker";
+
 /** The parsed, validated configuration of one service process. */
 export interface Config {
+  /** `all`: API and sessions in one process; `api`: the HTTP API only; `worker`: a session host. */
+  role: Role;
+  /**
+   * Shared by API processes and workers: authenticates every API → worker call and every worker
+   * registration. Null in an `all` process that advertises no worker URL.
+   */
+  internalSecret: string | null;
+  /** Where API processes reach this worker's internal API (null: other processes cannot call it). */
+  workerUrl: string | null;
+  /** Extra CA certificate (PEM file) trusted for API → worker calls over https, or null. */
+  workerCaFile: string | null;
   /** TCP port of the HTTP server. */
   port: number;
   /** Interface the HTTP server binds to. */
   host: string;
-  /** Deno KV location: a file path, `:memory:`, or a KV Connect URL. */
-  kv: string;
+  /** Deno KV location: a file path, `:memory:`, or a KV Connect URL; null: the Deno Deploy app's database. */
+  kv: string | null;
   /** Public origin of this service (media-plane URLs are built from it). */
   publicUrl: string;
   /** Public https base of the documentation pages; `doc_url` = `${docsUrl}/errors#CODE`. */
@@ -40,10 +54,14 @@ export interface Config {
   engineCaFile: string | null;
   /** The in-process reference engine of the embedded default. */
   referenceEngine: { enabled: boolean; port: number; dir: string };
+  /** Where the vendor conversation engines live (see docs/providers.md). */
+  vendors: VendorEndpoints;
   /** Minimum level of log lines written. */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Largest accepted request body, bytes. */
   maxBodyBytes: number;
+  /** Deadline for receiving a whole request body, from the request's start, ms. */
+  bodyTimeoutMs: number;
   /** When a live session ends by itself (measured from `started_at` / the last client leaving). */
   lifetimes: { joinWindowMs: number; idleTimeoutMs: number; maxDurationMs: number };
   /** Time-to-live of this process's owner lease (renewed every third of it). */
@@ -61,8 +79,24 @@ export interface Config {
   };
   /** The media plane (rendering, encoding, the media WebSocket). */
   media: MediaConfig;
+  /** The SFU (Janus) and TURN of the `webrtc_sfu` transport; null when no SFU is configured. */
+  sfu: SfuConfig | null;
   /** Serve the demo page (needs the reference engine and the media plane). */
   demoPage: boolean;
+}
+
+/** Endpoints of the three vendor conversation engines (`SVC_VENDOR*`). */
+export interface VendorEndpoints {
+  /** vendor1_realtime: the realtime WebSocket URL (wss://). */
+  vendor1RealtimeUrl: string;
+  /** vendor2: the agents WebSocket base URL (wss://); the agent id is appended as a path segment. */
+  vendor2Url: string;
+  /** vendor3: the conversation WebSocket URL (wss://) of public agents. */
+  vendor3Url: string;
+  /** vendor3: the REST API base (https://) where signed URLs are minted with an `api_key`. */
+  vendor3ApiUrl: string;
+  /** vendor3: hosts a caller's `signed_url` may point at (lower case). */
+  vendor3SignedUrlHosts: string[];
 }
 
 /** Settings of the media plane. */
@@ -84,6 +118,26 @@ export interface MediaConfig {
   frameCacheBytes: number;
 }
 
+/** Settings of the `webrtc_sfu` transport (see docs/configuration.md, "WebRTC through an SFU"). */
+export interface SfuConfig {
+  /** Janus's WebSocket API as this worker reaches it (`ws://` or `wss://`). */
+  janusUrl: string;
+  /** Janus's `api_secret` and the Streaming/VideoRoom plugins' `admin_key` (null in an `api` process). */
+  adminSecret: string | null;
+  /** Public base of `sfu_endpoint` (the worker's signalling WebSocket); null: `SVC_PUBLIC_URL`. */
+  publicUrl: string | null;
+  /** Address of Janus's RTP ingest (mountpoint ports) as this worker reaches it. */
+  rtpHost: string;
+  /** Address of this worker as Janus reaches it, for the microphone's forwarded RTP. */
+  workerRtpHost: string;
+  /** How long a session waits for a lost Janus to come back before it ends (`sfu_failed`). */
+  recoveryTimeoutMs: number;
+  /** STUN/TURN URLs returned in `stream_metadata.ice_servers`. */
+  iceUrls: string[];
+  /** coturn's `static-auth-secret` (time-limited TURN credentials); null without TURN URLs. */
+  turnSecret: string | null;
+}
+
 /** Raised for an invalid environment; the message is one line and names the variable. */
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -103,12 +157,43 @@ const fps = int(5, 60).refine(
   "must divide 48000 and 90000 (e.g. 24, 25, 30, 50, 60)",
 );
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ""));
+/** Loopback hosts, where plain ws:// and http:// are accepted (tests and local fakes). */
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+const urlOf = (u: string): URL | null => URL.canParse(u) ? new URL(u) : null;
+const secureUrl = (secure: "wss" | "https") =>
+  z.url({ protocol: secure === "wss" ? /^wss?$/ : /^https?$/, error: `must be a ${secure}:// URL` })
+    .refine((u) => {
+      const url = urlOf(u);
+      return !url || url.protocol === `${secure}:` || LOOPBACK.test(url.hostname);
+    }, `must be a ${secure}:// URL (plain ${secure.slice(0, -1)}:// on loopback only)`)
+    .refine((u) => !urlOf(u)?.hash, "must not have a fragment")
+    .transform((u) => u.replace(/\/+$/, ""));
+const wssUrl = secureUrl("wss");
+const httpsUrl = secureUrl("https").refine((u) => !urlOf(u)?.search, "must have no query");
+const hostList = z.string().transform((v) => v.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean))
+  .pipe(
+    z.array(
+      z.string().regex(/^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/, "must be a comma-separated list of host names"),
+    )
+      .min(1, "must name at least one host"),
+  );
 
 /** Each variable: its schema and its default (as the string a user would write). */
 const VARIABLES = {
+  SVC_ROLE: {
+    schema: z.enum(["all", "api", "worker"], { error: "must be all, api or worker" }),
+    default: "all",
+  },
+  SVC_INTERNAL_SECRET: { schema: secret, default: undefined },
+  SVC_WORKER_URL: {
+    schema: z.string().refine(isWorkerUrl, "must be an https:// URL, or http:// on a loopback address")
+      .transform((u) => u.replace(/\/+$/, "")),
+    default: undefined,
+  },
+  SVC_WORKER_CA_FILE: { schema: z.string().min(1), default: undefined },
   PORT: { schema: int(0, 65535), default: "8787" },
   SVC_HOST: { schema: z.string().min(1), default: "127.0.0.1" },
-  SVC_KV: { schema: z.string().min(1), default: ".data/svc.kv" },
+  SVC_KV: { schema: z.string().min(1), default: undefined },
   SVC_PUBLIC_URL: { schema: httpUrl, default: undefined },
   SVC_DOCS_URL: {
     schema: z.url({ protocol: /^https$/, error: "must be an https:// URL" }).transform((u) =>
@@ -127,8 +212,18 @@ const VARIABLES = {
   SVC_REFERENCE_ENGINE: { schema: bool, default: "true" },
   SVC_REFERENCE_ENGINE_PORT: { schema: int(0, 65535), default: "8788" },
   SVC_REFERENCE_ENGINE_DIR: { schema: z.string().min(1), default: ".data/reference-engine" },
+  SVC_VENDOR1_REALTIME_URL: { schema: wssUrl, default: "wss://api.openai.com/v1/realtime" },
+  SVC_VENDOR2_URL: { schema: wssUrl, default: "wss://api.cartesia.ai/v1/agents/websocket" },
+  SVC_VENDOR3_URL: { schema: wssUrl, default: "wss://api.elevenlabs.io/v1/convai/conversation" },
+  SVC_VENDOR3_API_URL: { schema: httpsUrl, default: "https://api.elevenlabs.io" },
+  SVC_VENDOR3_SIGNED_URL_HOSTS: {
+    schema: hostList,
+    default:
+      "api.elevenlabs.io,api.us.elevenlabs.io,api.eu.residency.elevenlabs.io,api.in.residency.elevenlabs.io",
+  },
   SVC_LOG_LEVEL: { schema: z.enum(["debug", "info", "warn", "error"]), default: "info" },
   SVC_MAX_BODY_BYTES: { schema: int(1024, 1_048_576), default: "65536" },
+  SVC_BODY_TIMEOUT_S: { schema: int(1, 600), default: "30" },
   SVC_SESSION_JOIN_WINDOW_S: { schema: int(5, 3600), default: "120" },
   SVC_SESSION_IDLE_TIMEOUT_S: { schema: int(5, 3600), default: "60" },
   SVC_SESSION_MAX_DURATION_S: { schema: int(60, 86_400), default: "3600" },
@@ -159,7 +254,44 @@ const VARIABLES = {
   SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
   SVC_DEMO_PAGE: { schema: bool, default: "true" },
+  SVC_SFU_JANUS_URL: {
+    schema: z.url({ protocol: /^wss?$/, error: "must be a ws:// or wss:// URL (Janus's WebSocket API)" }),
+    default: undefined,
+  },
+  SVC_SFU_ADMIN_SECRET: { schema: z.string().min(16, "must be at least 16 characters"), default: undefined },
+  SVC_SFU_PUBLIC_URL: { schema: httpUrl, default: undefined },
+  SVC_SFU_RTP_HOST: {
+    schema: z.string().regex(/^[\w.:-]+$/, "must be a host name or IP address"),
+    default: undefined,
+  },
+  SVC_SFU_WORKER_RTP_HOST: {
+    schema: z.string().regex(/^[\w.:-]+$/, "must be a host name or IP address"),
+    default: "127.0.0.1",
+  },
+  SVC_SFU_RECOVERY_TIMEOUT_S: { schema: int(1, 600), default: "15" },
+  SVC_TURN_URLS: {
+    schema: z.string().transform((v) => v.split(",").map((u) => u.trim()).filter(Boolean)).pipe(
+      z.array(z.string().regex(/^(stun|stuns|turn|turns):[^\s,]+$/, "must list stun:, turn: or turns: URLs")),
+    ),
+    default: undefined,
+  },
+  SVC_TURN_SECRET: { schema: z.string().min(16, "must be at least 16 characters"), default: undefined },
 } as const;
+
+/** True for https URLs, and http URLs on a loopback host (a worker's internal API carries credentials). */
+function isWorkerUrl(value: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return false;
+  }
+  if (/\s/.test(value) || u.username || u.password || u.search || u.hash) return false;
+  if (u.protocol === "https:") return true;
+  if (u.protocol !== "http:") return false;
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
 
 /** Names of every environment variable the service reads. */
 export const CONFIG_VARIABLES = Object.keys(VARIABLES) as (keyof typeof VARIABLES)[];
@@ -214,10 +346,35 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       "invalid configuration: SVC_TOKEN_SECRET_PREVIOUS is set but SVC_TOKEN_SECRET is not",
     );
   }
+  const role = v.SVC_ROLE!;
+  if (role !== "all") {
+    if (!v.SVC_INTERNAL_SECRET) {
+      throw new ConfigError(
+        `invalid configuration: SVC_INTERNAL_SECRET is required when SVC_ROLE=${role} (shared by API processes and workers)`,
+      );
+    }
+    if (!v.SVC_TOKEN_SECRET) {
+      throw new ConfigError(
+        `invalid configuration: SVC_TOKEN_SECRET is required when SVC_ROLE=${role} (tokens minted by API processes are verified by workers)`,
+      );
+    }
+  }
+  if (role === "worker" && !v.SVC_WORKER_URL) {
+    throw new ConfigError("invalid configuration: SVC_WORKER_URL is required when SVC_ROLE=worker");
+  }
+  if (v.SVC_WORKER_URL && !v.SVC_INTERNAL_SECRET) {
+    throw new ConfigError("invalid configuration: SVC_WORKER_URL is set but SVC_INTERNAL_SECRET is not");
+  }
+  // On Deno Deploy an unset SVC_KV means the database attached to the app; elsewhere, a local file.
+  const kv = v.SVC_KV ?? (env.DENO_DEPLOYMENT_ID ? null : ".data/svc.kv");
   return {
+    role,
+    internalSecret: v.SVC_INTERNAL_SECRET ?? null,
+    workerUrl: v.SVC_WORKER_URL ?? null,
+    workerCaFile: v.SVC_WORKER_CA_FILE ?? null,
     port,
     host: v.SVC_HOST!,
-    kv: v.SVC_KV!,
+    kv,
     publicUrl,
     docsUrl,
     tokenSecret,
@@ -226,12 +383,21 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     providerConnectTimeoutMs: v.SVC_PROVIDER_CONNECT_TIMEOUT_MS!,
     engineCaFile: v.SVC_ENGINE_CA_FILE ?? null,
     referenceEngine: {
-      enabled: v.SVC_REFERENCE_ENGINE!,
+      // An API process runs no engine and no media (on Deno Deploy it cannot).
+      enabled: v.SVC_REFERENCE_ENGINE! && role !== "api",
       port: v.SVC_REFERENCE_ENGINE_PORT!,
       dir: v.SVC_REFERENCE_ENGINE_DIR!,
     },
+    vendors: {
+      vendor1RealtimeUrl: v.SVC_VENDOR1_REALTIME_URL!,
+      vendor2Url: v.SVC_VENDOR2_URL!,
+      vendor3Url: v.SVC_VENDOR3_URL!,
+      vendor3ApiUrl: v.SVC_VENDOR3_API_URL!,
+      vendor3SignedUrlHosts: v.SVC_VENDOR3_SIGNED_URL_HOSTS!,
+    },
     logLevel: v.SVC_LOG_LEVEL!,
     maxBodyBytes: v.SVC_MAX_BODY_BYTES!,
+    bodyTimeoutMs: v.SVC_BODY_TIMEOUT_S! * 1000,
     lifetimes: {
       joinWindowMs: v.SVC_SESSION_JOIN_WINDOW_S! * 1000,
       idleTimeoutMs: v.SVC_SESSION_IDLE_TIMEOUT_S! * 1000,
@@ -248,7 +414,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       caFile: v.SVC_WEBHOOK_CA_FILE ?? null,
     },
     media: {
-      enabled: v.SVC_MEDIA_ENABLED!,
+      enabled: v.SVC_MEDIA_ENABLED! && role !== "api",
       ffmpegPath: v.SVC_FFMPEG_PATH!,
       width: v.SVC_RENDER_WIDTH!,
       height: v.SVC_RENDER_HEIGHT!,
@@ -257,7 +423,51 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
     },
-    demoPage: v.SVC_DEMO_PAGE!,
+    // On by default on one host; an API process serves it only when asked to (each start mints a demo key).
+    demoPage: role === "all" ? v.SVC_DEMO_PAGE! : role === "api" && !!env.SVC_DEMO_PAGE && v.SVC_DEMO_PAGE!,
+    // An API process learns which workers serve webrtc_sfu from their registrations: no SFU setting of its own.
+    sfu: role === "api" ? null : sfuConfig(v, role),
+  };
+}
+
+/** The `webrtc_sfu` settings: null without `SVC_SFU_JANUS_URL`. */
+function sfuConfig(v: Parsed, role: Role): SfuConfig | null {
+  const iceUrls = v.SVC_TURN_URLS ?? [];
+  if (!v.SVC_SFU_JANUS_URL) {
+    for (
+      const name of [
+        "SVC_SFU_ADMIN_SECRET",
+        "SVC_SFU_PUBLIC_URL",
+        "SVC_TURN_URLS",
+        "SVC_TURN_SECRET",
+      ] as const
+    ) {
+      if (v[name] !== undefined) {
+        throw new ConfigError(`invalid configuration: ${name} is set but SVC_SFU_JANUS_URL is not`);
+      }
+    }
+    return null;
+  }
+  if (role !== "api" && !v.SVC_SFU_ADMIN_SECRET) {
+    throw new ConfigError(
+      "invalid configuration: SVC_SFU_ADMIN_SECRET is required with SVC_SFU_JANUS_URL (Janus's api_secret and the plugins' admin_key)",
+    );
+  }
+  if (iceUrls.some((u) => /^turns?:/.test(u)) && !v.SVC_TURN_SECRET) {
+    throw new ConfigError(
+      "invalid configuration: SVC_TURN_SECRET is required when SVC_TURN_URLS lists a turn: URL",
+    );
+  }
+  const janusHost = new URL(v.SVC_SFU_JANUS_URL).hostname.replace(/^\[|\]$/g, "");
+  return {
+    janusUrl: v.SVC_SFU_JANUS_URL,
+    adminSecret: v.SVC_SFU_ADMIN_SECRET ?? null,
+    publicUrl: v.SVC_SFU_PUBLIC_URL ?? null,
+    rtpHost: v.SVC_SFU_RTP_HOST ?? (janusHost === "localhost" ? "127.0.0.1" : janusHost),
+    workerRtpHost: v.SVC_SFU_WORKER_RTP_HOST!,
+    recoveryTimeoutMs: v.SVC_SFU_RECOVERY_TIMEOUT_S! * 1000,
+    iceUrls,
+    turnSecret: v.SVC_TURN_SECRET ?? null,
   };
 }
 

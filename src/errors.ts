@@ -91,7 +91,8 @@ export const ERROR_CATALOG = {
     status: 403,
     retryable: false,
     spec: true,
-    when: "An API key tried to create a key with a scope it does not hold itself (no privilege escalation).",
+    when:
+      "An API key tried to create a key with a scope it does not hold itself (no privilege escalation), or a request to the demo page's backend (`/demo/api/*`) did not come from the demo page.",
     message: "The API key may not grant scopes it does not hold.",
   },
   SVC_API_KEY_NOT_FOUND: {
@@ -114,6 +115,14 @@ export const ERROR_CATALOG = {
     spec: false,
     when: "No route matches the method and path.",
     message: "No such route.",
+  },
+  SVC_REQUEST_TIMEOUT: {
+    status: 408,
+    retryable: false,
+    spec: false,
+    when:
+      "The request body did not arrive in full within SVC_BODY_TIMEOUT_S (30 s by default) of the request's start.",
+    message: "The request body did not arrive in time.",
   },
   SVC_SESSION_ENDED: {
     status: 409,
@@ -151,7 +160,7 @@ export const ERROR_CATALOG = {
     status: 413,
     retryable: false,
     spec: false,
-    when: "The request body exceeds the limit (64 KiB by default, SVC_MAX_BODY_BYTES).",
+    when: "The request body exceeds the limit (64 KiB by default, SVC_MAX_BODY_BYTES), on any route.",
     message: "The request body is too large.",
   },
   SVC_UNSUPPORTED_MEDIA_TYPE: {
@@ -190,7 +199,8 @@ export const ERROR_CATALOG = {
     retryable: true,
     retryAfter: 30,
     spec: true,
-    when: "The conversation engine refused the session because its quota or rate limit is exhausted.",
+    when:
+      "The conversation engine refused the session because its quota or rate limit is exhausted; retry_after is the engine's Retry-After when it sent one (see docs/providers.md).",
     message: "The conversation provider's quota is exhausted.",
   },
   SVC_INTERNAL_ERROR: {
@@ -206,7 +216,7 @@ export const ERROR_CATALOG = {
     retryAfter: 5,
     spec: true,
     when:
-      "The conversation engine refused the session's credentials or failed during start (see docs/engine-protocol-v0.md §8).",
+      "The conversation engine refused the session's credentials or failed during start (see docs/engine-protocol-v0.md §8 and docs/providers.md).",
     message: "The conversation provider failed to start the session.",
   },
   SVC_RENDER_FAILED: {
@@ -217,20 +227,13 @@ export const ERROR_CATALOG = {
       "The avatar renderer or its encoder (ffmpeg) could not start, or failed before the session's first frame.",
     message: "The avatar renderer failed.",
   },
-  SVC_SFU_CONNECTION_FAILED: {
-    status: 502,
-    retryable: true,
-    retryAfter: 5,
-    spec: true,
-    when: "Reserved for the webrtc_sfu transport, which this deployment does not provide.",
-    message: "The media server connection failed.",
-  },
   SVC_SFU_NEGOTIATION_FAILED: {
     status: 502,
     retryable: true,
     retryAfter: 5,
     spec: true,
-    when: "Reserved for the webrtc_sfu transport, which this deployment does not provide.",
+    when:
+      "transport webrtc_sfu: the SFU (media server) refused to set up the session's mountpoint or microphone room.",
     message: "Media negotiation failed.",
   },
   SVC_PROVIDER_UNAVAILABLE: {
@@ -258,12 +261,22 @@ export const ERROR_CATALOG = {
     when: "Every render slot of the process is in use (SVC_RENDER_CAPACITY concurrent renders).",
     message: "No avatar rendering capacity is available.",
   },
+  SVC_SFU_CONNECTION_FAILED: {
+    status: 503,
+    retryable: true,
+    retryAfter: 5,
+    spec: true,
+    when:
+      "transport webrtc_sfu: the SFU (media server) could not be reached or did not answer while the session was set up.",
+    message: "The media server connection failed.",
+  },
   SVC_SFU_ROOM_FULL: {
     status: 503,
     retryable: true,
     retryAfter: 10,
     spec: true,
-    when: "Reserved for the webrtc_sfu transport, which this deployment does not provide.",
+    when:
+      "transport webrtc_sfu: the SFU (media server) has no capacity left for another session (no free media port).",
     message: "The media room is full.",
   },
   SVC_SFU_NOT_CONFIGURED: {

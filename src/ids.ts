@@ -39,6 +39,12 @@ export function newKeyId(): string {
   return `svc_key_${randomBase62(22)}`;
 }
 
+/**
+ * Longest session or API key id accepted from a request. The service issues 30-character ids; a longer one
+ * cannot exist, and would not fit Deno KV's 2 KiB key limit, so it is refused before any storage call.
+ */
+export const MAX_ID_LENGTH = 255;
+
 /** Pattern of session ids (from the interface specification). */
 export const SESSION_ID_PATTERN = /^session:[A-Za-z0-9_-]+$/;
 /** Pattern of API key ids (from the interface specification). */

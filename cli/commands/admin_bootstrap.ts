@@ -5,7 +5,7 @@
  * @module
  */
 import { loadConfigFromEnv } from "../../src/config.ts";
-import { openKv } from "../../src/server.ts";
+import { openKv } from "../../src/kv/open.ts";
 import { bootstrap, parseBootstrapInput } from "../admin_bootstrap.ts";
 import type { CommandSpec } from "../command.ts";
 

@@ -6,6 +6,7 @@
 import { API_OPTIONS, clientFromFlags } from "../api_client.ts";
 import type { CommandSpec } from "../command.ts";
 import { formatTime, printDetails, printJson } from "../output.ts";
+import { printable } from "../printable.ts";
 import { startProgress } from "../progress.ts";
 import { UsageError } from "../usage_error.ts";
 
@@ -54,7 +55,7 @@ export const keysCreate: CommandSpec = {
       ["scopes", created.scopes.join(", ")],
       ["created_at", formatTime(created.created_at)],
     ]);
-    io.stdout(`API key (shown once, store it now): ${created.api_key}\n`);
+    io.stdout(`API key (shown once, store it now): ${printable(created.api_key)}\n`);
     return 0;
   },
 };

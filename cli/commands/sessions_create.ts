@@ -6,12 +6,19 @@
  */
 import { ApiError, isValidIdempotencyKey, newIdempotencyKey } from "@avatar-svc/sdk";
 import { API_OPTIONS, clientFromFlags } from "../api_client.ts";
-import type { CommandSpec, Values } from "../command.ts";
+import type { CommandSpec, OptionSpec, Values } from "../command.ts";
 import type { Io } from "../io.ts";
 import { formatTime, printDetails, printJson } from "../output.ts";
 import { progressEnabled, startProgress } from "../progress.ts";
+import { PROVIDER_TYPES } from "../../src/providers/registry.ts";
 import { reportApiError } from "../report_error.ts";
-import { buildSessionRequest, parseConfigText } from "../session_request.ts";
+import {
+  buildSessionRequest,
+  flagKey,
+  parseConfigText,
+  PROVIDER_FLAGS,
+  type SessionFlags,
+} from "../session_request.ts";
 import { UsageError } from "../usage_error.ts";
 
 /** Reads the `--config` file (`-` for standard input); a read failure is a usage error. */
@@ -27,6 +34,11 @@ async function readConfig(io: Io, path: string): Promise<Record<string, unknown>
 }
 
 const str = (values: Values, name: string) => values[name] as string | undefined;
+
+/** Whether repeating a failed create can succeed: a retryable error, or an unknown outcome. */
+function retryCanHelp(err: ApiError): boolean {
+  return err.retryable || err.code === "SDK_NETWORK_ERROR" || err.code === "SDK_INVALID_RESPONSE";
+}
 
 /** `sessions create`. */
 export const sessionsCreate: CommandSpec = {
@@ -47,7 +59,7 @@ export const sessionsCreate: CommandSpec = {
       name: "provider",
       type: "string",
       arg: "<type>",
-      help: "external_engine | vendor1_realtime | vendor2 | vendor3 (or provider_type in --config)",
+      help: `${PROVIDER_TYPES.join(" | ")} (or provider_type in --config)`,
     },
     {
       name: "config",
@@ -55,45 +67,13 @@ export const sessionsCreate: CommandSpec = {
       arg: "<file.json>",
       help: "the request body as JSON ('-': standard input)",
     },
-    {
-      name: "engine-url",
+    ...PROVIDER_FLAGS.map(({ field, providers }): OptionSpec => ({
+      name: field.flag,
       type: "string",
-      arg: "<wss://…>",
-      help: "external_engine: the engine's wss:// URL",
-    },
-    {
-      name: "engine-header",
-      type: "string",
-      arg: "<'Name: value'>",
-      multiple: true,
-      help: "external_engine: a header of the engine's upgrade request (credential)",
-    },
-    {
-      name: "sample-rate",
-      type: "string",
-      arg: "<hz>",
-      help: "external_engine: user audio rate, 8000..48000",
-    },
-    {
-      name: "client-secret",
-      type: "string",
-      arg: "<secret>",
-      help: "vendor1_realtime: client secret (credential)",
-    },
-    { name: "access-token", type: "string", arg: "<token>", help: "vendor2: access token (credential)" },
-    { name: "agent-id", type: "string", arg: "<id>", help: "vendor2, vendor3: the agent's id" },
-    {
-      name: "provider-api-key",
-      type: "string",
-      arg: "<key>",
-      help: "vendor3: the vendor's API key (credential)",
-    },
-    {
-      name: "signed-url",
-      type: "string",
-      arg: "<wss://…>",
-      help: "vendor3: a pre-minted signed URL (credential)",
-    },
+      arg: field.arg,
+      ...(field.value === "headers" ? { multiple: true } : {}),
+      help: `${providers.join(", ")}: ${field.help}${field.secret ? " (credential)" : ""}`,
+    })),
     { name: "avatar", type: "string", arg: "<avatar_id>", help: "avatar_config.avatar_id" },
     { name: "bg", type: "string", arg: "<bg_id>", help: "avatar_config.bg_id" },
     { name: "transport", type: "string", arg: "<t>", help: "auto (default) | websocket_fmp4 | webrtc_sfu" },
@@ -110,27 +90,25 @@ export const sessionsCreate: CommandSpec = {
     "deno task cli sessions create --provider external_engine --engine-url wss://localhost:8788/v0 \\",
     '    --engine-header "Authorization: Bearer $(cat .data/reference-engine/token)"',
     "deno task cli sessions create --config session.json --avatar anna --json",
+    'deno task cli sessions create --provider vendor1_realtime --client-secret "$EPHEMERAL_SECRET"',
+    "deno task cli sessions create --provider vendor3 --agent-id agent_123   # a public agent",
     'jq -n \'{provider_type:"vendor2",provider_config:{vendor2:{access_token:env.TOKEN,agent_id:"a1"}}}\' \\',
     "    | deno task cli sessions create --config -",
   ],
   async run({ values }, io) {
     const json = values.json === true;
+    const flags: SessionFlags = {
+      provider: str(values, "provider"),
+      avatar: str(values, "avatar"),
+      bg: str(values, "bg"),
+      transport: str(values, "transport"),
+      webhookUrl: str(values, "webhook-url"),
+    };
+    for (const { field } of PROVIDER_FLAGS) {
+      (flags as Record<string, unknown>)[flagKey(field)] = values[field.flag];
+    }
     const body = buildSessionRequest(
-      {
-        provider: str(values, "provider"),
-        engineUrl: str(values, "engine-url"),
-        engineHeaders: values["engine-header"] as string[] | undefined,
-        sampleRate: str(values, "sample-rate"),
-        clientSecret: str(values, "client-secret"),
-        accessToken: str(values, "access-token"),
-        agentId: str(values, "agent-id"),
-        providerApiKey: str(values, "provider-api-key"),
-        signedUrl: str(values, "signed-url"),
-        avatar: str(values, "avatar"),
-        bg: str(values, "bg"),
-        transport: str(values, "transport"),
-        webhookUrl: str(values, "webhook-url"),
-      },
+      flags,
       values.config === undefined ? undefined : await readConfig(io, values.config as string),
     );
     const idempotencyKey = str(values, "idempotency-key") ?? newIdempotencyKey();
@@ -151,9 +129,17 @@ export const sessionsCreate: CommandSpec = {
     } catch (err) {
       progress.stop();
       if (!(err instanceof ApiError)) throw err;
-      reportApiError(io, err, [
-        `idempotency_key: ${idempotencyKey} (repeat with --idempotency-key ${idempotencyKey} to retry safely)`,
-      ]);
+      // The hint only where a repeat can succeed: an error the service marked retryable, or no usable
+      // answer (the session may or may not have been created: the same key replays it if it was).
+      reportApiError(
+        io,
+        err,
+        retryCanHelp(err)
+          ? [
+            `idempotency_key: ${idempotencyKey} (repeat with --idempotency-key ${idempotencyKey} to retry safely)`,
+          ]
+          : [],
+      );
       return 1;
     }
     progress.succeed(

@@ -29,6 +29,7 @@ export const sessionsEnd: CommandSpec = {
         ["session_id", ended.session_id],
         ["status", ended.status],
         ["ended_at", formatTime(ended.ended_at)],
+        ["end_reason", ended.end_reason ?? "-"],
         ["duration_s", ended.duration_s?.toString()],
         ["chunks_rendered", ended.chunks_rendered?.toString()],
         ["warning", ended.warning],

@@ -29,6 +29,7 @@ export const sessionsGet: CommandSpec = {
         ["created_at", formatTime(session.created_at)],
         ["started_at", formatTime(session.started_at)],
         ["ended_at", formatTime(session.ended_at)],
+        ["end_reason", session.end_reason ?? "-"],
       ]);
     }
     return 0;

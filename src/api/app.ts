@@ -1,16 +1,18 @@
 /**
- * The application factory: every dependency (KV, clock, config, runtime, tokens, logger) is passed in.
+ * The application factory: every dependency (KV, clock, config, tokens, logger, the session service and
+ * the worker) is passed in; the composition root (`src/app/compose.ts`) builds them.
  *
  * @module
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { SessionRuntime } from "../runtime/session_runtime.ts";
-import { SessionService } from "../sessions/service.ts";
+import type { SessionService } from "../sessions/service.ts";
+import type { SessionWorker } from "../worker/worker.ts";
+import { registerWorkerRoutes } from "../worker/routes.ts";
+import type { InternalAuth } from "../hosting/internal_auth.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
@@ -18,17 +20,22 @@ import { apiKeyAuth } from "./middleware/auth.ts";
 import { RateLimiter } from "../kv/rate_limit.ts";
 import { apiKeyCacheFor } from "../kv/api_key_cache.ts";
 import { requestContext } from "./middleware/request_context.ts";
+import { boundedBody } from "./middleware/body.ts";
+import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
-import type { Resolver } from "../webhooks/url_guard.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
+import { registerSfuRoutes } from "./routes/sfu.ts";
 import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
+
+/** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/hosting/internal_api.ts). */
+const INTERNAL_PREFIX = "/internal/";
 
 /** Version of the API document. */
 export const API_VERSION = "1.0.0";
@@ -38,28 +45,29 @@ export interface AppDeps {
   kv: Deno.Kv;
   clock: Clock;
   config: Config;
-  runtime: SessionRuntime;
   tokens: TokenService;
   logger: Logger;
-  /** Id of this process (owner of the sessions it runs). */
+  /** Id of this process (the rate limiter publishes its demand under it). */
   instanceId: string;
-  /** The media plane, when this process runs one (its WebSocket route is registered then). */
-  media?: MediaPlane;
-  /** The demo page's backend (its API key and engine); the page is served only when given. */
-  demo?: Omit<DemoDeps, "call">;
-  /** Overrides for tests (the spec's 10 s teardown timeout by default). */
-  teardownTimeoutMs?: number;
-  /** Overrides the margin a remote end waits for the owner process (see SessionService). */
-  remoteEndMarginMs?: number;
-  idempotencyWaitMs?: number;
-  /** Resolver for the webhook_url check at creation (default: the system DNS). */
-  resolve?: Resolver;
+  /** The API side (`SVC_ROLE` all or api): the `/v1` routes, the docs, the catalog, the demo page. */
+  api?: {
+    sessions: SessionService;
+    /** The demo page's backend (its API key and engine); the page is served only when given. */
+    demo?: Omit<DemoDeps, "call">;
+  };
+  /** The worker side (`SVC_ROLE` all or worker): the media WebSocket and the internal API. */
+  worker?: {
+    worker: SessionWorker;
+    /** The media plane, when this process renders (its WebSocket route is registered then). */
+    media?: MediaPlane;
+    /** Signs the internal API; without it (an `all` process no one calls) the internal API is not served. */
+    auth?: InternalAuth;
+  };
 }
 
-/** The built app and the services behind it. */
+/** The built app. */
 export interface App {
   app: OpenAPIHono<AppEnv>;
-  sessions: SessionService;
   /** The OpenAPI 3.1 document emitted from the route definitions. */
   document(): Record<string, unknown>;
   /**
@@ -81,31 +89,17 @@ export const DOCUMENT_INFO = {
 };
 
 /**
- * Builds the HTTP app.
+ * Builds the HTTP app of one process, with the API side, the worker side or both.
  *
  * @example Usage
  * ```ts ignore
- * const { app } = createApp({ kv, clock: systemClock, config, runtime, tokens, logger, instanceId: "i1" });
+ * const { app } = createApp({ kv, clock: systemClock, config, tokens, logger, api: { sessions } });
  * Deno.serve(app.fetch);
  * ```
  */
 export function createApp(deps: AppDeps): App {
   const { kv, clock, config, logger } = deps;
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  const sessions = new SessionService({
-    kv,
-    clock,
-    config,
-    runtime: deps.runtime,
-    tokens: deps.tokens,
-    logger,
-    instanceId: deps.instanceId,
-    teardownTimeoutMs: deps.teardownTimeoutMs,
-    remoteEndMarginMs: deps.remoteEndMarginMs,
-    idempotencyWaitMs: deps.idempotencyWaitMs,
-    resolve: deps.resolve,
-    media: deps.media,
-  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", {
     type: "http",
@@ -120,39 +114,47 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.use("*", requestContext(logger));
-  const limitBody = bodyLimit({
-    maxSize: config.maxBodyBytes,
-    onError: () => {
-      throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
-    },
-  });
-  // A request that declares no body is let through without touching its body stream (an unread stream is
-  // aborted when the answer is sent, which costs Deno ~8 µs a request).
-  app.use("/v1/*", (c, next) => {
-    const raw = c.req.raw;
-    if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) return next();
-    if (raw.method === "GET" && !raw.headers.has("content-length") && !raw.headers.has("transfer-encoding")) {
-      return next();
-    }
-    return limitBody(c, next);
-  });
-  const limiter = config.rateLimit.perMinute > 0
+  // Every route's body is bounded; the internal API's start body carries the public body plus its envelope.
+  const internalMaxBodyBytes = config.maxBodyBytes + 8192;
+  app.use(
+    "*",
+    boundedBody({
+      maxBytes: (path) => path.startsWith(INTERNAL_PREFIX) ? internalMaxBodyBytes : config.maxBodyBytes,
+      timeoutMs: config.bodyTimeoutMs,
+    }),
+  );
+  app.use("/v1/*", noStore());
+  app.use("/demo/api/*", noStore());
+  app.get("/healthz", (c) => c.json({ status: "ok" }, 200));
+  // The rate limiter of this API process (none when `SVC_RATE_LIMIT_PER_MINUTE=0`).
+  const limiter = deps.api && config.rateLimit.perMinute > 0
     ? new RateLimiter({ kv, clock, policy: config.rateLimit, instanceId: deps.instanceId })
     : null;
-  app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
-
-  registerApiKeyRoutes(app, { kv, clock });
-  registerSessionRoutes(app, { sessions });
-  registerWebhookRoutes(app, { kv, clock });
-  registerWebhookDocs(app);
-  registerCatalogRoutes(app, { catalog: deps.media?.catalog ?? CATALOG });
-  if (deps.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.media, logger });
-  registerDemoRoutes(
-    app,
-    deps.demo ? { ...deps.demo, call: (req) => Promise.resolve(app.fetch(req)) } : undefined,
-  );
+  if (deps.api) {
+    app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
+    registerApiKeyRoutes(app, { kv, clock });
+    registerSessionRoutes(app, { sessions: deps.api.sessions });
+    registerWebhookRoutes(app, { kv, clock });
+    registerWebhookDocs(app);
+    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });
+  }
+  if (deps.worker?.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
+  if (deps.worker?.media?.sfu) {
+    registerSfuRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
+  }
+  if (deps.worker?.auth) {
+    registerWorkerRoutes(app, {
+      worker: deps.worker.worker,
+      auth: deps.worker.auth,
+      maxBodyBytes: internalMaxBodyBytes,
+    });
+  }
   const document = () => app.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
-  registerDocsRoutes(app, document);
+  if (deps.api) {
+    const demo = deps.api.demo;
+    registerDemoRoutes(app, demo ? { ...demo, call: (req) => Promise.resolve(app.fetch(req)) } : undefined);
+    registerDocsRoutes(app, document);
+  }
 
   app.notFound((c) => errorResponse(c, new ApiError("SVC_ROUTE_NOT_FOUND"), config.docsUrl));
   app.onError((err, c) => errorResponse(c, toApiError(err, logger, c.get("requestId")), config.docsUrl));
@@ -160,5 +162,5 @@ export function createApp(deps: AppDeps): App {
     await limiter?.settled();
     await apiKeyCacheFor(kv).settled();
   };
-  return { app, sessions, document, settled };
+  return { app, document, settled };
 }

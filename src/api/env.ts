@@ -17,5 +17,7 @@ export interface AppEnv {
   Variables: {
     requestId: string;
     caller?: AuthenticatedCaller;
+    /** The request body's bytes, on routes that take credentials (zeroed when the request is done). */
+    rawBody?: Uint8Array<ArrayBuffer>;
   };
 }

@@ -10,6 +10,7 @@ import type { Hook } from "@hono/zod-openapi";
 import { ApiError, errorBody } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { containsProviderConnectionId } from "../providers/config_schema.ts";
+import { PROVIDER_TYPES } from "../providers/types.ts";
 import type { AppEnv } from "./env.ts";
 
 interface Issue {
@@ -18,15 +19,37 @@ interface Issue {
   message: string;
 }
 
-/** Formats zod issues without echoing any input value or unknown field name. */
+/** Matches any provider type value (messages name fields, never a provider type). */
+const PROVIDER_TYPE_VALUE = new RegExp(`\\b(${PROVIDER_TYPES.join("|")})\\b`);
+
+/** Fields whose keys are caller data (header names may hold a misplaced secret): paths stop there. */
+const RECORD_FIELDS = new Set<PropertyKey>(["auth_headers"]);
+
+/**
+ * The path of an issue. The provider key inside `provider_config` is shown as `<provider>` (never a
+ * provider type value), and nothing below a record field (a header name) is shown.
+ */
+function issuePath(path: readonly PropertyKey[], root: string): string {
+  if (path.length === 0) return root;
+  const end = path.findIndex((p) => RECORD_FIELDS.has(p));
+  const shown = end === -1 ? path : path.slice(0, end + 1);
+  return shown.map((p, i) => i === 1 && path[0] === "provider_config" ? "<provider>" : String(p)).join(".");
+}
+
+/** The message of one issue, without echoing any input value, unknown field name or provider type. */
+function issueMessage(issue: Issue): string {
+  if (issue.code === "unrecognized_keys") return "contains an unknown field";
+  if (issue.code === "invalid_type" && /received undefined/.test(issue.message)) return "is required";
+  if (issue.path[0] === "provider_type") {
+    return "must be one of the provider types listed in the API reference (ProviderType)";
+  }
+  // Last line of defence: a message that would quote a provider type value is replaced.
+  return PROVIDER_TYPE_VALUE.test(issue.message) ? "is invalid" : issue.message;
+}
+
+/** Formats zod issues without echoing any input value, unknown field name or provider type value. */
 export function formatIssues(issues: readonly Issue[], root: string): string {
-  const parts = issues.slice(0, 5).map((i) => {
-    const path = i.path.length ? i.path.map(String).join(".") : root;
-    let msg = i.message;
-    if (i.code === "unrecognized_keys") msg = "contains an unknown field";
-    else if (i.code === "invalid_type" && /received undefined/.test(msg)) msg = "is required";
-    return `${path}: ${msg}`;
-  });
+  const parts = issues.slice(0, 5).map((i) => `${issuePath(i.path, root)}: ${issueMessage(i)}`);
   if (issues.length > 5) parts.push(`(${issues.length - 5} more)`);
   return parts.join("; ");
 }
@@ -75,7 +98,16 @@ export function errorResponse(c: Context<AppEnv>, err: ApiError, docsUrl: string
 
 /** Converts any thrown value to an {@link ApiError}, logging the unexpected ones. */
 export function toApiError(err: unknown, logger: Logger, requestId: string | undefined): ApiError {
-  if (err instanceof ApiError) return err;
+  if (err instanceof ApiError) {
+    // Storage failures become a retryable 503; what failed is worth a line for the operator.
+    if (err.code === "SVC_SESSION_STATE_UNAVAILABLE" && err.cause instanceof Error) {
+      logger.warn("session state unavailable", {
+        request_id: requestId,
+        error: `${err.cause.name}: ${err.cause.message}`.slice(0, 300),
+      });
+    }
+    return err;
+  }
   if (err instanceof HTTPException) {
     if (err.status === 415) return new ApiError("SVC_UNSUPPORTED_MEDIA_TYPE");
     if (err.status === 413) return new ApiError("SVC_PAYLOAD_TOO_LARGE");

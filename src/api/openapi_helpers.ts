@@ -14,6 +14,10 @@ const requestIdHeader = {
     description: "UUID of this request; equals request_id in error bodies.",
     schema: { type: "string" as const, format: "uuid" },
   },
+  "Cache-Control": {
+    description: "Always `no-store` on /v1 answers: they may carry tokens, keys or secrets.",
+    schema: { type: "string" as const, enum: ["no-store"] },
+  },
 };
 
 /** Documents the given error codes, grouped by their status. */
@@ -59,7 +63,11 @@ export const COMMON_ERRORS: ErrorCode[] = [
   "SVC_SESSION_STATE_UNAVAILABLE",
 ];
 
-/** Documents a JSON success response. */
-export function jsonResponse<S>(schema: S, description: string) {
-  return { description, headers: requestIdHeader, content: { "application/json": { schema } } };
+/** Documents a JSON success response (with the headers every /v1 answer carries, plus `headers`). */
+export function jsonResponse<S>(schema: S, description: string, headers: Record<string, unknown> = {}) {
+  return {
+    description,
+    headers: { ...requestIdHeader, ...headers },
+    content: { "application/json": { schema } },
+  };
 }

@@ -6,7 +6,8 @@
 import { z } from "@hono/zod-openapi";
 import { SCOPES } from "../auth/scopes.ts";
 import { ERROR_CODES } from "../errors.ts";
-import { KEY_ID_PATTERN, SESSION_ID_PATTERN } from "../ids.ts";
+import { KEY_ID_PATTERN, MAX_ID_LENGTH, SESSION_ID_PATTERN } from "../ids.ts";
+import { displayNameField, urlField } from "../text_fields.ts";
 import { SESSION_STATUSES } from "../kv/sessions.ts";
 import { END_REASONS } from "../sessions/end_reasons.ts";
 import { ProviderConfig } from "../providers/config_schema.ts";
@@ -32,14 +33,10 @@ export const ErrorBody = z.object({
 /** A scope name. */
 export const Scope = z.enum(SCOPES).openapi("Scope");
 
-const name = z.string().refine((s) => {
-  const n = [...s].length;
-  return n >= 1 && n <= 128;
-}, "must be 1..128 characters").refine(
-  (s) => ![...s].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f),
-  "must not contain control characters",
-)
-  .openapi({ minLength: 1, maxLength: 128 });
+const name = displayNameField(128).openapi({
+  description:
+    "1..128 characters; control, format (bidi, zero-width, BOM) and line/paragraph separator characters, unpaired surrogates and blank names are refused.",
+});
 
 /** POST /v1/api-keys body. */
 export const CreateApiKeyBody = z.strictObject({
@@ -84,11 +81,13 @@ export const ApiKeyList = z.object({
 
 /** key_id path parameter. */
 export const KeyIdParam = z.object({
-  key_id: z.string().min(1).regex(KEY_ID_PATTERN).openapi({ param: { name: "key_id", in: "path" } }),
+  key_id: z.string().min(1).max(MAX_ID_LENGTH).regex(KEY_ID_PATTERN).openapi({
+    param: { name: "key_id", in: "path" },
+  }),
 });
 /** session_id path parameter. */
 export const SessionIdParam = z.object({
-  session_id: z.string().min(1).regex(SESSION_ID_PATTERN).openapi({
+  session_id: z.string().min(1).max(MAX_ID_LENGTH).regex(SESSION_ID_PATTERN).openapi({
     param: { name: "session_id", in: "path" },
     example: "session:3kTMd9xq0bq1h7nYQ2Lw6A",
   }),
@@ -137,8 +136,7 @@ export const CreateSessionBody = z.strictObject({
   provider_config: ProviderConfig,
   avatar_config: AvatarConfig.optional(),
   transport: Transport.default("auto"),
-  webhook_url: z.url().max(2048).regex(/^https:\/\//, "must be an https:// URL").optional().openapi({
-    format: "uri",
+  webhook_url: urlField("https", 2048).optional().openapi({
     description:
       "Where lifecycle events are POSTed (see the `webhooks` of this document and docs/webhooks.md). Must be https; hosts resolving to loopback, private, link-local or metadata addresses are refused (400).",
   }),

@@ -12,6 +12,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Avatar session demo</title>
+<link rel="icon" href="/demo/favicon.svg" type="image/svg+xml">
 <style>
   :root { color-scheme: light dark; font-family: system-ui, sans-serif; }
   body { margin: 0; display: grid; place-items: start center; min-height: 100vh; background: #15181d; color: #e8eaed; }
@@ -20,7 +21,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
   video { width: 100%; aspect-ratio: 1; background: #0b0d10; border-radius: 12px; display: block; }
   h1 { font-size: 1.2rem; margin: 0 0 12px; }
   label { display: block; font-size: .85rem; margin: 8px 0 4px; color: #aab; }
-  select, button { font: inherit; padding: 8px 12px; border-radius: 8px; border: 1px solid #3a404a; background: #232830; color: inherit; width: 100%; }
+  select, button, input[type=text], input[type=password] { font: inherit; box-sizing: border-box; padding: 8px 12px; border-radius: 8px; border: 1px solid #3a404a; background: #232830; color: inherit; width: 100%; }
   button { cursor: pointer; margin-top: 10px; }
   button.primary { background: #2f6fdb; border-color: #2f6fdb; }
   button.danger { background: #b8363f; border-color: #b8363f; }
@@ -39,8 +40,22 @@ export const DEMO_PAGE_HTML = `<!doctype html>
   </section>
   <aside>
     <h1>Talk to an avatar</h1>
+    <label for="engine">Conversation engine</label>
+    <select id="engine">
+      <option value="reference" selected>Reference engine (built in)</option>
+      <option value="vendor1_realtime">vendor1_realtime: ephemeral client secret</option>
+      <option value="vendor2">vendor2: access token and agent</option>
+      <option value="vendor3">vendor3: agent (public, or signed URL)</option>
+    </select>
+    <div id="creds"></div>
     <label for="avatar">Avatar</label><select id="avatar"></select>
     <label for="bg">Background</label><select id="bg"></select>
+    <label for="transport">Transport</label>
+    <select id="transport">
+      <option value="auto" selected>auto (WebRTC when the service has an SFU)</option>
+      <option value="websocket_fmp4">fMP4 over WebSocket</option>
+      <option value="webrtc_sfu">WebRTC through the SFU</option>
+    </select>
     <label><input type="checkbox" id="mic" checked> Use my microphone</label>
     <button id="start" class="primary">Start</button>
     <button id="end" class="danger" disabled>End</button>
@@ -49,16 +64,30 @@ export const DEMO_PAGE_HTML = `<!doctype html>
       <dt>First frame</dt><dd id="ttff">–</dd>
       <dt>Delay</dt><dd id="latency">–</dd>
       <dt>Frames</dt><dd id="frames">–</dd>
+      <dt>Microphone</dt><dd id="micstate">–</dd>
       <dt>Session</dt><dd id="session">–</dd>
     </dl>
     <div id="log"></div>
-    <p class="note">The reference engine plays back what you say. This page gets only a client token
-      and the media URL from its backend; the API key stays on the server.</p>
+    <p class="note">The reference engine plays back what you say. For a vendor engine, paste the
+      short-lived credential your backend minted (see docs/providers.md); it goes to this page's backend for
+      the session's creation only. This page gets only a client token and the session's stream metadata back;
+      the API key stays on the server.</p>
   </aside>
 </main>
 <script type="module" src="/demo/app.js"></script>
 </body>
 </html>
+`;
+
+/** The page's icon (an avatar's face), so browsers do not ask for a missing `/favicon.ico`. */
+export const DEMO_FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">
+<rect width="64" height="64" rx="14" fill="#2f6fdb"/>
+<circle cx="32" cy="28" r="15" fill="#f2c9a5"/>
+<path d="M17 27c0-10 7-16 15-16s15 6 15 16c-4-5-9-7-15-7s-11 2-15 7z" fill="#3b2a20"/>
+<circle cx="26" cy="29" r="2" fill="#222"/><circle cx="38" cy="29" r="2" fill="#222"/>
+<path d="M27 35q5 4 10 0" stroke="#9b3b3b" stroke-width="2" fill="none" stroke-linecap="round"/>
+<path d="M12 58c2-9 10-14 20-14s18 5 20 14z" fill="#3f9e6e"/>
+</svg>
 `;
 
 /** The page's script. */
@@ -76,6 +105,38 @@ const api = async (method, path, body) => {
   return json;
 };
 
+/** The fields each vendor engine takes on this page (browser-safe credentials only: never an API key). */
+const ENGINE_FIELDS = {
+  reference: [],
+  vendor1_realtime: [["client_secret", "Client secret (ek_…)", "password"]],
+  vendor2: [["access_token", "Access token (agent grant)", "password"], ["agent_id", "Agent id", "text"]],
+  vendor3: [["agent_id", "Agent id", "text"], ["signed_url", "Signed URL (private agents)", "password"]],
+};
+const showFields = () => {
+  $("creds").textContent = "";
+  for (const [name, label, type] of ENGINE_FIELDS[$("engine").value]) {
+    const l = document.createElement("label");
+    l.textContent = label;
+    const input = document.createElement("input");
+    input.type = type;
+    input.id = "cred_" + name;
+    input.autocomplete = "off";
+    l.htmlFor = input.id;
+    $("creds").append(l, input);
+  }
+};
+$("engine").addEventListener("change", showFields);
+showFields();
+const engineChoice = () => {
+  const engine = $("engine").value;
+  const fields = {};
+  for (const [name] of ENGINE_FIELDS[engine]) {
+    const v = $("cred_" + name).value.trim();
+    if (v) fields[name] = v;
+  }
+  return engine === "reference" ? {} : { provider_type: engine, provider_fields: fields };
+};
+
 let player = null;
 let session = null;
 let statsTimer = null;
@@ -91,6 +152,9 @@ const setState = (s) => {
   $("state").textContent = s.state + (s.reason && s.state !== "playing" ? " (" + s.reason + ")" : "") +
     (s.muted ? " – muted by autoplay, click the video" : "");
   if (s.ttffMs !== null) $("ttff").textContent = s.ttffMs + " ms";
+  // A refused (or missing) microphone: say so, and untick the box that asked for it.
+  if (s.microphoneError) $("mic").checked = false;
+  $("micstate").textContent = s.microphone ? "on" : s.microphoneError ? "off: " + s.microphoneError : "off";
   if (s.state === "ended" || s.state === "failed") finish();
 };
 
@@ -116,7 +180,9 @@ $("start").addEventListener("click", async () => {
   $("log").textContent = "";
   $("ttff").textContent = "–";
   try {
-    session = await api("POST", "/sessions", { avatar_id: $("avatar").value, bg_id: $("bg").value });
+    session = await api("POST", "/sessions", {
+      avatar_id: $("avatar").value, bg_id: $("bg").value, transport: $("transport").value, ...engineChoice(),
+    });
   } catch (err) {
     $("state").textContent = "could not start: " + err.message;
     $("start").disabled = false;
@@ -124,14 +190,15 @@ $("start").addEventListener("click", async () => {
   }
   $("session").textContent = session.session_id.slice(0, 18) + "…";
   $("end").disabled = false;
+  log("note", "Transport: " + session.transport);
   player = createPlayer({
     video: $("video"),
-    mediaUrl: session.media_url,
+    streamMetadata: session.stream_metadata,
     clientToken: session.client_token,
     microphone: $("mic").checked,
     refreshToken: async () => {
       const t = await api("POST", "/sessions/" + encodeURIComponent(session.session_id) + "/token");
-      return { clientToken: t.client_token, mediaUrl: t.media_url };
+      return { clientToken: t.client_token, streamMetadata: t.stream_metadata };
     },
     onState: setState,
     onTranscript: (line) => { if (line.final) log(line.role, (line.role === "agent" ? "Avatar: " : "You: ") + line.text); },

@@ -12,6 +12,11 @@ function isLocked(err: unknown): boolean {
   return err instanceof Error && /database is locked/i.test(err.message);
 }
 
+/** KV refusing a key or value as too large: a bug (input must be bounded before it reaches a key), not an outage. */
+function isTooLarge(err: unknown): boolean {
+  return err instanceof TypeError && /too large|exceeds/i.test(err.message);
+}
+
 /**
  * Runs a KV operation; an error that is not already an {@link ApiError} (a KV I/O failure, a closed
  * database) becomes `503 SVC_SESSION_STATE_UNAVAILABLE`. KV atomic operations either commit whole or not at
@@ -24,7 +29,7 @@ export async function kvOp<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof ApiError) throw err;
+      if (err instanceof ApiError || isTooLarge(err)) throw err;
       if (isLocked(err) && attempt < LOCKED_RETRIES) {
         await new Promise((r) => setTimeout(r, (5 << attempt) + Math.random() * 10));
         continue;

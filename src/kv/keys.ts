@@ -21,6 +21,7 @@
  * | `["rate_demand", instance_id]` | {@link import("./rate_limit.ts").DemandRecord}: an API instance's recent request rates per key |
  * | `["owner_lease", instance_id]` | {@link import("./owner_leases.ts").OwnerLease} |
  * | `["owned_session", instance_id, pid, session_id]` | `true`: a live session the instance runs |
+ * | `["owner_load", instance_id]` | number of live sessions placed on the instance (its load) |
  * | `["webhook_due", due_at_ms, pid, event_id]` | `true`: the event is due for an attempt at `due_at_ms` |
  *
  * @module
@@ -93,6 +94,8 @@ export const ownedSessionKey = (instanceId: string, projectId: string, sessionId
   projectId,
   sessionId,
 ];
+/** Key of an instance's load counter (live sessions placed on it). */
+export const ownerLoadKey = (instanceId: string): Deno.KvKey => ["owner_load", instanceId];
 /** Prefix of the live sessions a process runs. */
 export const ownedSessionPrefix = (instanceId: string): Deno.KvKey => ["owned_session", instanceId];
 /** Key of a webhook event's entry in the due index. */

@@ -1,8 +1,10 @@
 /**
- * Owner leases: each service process (instance) holds one lease in KV and renews it while it runs; the
- * live sessions it runs are indexed under it (`["owned_session", instance, pid, sid]`, written and removed
- * in the same atomic operations that create and finish the sessions). A lease whose `expires_at` has passed
- * belongs to a process that is gone: its sessions are reaped (see `src/sessions/reaper.ts`).
+ * Owner leases, the registry of live service processes: each process (instance) holds one lease in KV
+ * and renews it while it runs, saying what it is (`role`) and, for a session host, where API processes reach
+ * it (`worker`: its internal URL, public URL, capacity and free slots, signed with the internal secret). The
+ * live sessions a worker runs are indexed under it (`["owned_session", instance, pid, sid]`, written and
+ * removed in the same atomic operations that create and finish the sessions). A lease whose `expires_at`
+ * has passed belongs to a process that is gone: its sessions are reaped (see `src/sessions/reaper.ts`).
  *
  * @module
  */
@@ -11,6 +13,25 @@ import { ownedSessionPrefix, ownerLeaseKey, ownerLeasePrefix } from "./keys.ts";
 
 /** How long a reaped lease's tombstone is kept (it still lets late index entries be found and reaped). */
 export const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
+
+/** What a process is: the value of `SVC_ROLE`. */
+export type InstanceRole = "all" | "api" | "worker";
+
+/** How API processes reach a session host. */
+export interface WorkerAdvert {
+  /** `SVC_WORKER_URL`: where API processes call it (null: not reachable by other processes). */
+  url: string | null;
+  /** `SVC_PUBLIC_URL`: where clients reach its media. */
+  public_url: string;
+  /** Sessions it accepts at once. */
+  capacity: number;
+  /** Capacity minus the sessions it runs now (at the last renewal; placement counts exactly in KV). */
+  free_slots: number;
+  /** The transports it serves (absent in older registrations: `websocket_fmp4` only). */
+  transports?: ("websocket_fmp4" | "webrtc_sfu")[];
+  /** HMAC of its id and addresses with the internal secret (see `src/hosting/internal_auth.ts`). */
+  signature: string | null;
+}
 
 /** A process's lease. */
 export interface OwnerLease {
@@ -24,6 +45,10 @@ export interface OwnerLease {
   expires_at: number;
   /** Set when another process reaped the sessions of this (expired) lease. */
   reaped_at: number | null;
+  /** What the process is (leases written before roles existed have none: read as `all`). */
+  role?: InstanceRole;
+  /** Set for processes that run sessions. */
+  worker?: WorkerAdvert | null;
 }
 
 /** Outcome of a renewal. */
@@ -39,7 +64,7 @@ export async function renewOwnerLease(
   instanceId: string,
   now: number,
   ttlMs: number,
-  about: { pid: number; hostname: string },
+  about: { pid: number; hostname: string; role?: InstanceRole; worker?: WorkerAdvert | null },
 ): Promise<RenewOutcome> {
   return await kvOp(async () => {
     let outcome: RenewOutcome = "renewed";
@@ -54,6 +79,8 @@ export async function renewOwnerLease(
         renewed_at: now,
         expires_at: now + ttlMs,
         reaped_at: null,
+        role: about.role ?? "all",
+        worker: about.worker ?? null,
       };
       return (await kv.atomic().check(entry).set(ownerLeaseKey(instanceId), lease).commit()).ok;
     });
@@ -88,20 +115,25 @@ export async function listOwnerLeases(kv: Deno.Kv): Promise<Deno.KvEntry<OwnerLe
   });
 }
 
-/**
- * The processes alive at `now`: leases not expired and not reaped (the registry of live instances; the
- * rate limiter shares each key's budget among those that serve the API, see {@link servesApi}).
- */
-export async function listLiveInstances(kv: Deno.Kv, now: number): Promise<OwnerLease[]> {
-  return (await listOwnerLeases(kv)).map((e) => e.value).filter((l) =>
-    l.reaped_at === null && l.expires_at > now
-  );
+/** The leases that have not expired (their processes are alive), optionally of processes running sessions. */
+export async function listLiveInstances(
+  kv: Deno.Kv,
+  now: number,
+  options: { workers?: boolean } = {},
+): Promise<OwnerLease[]> {
+  const out: OwnerLease[] = [];
+  for (const e of await listOwnerLeases(kv)) {
+    const l = e.value;
+    if (l.reaped_at !== null || l.expires_at <= now) continue;
+    if (options.workers && !l.worker) continue;
+    out.push(l);
+  }
+  return out;
 }
 
-/** Whether a lease's process serves the API: role `all` or `api`, or no role (a lease written before roles). */
+/** Whether a lease's process serves the API: role `all` or `api` (no role: a lease written before roles, read as `all`). */
 export function servesApi(lease: OwnerLease): boolean {
-  const role = (lease as { role?: unknown }).role;
-  return role === undefined || role === "all" || role === "api";
+  return lease.role === undefined || lease.role === "all" || lease.role === "api";
 }
 
 /** Up to `limit` live sessions indexed under an instance. */

@@ -1,78 +1,30 @@
 /**
- * Session records and the per-project live-session counter.
+ * Session records, the per-project live-session counter and the per-worker load counter.
  *
- * A session holds a concurrency slot while it is `created`, `activating`, `active` or `ending`. The
- * counter is incremented in the same atomic operation that writes a new record and decremented in the same
- * atomic operation that moves a record to `ended`, `ended_with_warnings` or `failed`, so the ceiling holds
- * exactly under concurrent requests and across processes sharing one KV.
+ * A session holds a concurrency slot while it is live (`created`, `activating`, `active`, `ending`). The
+ * project counter and its worker's load counter are incremented in the same atomic operation that writes a
+ * new record, and decremented in the same atomic operation that moves it to a terminal status, so the
+ * project ceiling and each worker's capacity hold exactly under concurrent requests and across processes
+ * sharing one KV.
  *
  * The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
- * session is live, see `owner_leases.ts`) and the webhook outbox (the event a transition causes is written
- * with it, see `src/webhooks/events.ts`), so a session's final state, its freed slot and its one terminal
+ * session is live, see `owner_leases.ts`) and the webhook outbox (the event the state table names for the
+ * transition, see `src/sessions/state.ts`), so a session's final state, its freed slots and its one terminal
  * event land together or not at all.
  *
  * @module
  */
-import { ApiError, type ErrorCode } from "../errors.ts";
-import type { ProviderType } from "../providers/types.ts";
-import type { EndReason } from "../sessions/end_reasons.ts";
-import { lifecycleEvent } from "../webhooks/events.ts";
+import { ApiError } from "../errors.ts";
+import { lifecycleEvent } from "../sessions/events.ts";
+import type { SessionRecord } from "../sessions/record.ts";
+import { edge, freesSlot, type SessionStatus } from "../sessions/state.ts";
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
-import { idempotencyKey, liveSessionsKey, ownedSessionKey, sessionKey } from "./keys.ts";
+import { idempotencyKey, liveSessionsKey, ownedSessionKey, ownerLoadKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
 import { forgetSession } from "./session_cache.ts";
 
-/** Every session status. */
-export const SESSION_STATUSES = [
-  "created",
-  "activating",
-  "active",
-  "ending",
-  "ended",
-  "ended_with_warnings",
-  "failed",
-] as const;
-/** One session status. */
-export type SessionStatus = (typeof SESSION_STATUSES)[number];
-/** Statuses that hold a concurrency slot. */
-export const LIVE_STATUSES: readonly SessionStatus[] = ["created", "activating", "active", "ending"];
-/** Terminal statuses. */
-export const TERMINAL_STATUSES: readonly SessionStatus[] = ["ended", "ended_with_warnings", "failed"];
-
-/** Transports in effect for a session (`auto` is resolved at creation). */
-export type ResolvedTransport = "websocket_fmp4" | "webrtc_sfu";
-
-/** The stored session record. It never holds provider credentials or tokens. */
-export interface SessionRecord {
-  session_id: string;
-  project_id: string;
-  status: SessionStatus;
-  provider_type: ProviderType;
-  transport: ResolvedTransport;
-  avatar_id: string | null;
-  bg_id: string | null;
-  webhook_url: string | null;
-  created_at: number;
-  started_at: number | null;
-  ended_at: number | null;
-  /** Set with `ended_with_warnings`. */
-  warning: string | null;
-  /** Set with `failed`. */
-  error_code: ErrorCode | null;
-  /** Machine-readable reason the session ended or failed. */
-  end_reason: EndReason | null;
-  /** Media chunks rendered over the session's life. */
-  chunks_rendered: number;
-  /** key_id of the API key that created it. */
-  created_by: string;
-  /** Instance id of the process running the session's runtime. */
-  owner: string | null;
-  /**
-   * Set with `ending` when another process asked for the end (the API call reached a process that does not
-   * run the session): the owner carries it out (see `SessionService.reconcileLocal`).
-   */
-  end_request?: { reason: EndReason; force: boolean; requested_by: string } | null;
-}
+export type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
+export { LIVE_STATUSES, SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
 
 const mutex = new KeyedMutex();
 
@@ -86,21 +38,41 @@ export async function getSession(
 }
 
 /**
+ * {@link insertSession} refused: the owner is at its capacity (the caller places the session elsewhere; if
+ * it escapes, it answers 503 SVC_RENDER_CAPACITY).
+ */
+export class PlacementFullError extends ApiError {
+  override name = "PlacementFullError";
+  constructor() {
+    super("SVC_RENDER_CAPACITY");
+  }
+}
+
+/**
  * Writes a new session record and takes a concurrency slot, atomically. Throws
- * `429 SVC_RATE_LIMIT_CONCURRENT_SESSIONS` when the project is at `maxLive`.
- * When `idempotency` is given, the in-flight idempotency record is bound to the session in the same
- * atomic operation (and the operation fails if that record changed since it was claimed).
+ * `429 SVC_RATE_LIMIT_CONCURRENT_SESSIONS` when the project is at `maxLive`. When `ownerCapacity` is
+ * given, the owner's load counter must stay within it, or {@link PlacementFullError} is thrown (the caller
+ * places the session elsewhere). When `idempotency` is given, the in-flight idempotency record is bound to
+ * the session in the same atomic operation (and the operation fails if that record changed since it was
+ * claimed).
  */
 export async function insertSession(
   kv: Deno.Kv,
   record: SessionRecord,
   maxLive: number,
-  idempotency?: { key: string; versionstamp: string; value: unknown },
+  options: {
+    idempotency?: { key: string; versionstamp: string; value: unknown };
+    ownerCapacity?: number;
+  } = {},
 ): Promise<void> {
+  const { idempotency, ownerCapacity } = options;
   await kvOp(() =>
     mutex.run(record.project_id, async () => {
       await casLoop(async () => {
-        const counter = await kv.get<number>(liveSessionsKey(record.project_id));
+        const [counter, load] = await kv.getMany<[number, number]>([
+          liveSessionsKey(record.project_id),
+          ownerLoadKey(record.owner ?? ""),
+        ]);
         const live = counter.value ?? 0;
         if (live >= maxLive) {
           throw new ApiError(
@@ -108,12 +80,19 @@ export async function insertSession(
             `The project has reached its ceiling of ${maxLive} concurrent sessions.`,
           );
         }
+        if (ownerCapacity !== undefined && (load.value ?? 0) >= ownerCapacity) {
+          throw new PlacementFullError();
+        }
         const op = kv.atomic()
           .check(counter)
           .check({ key: sessionKey(record.project_id, record.session_id), versionstamp: null })
           .set(liveSessionsKey(record.project_id), live + 1)
           .set(sessionKey(record.project_id, record.session_id), record);
-        if (record.owner) op.set(ownedSessionKey(record.owner, record.project_id, record.session_id), true);
+        if (record.owner) {
+          op.check(load)
+            .set(ownerLoadKey(record.owner), (load.value ?? 0) + 1)
+            .set(ownedSessionKey(record.owner, record.project_id, record.session_id), true);
+        }
         if (idempotency) {
           const k = idempotencyKey(record.project_id, idempotency.key);
           op.check({ key: k, versionstamp: idempotency.versionstamp }).set(k, idempotency.value, {
@@ -133,13 +112,19 @@ export async function insertSession(
   );
 }
 
+/** Outcome of a transition. */
+export interface TransitionResult {
+  /** True when the record moved. */
+  ok: boolean;
+  /** The new record when `ok`; otherwise the current one (null if the session does not exist). */
+  record: SessionRecord | null;
+}
+
 /**
- * Moves a session from one of `from` to `to`, applying `patch`, with compare-and-set. Leaving the live
- * statuses for a terminal one frees the concurrency slot and removes the owner index entry in the same
- * atomic operation, which also writes the webhook event the transition causes (due at `now`).
- *
- * Returns `{ ok: true, record }` with the new record, or `{ ok: false, record }` with the current record
- * (null if the session does not exist) when its status is not in `from`.
+ * Moves a session from one of `from` to `to`, applying `patch`, with compare-and-set. Only transitions of
+ * the state table are allowed (anything else is a programming error and throws). Leaving the live
+ * statuses for a terminal one frees the project slot and the owner's load and removes the owner index
+ * entry in the same atomic operation, which also writes the lifecycle event the table names (due at `now`).
  */
 export async function transitionSession(
   kv: Deno.Kv,
@@ -149,9 +134,12 @@ export async function transitionSession(
   to: SessionStatus,
   patch: Partial<SessionRecord>,
   now: number,
-): Promise<{ ok: boolean; record: SessionRecord | null }> {
+): Promise<TransitionResult> {
+  for (const f of from) {
+    if (!edge(f, to)) throw new Error(`transition ${f} → ${to} is not in the state table`);
+  }
   return await kvOp(async () => {
-    let outcome: { ok: boolean; record: SessionRecord | null } = { ok: false, record: null };
+    let outcome: TransitionResult = { ok: false, record: null };
     await casLoop(async () => {
       const [entry, counter] = await kv.getMany<[SessionRecord, number]>([
         sessionKey(projectId, sessionId),
@@ -161,14 +149,18 @@ export async function transitionSession(
         outcome = { ok: false, record: entry.value };
         return true;
       }
-      const next: SessionRecord = { ...entry.value, ...patch, status: to };
+      const prev = entry.value;
+      const next: SessionRecord = { ...prev, ...patch, status: to };
       const op = kv.atomic().check(entry).set(sessionKey(projectId, sessionId), next);
-      const freesSlot = LIVE_STATUSES.includes(entry.value.status) && TERMINAL_STATUSES.includes(to);
-      if (freesSlot) {
+      if (freesSlot(prev.status, to)) {
         op.check(counter).set(liveSessionsKey(projectId), Math.max(0, (counter.value ?? 1) - 1));
-        if (entry.value.owner) op.delete(ownedSessionKey(entry.value.owner, projectId, sessionId));
+        if (prev.owner) {
+          const load = await kv.get<number>(ownerLoadKey(prev.owner));
+          op.check(load).set(ownerLoadKey(prev.owner), Math.max(0, (load.value ?? 1) - 1))
+            .delete(ownedSessionKey(prev.owner, projectId, sessionId));
+        }
       }
-      const event = lifecycleEvent(entry.value.status, next, now);
+      const event = lifecycleEvent(prev.status, next, now);
       if (event) addEventToOp(op, event, now);
       // Reads through this process's session cache must see this write (read-your-own-writes).
       const res = await op.commit().finally(() => forgetSession(kv, projectId, sessionId));
@@ -182,4 +174,15 @@ export async function transitionSession(
 /** The number of sessions of a project holding a concurrency slot. */
 export async function countLiveSessions(kv: Deno.Kv, projectId: string): Promise<number> {
   return await kvOp(async () => (await kv.get<number>(liveSessionsKey(projectId))).value ?? 0);
+}
+
+/** The number of live sessions placed on each of `owners` (their load counters). */
+export async function ownerLoads(kv: Deno.Kv, owners: string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (let i = 0; i < owners.length; i += 10) {
+    const batch = owners.slice(i, i + 10);
+    const entries = await kvOp(() => kv.getMany<number[]>(batch.map((o) => ownerLoadKey(o))));
+    batch.forEach((o, k) => out.set(o, entries[k].value ?? 0));
+  }
+  return out;
 }

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { LifecycleEventType } from "../sessions/state.ts";
 import { kvOp } from "./guard.ts";
 import {
   webhookDueKey,
@@ -18,10 +19,8 @@ import {
   webhookGoneKey,
 } from "./keys.ts";
 
-/** Lifecycle event types. */
-export const WEBHOOK_EVENT_TYPES = ["session.started", "session.ended", "session.failed"] as const;
-/** One event type. */
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** One event type (the session lifecycle events, see `src/sessions/state.ts`). */
+export type WebhookEventType = LifecycleEventType;
 
 /** Where an event is in its delivery. */
 export type WebhookEventState =

@@ -1,7 +1,8 @@
 /**
- * One session's media plane: the media clock, the avatar's speech playout, rendering, the two ffmpeg
- * encoders, fMP4 muxing and delivery to the session's clients. Implements the runtime's
- * {@link SessionMedia}.
+ * One session's media pipeline: the media clock, the avatar's speech playout, rendering and the two ffmpeg
+ * encoders. Its output is encoded media (H.264 access units, Opus packets) handed to the session's
+ * {@link MediaTransport} (fMP4 over WebSocket, or RTP to the SFU), which also brings the user's
+ * microphone back. Implements the runtime's {@link SessionMedia}.
  *
  * Timing. One monotonic clock drives both tracks from the same origin: video frame `k` is rendered at
  * `k / fps` and audio sample `n` is due at `n / 48000`, so audio and video stay in sync by construction.
@@ -20,32 +21,21 @@ import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ProviderConnection } from "../providers/types.ts";
 import type { SessionMedia } from "../runtime/session_runtime.ts";
-import { MEDIA_CLOSE } from "./close_codes.ts";
-import { Fanout, type FanoutLimits, type MediaClient } from "./fanout.ts";
+import type { EndReason } from "../sessions/end_reasons.ts";
 import { AUDIO_BLOCK, AUDIO_RATE, audioEncoderArgs, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
-import { avcCodecString, FlvDemuxer } from "./flv.ts";
-import {
-  AUDIO_TRACK_ID,
-  initSegment,
-  mediaSegment,
-  type Sample,
-  VIDEO_TIMESCALE,
-  VIDEO_TRACK_ID,
-} from "./fmp4.ts";
+import { FlvDemuxer } from "./flv.ts";
 import { OggOpusDemuxer, type OpusHead } from "./ogg_opus.ts";
 import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
+import type { MediaTransport, TransportFactory, TransportKind } from "./transports/transport.ts";
 
 /** Audio is kept at most this many blocks ahead of the clock (≈ 128 ms). */
 export const MAX_LEAD_BLOCKS = 6;
 /** Queued speech is bounded to 30 s (the engine protocol's bound); older audio is dropped. */
 export const MAX_QUEUED_SECONDS = 30;
-/** Largest upstream audio frame, bytes (the engine protocol's limit). */
-export const MAX_UPSTREAM_FRAME = 64 * 1024;
-/** Audio fragments are sent when they hold 20 ms of audio or 4 ms after their first packet. */
-const AUDIO_FLUSH_SAMPLES = 960;
-const AUDIO_FLUSH_MS = 4;
+/** Video ticks per second (RTP and MP4 both use 90 kHz for video). */
+const VIDEO_TIMESCALE = 90_000;
 /** Video frames buffered towards the encoder before new frames are dropped (absorbs scheduling jitter). */
 const MAX_PENDING_FRAMES = 3;
 /** Frames a late clock tick still renders (older missed frames are dropped). */
@@ -68,10 +58,14 @@ export interface SessionMediaDeps {
   audioBitrate: number;
   /** Deadline for the first encoded frame when starting (→ 504 SVC_RENDER_TIMEOUT). */
   firstFrameTimeoutMs: number;
-  limits: FanoutLimits;
+  /** Opens the session's transport (fMP4 over WebSocket, or the SFU). */
+  transport: TransportFactory;
   logger: Logger;
-  /** The media plane failed on its own (an encoder died). */
-  fail(reason: string): void;
+  /**
+   * The media plane failed on its own: an encoder died (`render_failed`, the default outcome) or the
+   * transport failed (its own end reason and warning).
+   */
+  fail(reason: string, outcome?: { endReason: EndReason; warning: string }): void;
   clientsChanged(count: number): void;
   /** Called once when the media plane has stopped (releases its render slot). */
   onStopped(): void;
@@ -111,19 +105,11 @@ export interface SessionMediaStats {
   audioPreSkip: number;
 }
 
-/** A client attached to the session (the socket layer holds it). */
-export interface AttachedClient {
-  /** Upstream microphone audio (PCM16LE at the engine's input rate). */
-  receive(data: Uint8Array): void;
-  /** The client's socket closed. */
-  detach(): void;
-}
-
 /** The media plane of one session. */
 export class AvatarSessionMedia implements SessionMedia {
   readonly #d: SessionMediaDeps;
   readonly #render: RenderSession;
-  readonly #fanout: Fanout;
+  #transport: MediaTransport | null = null;
   readonly #queue: PlayoutQueue;
   readonly #resampler: LinearResampler;
   readonly #frameMs: number;
@@ -143,11 +129,8 @@ export class AvatarSessionMedia implements SessionMedia {
   #renderPending = false;
   #avcC: Uint8Array | null = null;
   #opus: OpusHead | null = null;
-  #seq = 1;
+  /** Position of the next encoded audio packet, 48 kHz samples of the encoder's output. */
   #audioPts = 0;
-  #audioPending: Sample[] = [];
-  #audioPendingSamples = 0;
-  #audioFlushTimer: ReturnType<typeof setTimeout> | undefined;
   #firstFrame = Promise.withResolvers<void>();
   #initDone = false;
   /** Access units encoded before the init segment was complete (published right after it). */
@@ -156,7 +139,6 @@ export class AvatarSessionMedia implements SessionMedia {
   /** The clock runs (after the warm-up). */
   #running = false;
   #failed: string | null = null;
-  #micOwner: MediaClient | null = null;
   readonly #stats = {
     framesRendered: 0,
     framesEncoded: 0,
@@ -175,10 +157,6 @@ export class AvatarSessionMedia implements SessionMedia {
       avatarId: deps.avatarId,
       bgId: deps.bgId,
       seed: hashSeed(deps.sessionId),
-    });
-    this.#fanout = new Fanout(deps.limits, (n) => {
-      deps.clientsChanged(n);
-      if (n > 0) this.#pumpAudio(performance.now());
     });
     this.#queue = new PlayoutQueue({
       sampleRate: AUDIO_RATE,
@@ -211,6 +189,20 @@ export class AvatarSessionMedia implements SessionMedia {
 
   async #start(): Promise<void> {
     const d = this.#d;
+    // The transport first: an SFU that cannot be reached fails the start before any encoder runs.
+    this.#transport = await d.transport({
+      upstream: (pcm) => {
+        if (this.#stopped) return;
+        try {
+          d.connection.sendUserAudio(pcm);
+        } catch { /* the engine connection is closing */ }
+      },
+      clientsChanged: (n) => {
+        d.clientsChanged(n);
+        if (n > 0) this.#pumpAudio(performance.now());
+      },
+      fail: (f) => this.#fail(f.reason, { endReason: f.endReason, warning: f.warning }),
+    });
     const flv = new FlvDemuxer({
       onConfig: (avcC) => {
         this.#avcC = avcC;
@@ -284,27 +276,30 @@ export class AvatarSessionMedia implements SessionMedia {
     }
   }
 
-  #fail(reason: string): void {
+  #fail(reason: string, outcome?: { endReason: EndReason; warning: string }): void {
     if (this.#failed || this.#stopped) return;
     this.#failed = reason;
     if (!this.#initDone) {
-      this.#firstFrame.reject(new ApiError("SVC_RENDER_FAILED"));
+      this.#firstFrame.reject(
+        new ApiError(outcome?.endReason === "sfu_failed" ? "SVC_SFU_CONNECTION_FAILED" : "SVC_RENDER_FAILED"),
+      );
       return;
     }
-    this.#d.fail(reason);
+    this.#d.fail(reason, outcome);
   }
 
   #maybeInit(): void {
-    if (this.#initDone || !this.#avcC || !this.#opus) return;
+    if (this.#initDone || !this.#avcC || !this.#opus || !this.#transport) return;
     const { width, height, fps } = this.#d.renderer.format;
-    const init = initSegment({ width, height, avcC: this.#avcC, opus: this.#opus });
-    this.#fanout.setInit({
-      type: "hello",
-      session_id: this.#d.sessionId,
-      mime: `video/mp4; codecs="${avcCodecString(this.#avcC)}, opus"`,
-      video: { width, height, fps },
-      input_sample_rate: this.#d.connection.inputSampleRate,
-    }, init);
+    this.#transport.configure({
+      width,
+      height,
+      fps,
+      avcC: this.#avcC,
+      opus: this.#opus,
+      inputSampleRate: this.#d.connection.inputSampleRate,
+      timelineMs: () => performance.now() - this.#t0,
+    });
     this.#initDone = true;
     for (const au of this.#early.splice(0)) this.#onVideoAu(au.data, au.key);
   }
@@ -323,7 +318,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #schedule(): void {
     if (this.#stopped) return;
     const frameAt = this.#t0 + this.#nextFrame * this.#frameMs;
-    const queued = this.#fanout.count > 0 ? this.#queue.length : 0;
+    const queued = this.#clients() > 0 ? this.#queue.length : 0;
     let due: number; // timeline sample at which audio needs attention
     if (queued >= AUDIO_BLOCK || (queued > 0 && this.#queue.settled)) {
       due = this.#written + AUDIO_BLOCK - MAX_LEAD_BLOCKS * AUDIO_BLOCK; // room for another speech block
@@ -342,7 +337,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #pumpAudio(now: number, tick = false): void {
     if (this.#stopped || !this.#running) return;
     const nowS = (now - this.#t0) * AUDIO_RATE / 1000;
-    const gate = this.#fanout.count > 0;
+    const gate = this.#clients() > 0;
     const silenceLead = AUDIO_BLOCK + (tick ? this.#samplesPerFrame : 0);
     const blocks: Int16Array[] = [];
     for (let guard = 0; guard < 64; guard++) {
@@ -400,7 +395,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #renderOne(k: number): void {
     const start = k * this.#samplesPerFrame;
     const audio = this.#timeline(start, this.#samplesPerFrame);
-    const speaking = this.#speechUntil > start || (this.#fanout.count > 0 && this.#queue.length > 0);
+    const speaking = this.#speechUntil > start || (this.#clients() > 0 && this.#queue.length > 0);
     const out = this.#render.renderFrame({
       index: k,
       timeMs: k * this.#frameMs,
@@ -442,7 +437,7 @@ export class AvatarSessionMedia implements SessionMedia {
       out.set(this.#ring.subarray(at, at + k), p - start);
       p += k;
     }
-    if (start + n > this.#written && this.#fanout.count > 0) {
+    if (start + n > this.#written && this.#clients() > 0) {
       const from = Math.max(start, this.#written);
       this.#queue.peek(out, from - start, from - this.#written, start + n - from);
     }
@@ -457,45 +452,20 @@ export class AvatarSessionMedia implements SessionMedia {
       return;
     }
     const k = this.#frameQueue.shift() ?? this.#nextFrame;
-    const seg = mediaSegment(this.#seq++, VIDEO_TRACK_ID, k * this.#frameTicks, [
-      { data, duration: this.#frameTicks, key },
-    ]);
-    this.#fanout.publish({
-      kind: "video",
-      data: seg,
-      key,
-      startMs: k * this.#frameMs,
-      endMs: (k + 1) * this.#frameMs,
-    });
+    this.#transport!.video({ index: k, pts: k * this.#frameTicks, duration: this.#frameTicks, data, key });
     this.#stats.framesEncoded++;
     if (this.#stats.framesEncoded === 1) this.#firstFrame.resolve();
   }
 
   #onAudioPacket(data: Uint8Array, samples: number): void {
-    this.#audioPending.push({ data, duration: samples, key: true });
-    this.#audioPendingSamples += samples;
-    if (this.#audioPendingSamples >= AUDIO_FLUSH_SAMPLES) this.#flushAudio();
-    else this.#audioFlushTimer ??= setTimeout(() => this.#flushAudio(), AUDIO_FLUSH_MS);
+    const pts = this.#audioPts;
+    this.#audioPts += samples;
+    // Packets encoded before the stream's configuration is complete are not delivered.
+    if (this.#initDone && !this.#stopped) this.#transport!.audio({ pts, samples, data });
   }
 
-  #flushAudio(): void {
-    clearTimeout(this.#audioFlushTimer);
-    this.#audioFlushTimer = undefined;
-    if (!this.#audioPending.length || this.#stopped) return;
-    const samples = this.#audioPending;
-    const start = this.#audioPts;
-    this.#audioPending = [];
-    this.#audioPts += this.#audioPendingSamples;
-    this.#audioPendingSamples = 0;
-    if (!this.#initDone) return;
-    const skip = this.#opus?.preSkip ?? 0;
-    this.#fanout.publish({
-      kind: "audio",
-      data: mediaSegment(this.#seq++, AUDIO_TRACK_ID, start, samples),
-      key: true,
-      startMs: (start - skip) * 1000 / AUDIO_RATE,
-      endMs: (this.#audioPts - skip) * 1000 / AUDIO_RATE,
-    });
+  #clients(): number {
+    return this.#transport?.clients ?? 0;
   }
 
   // ---- engine events ----
@@ -517,11 +487,11 @@ export class AvatarSessionMedia implements SessionMedia {
 
   onInterrupt(responseId: string): void {
     this.#queue.interrupt(responseId);
-    this.#fanout.broadcast({ type: "interrupt", response_id: responseId });
+    this.#transport?.control({ type: "interrupt", response_id: responseId });
   }
 
   onTranscript(line: { role: "user" | "agent"; turnId: string; text: string; final: boolean }): void {
-    this.#fanout.broadcast({
+    this.#transport?.control({
       type: "transcript",
       role: line.role,
       turn_id: line.turnId,
@@ -530,34 +500,14 @@ export class AvatarSessionMedia implements SessionMedia {
     });
   }
 
-  // ---- clients ----
-
-  /**
-   * Attaches a media client: it receives the stream from the latest keyframe; the newest client holds
-   * the microphone (its upstream audio goes to the engine). Returns null when the client was refused.
-   */
-  attach(client: MediaClient): AttachedClient | null {
-    if (this.#stopped || !this.#fanout.add(client)) return null;
-    this.#micOwner = client;
-    return {
-      receive: (data) => this.#upstream(client, data),
-      detach: () => {
-        this.#fanout.remove(client);
-        if (this.#micOwner === client) this.#micOwner = null;
-      },
-    };
+  /** The session's transport (the media routes attach their clients to it). */
+  get transport(): MediaTransport | null {
+    return this.#transport;
   }
 
-  #upstream(client: MediaClient, data: Uint8Array): void {
-    if (this.#stopped || client !== this.#micOwner) return;
-    if (data.length === 0 || data.length % 2 !== 0 || data.length > MAX_UPSTREAM_FRAME) {
-      this.#fanout.remove(client);
-      client.close(MEDIA_CLOSE.BAD_FRAME.code, MEDIA_CLOSE.BAD_FRAME.reason);
-      return;
-    }
-    try {
-      this.#d.connection.sendUserAudio(data);
-    } catch { /* the engine connection is closing */ }
+  /** Which transport the session uses. */
+  get transportKind(): TransportKind | null {
+    return this.#transport?.kind ?? null;
   }
 
   // ---- SessionMedia ----
@@ -572,9 +522,9 @@ export class AvatarSessionMedia implements SessionMedia {
       ...this.#stats,
       interruptDroppedSamples: this.#queue.interruptDropped,
       overflowDroppedSamples: this.#queue.overflowDropped,
-      clients: this.#fanout.count,
-      slowClientsClosed: this.#fanout.slowClosed,
-      bytesSent: this.#fanout.bytesSent,
+      clients: this.#clients(),
+      slowClientsClosed: this.#transport?.stats().slowClientsClosed ?? 0,
+      bytesSent: this.#transport?.stats().bytesSent ?? 0,
       queuedSamples: this.#queue.length,
       audioWritten: this.#written,
       audioPreSkip: this.#opus?.preSkip ?? 0,
@@ -590,20 +540,21 @@ export class AvatarSessionMedia implements SessionMedia {
     if (this.#stopped) return null;
     this.#stopped = true;
     clearTimeout(this.#timer);
-    clearTimeout(this.#audioFlushTimer);
     this.#queue.clear();
-    if (this.#failed) {
-      this.#fanout.broadcast({ type: "ended", reason: this.#failed });
-      this.#fanout.closeAll(MEDIA_CLOSE.MEDIA_FAILED.code, MEDIA_CLOSE.MEDIA_FAILED.reason);
-    } else {
-      this.#fanout.broadcast({ type: "ended", reason: "session_ended" });
-      this.#fanout.closeAll(MEDIA_CLOSE.SESSION_ENDED.code, MEDIA_CLOSE.SESSION_ENDED.reason);
-    }
+    const closing = this.#transport?.close(this.#failed) ?? Promise.resolve();
     // Closing their input lets the encoders finish on their own; a graceful end gives them the whole
     // teardown budget before they are killed (and the end is reported with a warning).
     const grace = options.graceful ? Math.max(0, options.timeoutMs) : 0;
     const encoders = [this.#video, this.#audio].filter(Boolean);
-    const clean = await Promise.all(encoders.map((e) => grace > 0 ? e.stop(grace) : e.stop(0)));
+    const [clean] = await Promise.all([
+      Promise.all(encoders.map((e) => grace > 0 ? e.stop(grace) : e.stop(0))),
+      closing.catch((err) => {
+        this.#d.logger.warn("media transport did not close cleanly", {
+          session_id: this.#d.sessionId,
+          error: String(err).slice(0, 200),
+        });
+      }),
+    ]);
     this.#render.close();
     this.#d.onStopped();
     if (options.graceful && clean.some((c) => !c)) return "The media encoder did not stop in time.";

@@ -7,12 +7,12 @@
  *
  * @module
  */
+import type { Clock } from "../clock.ts";
+import type { VendorEndpoints } from "../config.ts";
+import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 
-/** Every provider type, from the interface specification. */
-export const PROVIDER_TYPES = ["vendor1_realtime", "vendor2", "external_engine", "vendor3"] as const;
-/** One provider type. */
-export type ProviderType = (typeof PROVIDER_TYPES)[number];
+export { PROVIDER_TYPES, type ProviderType } from "./registry.ts";
 
 /** Why a provider connection ended on its own. */
 export type ProviderClosure =
@@ -78,4 +78,21 @@ export interface ProviderConnection {
 /** Connects sessions of one provider type. */
 export interface ProviderConnector {
   connect(request: ConnectRequest): Promise<ProviderConnection>;
+}
+
+/** What a connector is built from (see `createConnectors` in `registry.ts`). */
+export interface ConnectorDeps {
+  logger: Logger;
+  /** Clock of connect deadlines, keepalive and teardown waits. */
+  clock: Clock;
+  /** Where the vendor engines live. */
+  vendors: VendorEndpoints;
+  /** Extra CA certificates (PEM) trusted for engine connections, beyond the default roots. */
+  caCerts: readonly string[];
+  /** An HTTP client trusting the same CAs (the external engine's socket, REST calls to vendors). */
+  httpClient?: Deno.HttpClient;
+  /** `fetch` for REST calls to vendors (default: the global one). */
+  fetch?: typeof fetch;
+  /** Keepalive of the vendor sockets (default: a ping every 15 s, the peer dead after 45 s of silence). */
+  keepalive?: { intervalMs: number; deadAfterMs: number };
 }

@@ -1,7 +1,7 @@
 /**
- * Connector for provider types whose engine bridge is not part of this deployment yet (the three vendor
- * engines have their own issue). Their configuration is fully validated at creation; starting such a
- * session answers the retryable `503 SVC_PROVIDER_UNAVAILABLE`, and the credentials are released.
+ * A connector that starts no session: for wirings that run no engine (the OpenAPI emitter builds the app
+ * with it). Starting a session through it answers the retryable `503 SVC_PROVIDER_UNAVAILABLE`, and the
+ * credentials are released.
  *
  * @module
  */

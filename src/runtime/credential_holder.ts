@@ -37,6 +37,23 @@ export class CredentialHolder {
   }
 
   /**
+   * A holder of a copy of `bytes` (the UTF-8 JSON of the provider's config object). The caller zeroes its
+   * own buffer afterwards (`bytes.fill(0)`): the holder's copy is then the only one.
+   */
+  static fromBytes(bytes: Uint8Array): CredentialHolder {
+    return new CredentialHolder(bytes.slice());
+  }
+
+  /**
+   * Lends the held bytes to `fn` (to hand them to a remote worker). The view must not outlive `fn`'s
+   * promise; throws once the holder is zeroed.
+   */
+  async lend<T>(fn: (bytes: Uint8Array) => Promise<T>): Promise<T> {
+    if (this.#zeroed) throw new Error("credentials were already released");
+    return await fn(this.#bytes);
+  }
+
+  /**
    * Decodes the credentials for the duration of `fn` only. Callers must not keep the object.
    * Throws once the holder is zeroed.
    */

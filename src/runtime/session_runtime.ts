@@ -7,8 +7,10 @@
  *
  * @module
  */
+import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { EndReason } from "../sessions/end_reasons.ts";
+import type { ResolvedTransport } from "../sessions/record.ts";
 import type {
   ProviderClosure,
   ProviderConnection,
@@ -43,9 +45,14 @@ export type SessionMediaFactory = (session: {
   projectId: string;
   avatarId: string | null;
   bgId: string | null;
+  /** How the session's media reaches its browser. */
+  transport: ResolvedTransport;
   connection: ProviderConnection;
-  /** Called by the media plane when it fails on its own (e.g. the encoder died). */
-  fail(reason: string): void;
+  /**
+   * Called by the media plane when it fails on its own: the session ends with `outcome` (default:
+   * `render_failed`, "The avatar media plane failed.").
+   */
+  fail(reason: string, outcome?: { endReason: EndReason; warning: string }): void;
   /** Called by the media plane whenever the number of connected media clients changes. */
   clientsChanged(count: number): void;
 }) => Promise<SessionMedia>;
@@ -58,6 +65,8 @@ export interface StartRequest {
   credentials: CredentialHolder;
   avatarId: string | null;
   bgId: string | null;
+  /** How the session's media reaches its browser (default `websocket_fmp4`). */
+  transport?: ResolvedTransport;
   timeoutMs: number;
 }
 
@@ -73,10 +82,12 @@ export interface SelfEnded {
   sessionId: string;
   projectId: string;
   closure: ProviderClosure;
-  /** `engine_ended`, `engine_failed` or `render_failed`. */
+  /** `engine_ended`, `engine_failed`, `render_failed` or `sfu_failed`. */
   reason: EndReason;
   warning: string | null;
   chunksRendered: number;
+  /** When the runtime had stopped (the session's true `ended_at`). */
+  endedAt: number;
 }
 
 interface LiveSession {
@@ -96,6 +107,8 @@ export interface SessionRuntimeDeps {
   logger: Logger;
   /** Media plane factory; without one, sessions run their engine connection only. */
   media?: SessionMediaFactory;
+  /** Clock of `SelfEnded.endedAt` (default: the wall clock). */
+  clock?: Clock;
 }
 
 /** Runs live sessions in this process. */
@@ -215,14 +228,15 @@ export class SessionRuntime {
           projectId: req.projectId,
           avatarId: req.avatarId,
           bgId: req.bgId,
+          transport: req.transport ?? "websocket_fmp4",
           connection,
-          fail: (reason) => {
+          fail: (reason, outcome) => {
             if (session) {
               void this.#selfEnd(
                 session,
                 { kind: "failed", reason },
-                "render_failed",
-                "The avatar media plane failed.",
+                outcome?.endReason ?? "render_failed",
+                outcome?.warning ?? "The avatar media plane failed.",
               );
             }
           },
@@ -356,6 +370,7 @@ export class SessionRuntime {
       reason,
       warning: warning ?? mediaWarning,
       chunksRendered: session.media?.chunksRendered() ?? 0,
+      endedAt: (this.deps.clock ?? systemClock).now(),
     });
   }
 }

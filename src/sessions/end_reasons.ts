@@ -15,6 +15,7 @@ export const END_REASONS = [
   "engine_ended",
   "engine_failed",
   "render_failed",
+  "sfu_failed",
   "owner_lost",
   "service_shutdown",
   "start_failed",
@@ -33,6 +34,8 @@ export const END_REASON_DESCRIPTIONS: Record<EndReason, string> = {
   engine_ended: "The conversation engine ended the session (`session.end` then a normal close).",
   engine_failed: "The conversation engine connection failed (drop, error close, fatal error).",
   render_failed: "The avatar media plane (renderer or encoder) failed.",
+  sfu_failed:
+    "A `webrtc_sfu` session's media server (SFU) became unreachable and did not come back within `SVC_SFU_RECOVERY_TIMEOUT_S` (status `ended_with_warnings`).",
   owner_lost:
     "The process running the session stopped without ending it; another process found its expired owner lease and ended it.",
   service_shutdown: "The service process running the session shut down (SIGINT/SIGTERM).",

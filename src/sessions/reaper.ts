@@ -24,13 +24,31 @@ import { OWNER_LOST_WARNING } from "./end_reasons.ts";
 
 /** Finds and ends the sessions of processes that are gone. */
 export class Reaper {
-  constructor(readonly deps: { kv: Deno.Kv; clock: Clock; logger: Logger; instanceId: string }) {}
+  /** When storage last failed for this process (−∞: never). */
+  #lastOutage = -Infinity;
+
+  constructor(
+    readonly deps: { kv: Deno.Kv; clock: Clock; logger: Logger; instanceId: string; leaseMs?: number },
+  ) {}
+
+  /** Storage failed just now (a lease renewal, a pass): leases are not reaped for a lease period. */
+  noteOutage(): void {
+    this.#lastOutage = this.deps.clock.now();
+  }
 
   /** One pass over every lease. Returns the number of sessions it ended. */
   async sweep(): Promise<number> {
     const { kv, clock } = this.deps;
     let reaped = 0;
-    for (const entry of await listOwnerLeases(kv)) {
+    let leases;
+    try {
+      leases = await listOwnerLeases(kv);
+    } catch (err) {
+      this.noteOutage();
+      throw err;
+    }
+    if (clock.now() - this.#lastOutage < (this.deps.leaseMs ?? 0)) return 0;
+    for (const entry of leases) {
       const lease = entry.value;
       if (lease.instance_id === this.deps.instanceId || lease.expires_at > clock.now()) continue;
       const owned = await listOwnedSessions(kv, lease.instance_id);

@@ -1,9 +1,11 @@
 /**
  * Where webhooks may go: `https://` URLs whose host resolves only to public addresses. Loopback, private,
  * shared (CGNAT), link-local (cloud metadata at 169.254.169.254 and fd00:ec2::254 included), multicast,
- * documentation, benchmarking and reserved ranges are refused, as are the metadata host names, unless the
- * deployment allows private destinations (`SVC_WEBHOOK_ALLOW_PRIVATE`, used by tests and private
- * networks). Every resolved address is checked; one bad address refuses the URL.
+ * documentation, benchmarking and reserved ranges are refused, and so are IPv6 forms that embed a refused
+ * IPv4 address (IPv4-mapped, IPv4-translated, NAT64) or could reach one (IPv4-compatible, local-use NAT64,
+ * 6to4, Teredo). Refused host names (localhost, metadata names) are compared without a trailing dot. All
+ * this holds unless the deployment allows private destinations (`SVC_WEBHOOK_ALLOW_PRIVATE`, used by tests
+ * and private networks). Every resolved address is checked; one bad address refuses the URL.
  *
  * @module
  */
@@ -74,13 +76,20 @@ function parseIPv6(input: string): number[] | null {
 
 function v6Blocked(g: number[]): boolean {
   const embedded = [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff];
-  if (g.slice(0, 7).every((x) => x === 0)) return true; // :: and ::1 (and IPv4-compatible ::a.b.c.d)
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return v4Blocked(embedded); // ::ffff:a.b.c.d
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4Blocked(embedded); // NAT64
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  // ::/96: the unspecified address, loopback (::1) and the deprecated IPv4-compatible ::a.b.c.d (RFC 4291
+  // 2.5.5.1), which no public destination uses: all refused.
+  if (zero(0, 6)) return true;
+  if (zero(0, 5) && g[5] === 0xffff) return v4Blocked(embedded); // IPv4-mapped ::ffff:a.b.c.d
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) return v4Blocked(embedded); // IPv4-translated (RFC 2765)
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return v4Blocked(embedded); // NAT64 well-known /96
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 0x0001) return true; // NAT64 local-use /48 (RFC 8215)
   return (g[0] & 0xfe00) === 0xfc00 || // unique local (fd00:ec2::254 metadata included)
     (g[0] & 0xffc0) === 0xfe80 || // link-local
     (g[0] & 0xff00) === 0xff00 || // multicast
+    (g[0] === 0x0100 && zero(1, 4)) || // discard-only 100::/64
     (g[0] === 0x2001 && g[1] === 0x0db8) || // documentation
+    (g[0] & 0xfff0) === 0x3ff0 || // documentation 3fff::/20 (RFC 9637)
     (g[0] === 0x2001 && g[1] < 0x0200) || // IETF protocol assignments (Teredo, benchmarking, ORCHID)
     g[0] === 0x2002; // 6to4 (can tunnel to any IPv4)
 }
@@ -115,7 +124,8 @@ export function checkWebhookUrlSyntax(raw: string, allowPrivate: boolean): strin
   }
   if (url.protocol !== "https:") throw new WebhookUrlError("webhook_url must be an https:// URL");
   if (url.username || url.password) throw new WebhookUrlError("webhook_url must not contain credentials");
-  const host = url.hostname;
+  // A fully qualified name's trailing dot names the same host ("localhost." is localhost).
+  const host = url.hostname.replace(/\.+$/, "");
   const literal = parseIPv4(host) !== null || host.startsWith("[");
   if (allowPrivate) return literal ? null : host;
   if (literal) {

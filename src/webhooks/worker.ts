@@ -73,6 +73,8 @@ const STOPPED = new DOMException("the webhook worker stopped", "AbortError");
 
 /** How long a claim lasts beyond the attempt timeout (DNS, signing, recording). */
 const CLAIM_MARGIN_MS = 30_000;
+/** Longest pause between polls while storage is unavailable (the pause doubles from the poll period). */
+const MAX_POLL_BACKOFF_MS = 30_000;
 
 async function sha256Hex(s: string): Promise<string> {
   const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
@@ -134,6 +136,8 @@ export class WebhookWorker {
         stop.signal.addEventListener("abort", done, { once: true });
       });
     this.#loop = (async () => {
+      // Consecutive failed polls (storage unavailable): the loop backs off and says so once.
+      let failures = 0;
       while (!stop.signal.aborted) {
         const free = this.#deps.settings.concurrency - active.size;
         let started = 0;
@@ -149,12 +153,21 @@ export class WebhookWorker {
               active.add(p);
               started++;
             }
+            if (failures > 0) this.#deps.logger.info("webhook worker: storage available again", { failures });
+            failures = 0;
           } catch (err) {
-            this.#deps.logger.warn("webhook worker: poll failed", { error: String(err).slice(0, 200) });
+            if (failures === 0) {
+              this.#deps.logger.warn("webhook worker: poll failed; backing off while it fails", {
+                error: String(err).slice(0, 200),
+              });
+            }
+            failures++;
           }
         }
-        // Full pool or nothing due: wait for a slot to free up or the next poll.
-        if (started === 0 || active.size >= this.#deps.settings.concurrency) {
+        // Full pool or nothing due: wait for a slot to free up or the next poll (longer while polls fail).
+        if (failures > 0) {
+          await idle(Math.min(MAX_POLL_BACKOFF_MS, this.#deps.settings.pollMs * 2 ** Math.min(failures, 10)));
+        } else if (started === 0 || active.size >= this.#deps.settings.concurrency) {
           await idle(this.#deps.settings.pollMs);
         }
       }
@@ -177,11 +190,11 @@ export class WebhookWorker {
   }
 
   /**
-   * Attempts every event due now, in rounds, until none is due or `deadline` (wall-clock ms) passes.
+   * Attempts every event due now, in rounds, until none is due or `deadline` (ms on the injected clock) passes.
    * Attempts are cut short at the deadline. Used at shutdown.
    */
   async drain(deadline: number): Promise<void> {
-    for (let round = 0; round < 10_000 && Date.now() < deadline; round++) {
+    for (let round = 0; round < 10_000 && this.#deps.clock.now() < deadline; round++) {
       const due = await listDueEvents(this.#deps.kv, this.#deps.clock.now(), 1);
       if (due.length === 0) return;
       await this.tick(deadline);
@@ -300,7 +313,7 @@ export class WebhookWorker {
     }
     const budget = deadline === undefined
       ? settings.timeoutMs
-      : Math.max(1, Math.min(settings.timeoutMs, deadline - Date.now()));
+      : Math.max(1, Math.min(settings.timeoutMs, deadline - this.#deps.clock.now()));
     const timer = setTimeout(() => ctl.abort(new DOMException("timeout", "TimeoutError")), budget);
     try {
       const res = await this.#fetch(rec.url, {

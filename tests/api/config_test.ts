@@ -145,3 +145,71 @@ Deno.test("config: main.ts exits 1 with a one-line error for an invalid environm
   const err = new TextDecoder().decode(out.stderr).trim();
   assert.equal(err, "invalid configuration: PORT must be a whole number");
 });
+
+Deno.test("config: roles — api and worker need the internal and token secrets; a worker URL is https or loopback http", () => {
+  const secrets = { SVC_INTERNAL_SECRET: "i".repeat(40), SVC_TOKEN_SECRET: "t".repeat(40) };
+  assert.equal(loadConfig({}).role, "all");
+  const api = loadConfig({ SVC_ROLE: "api", ...secrets });
+  assert.equal(api.role, "api");
+  assert.equal(api.media.enabled, false, "an API process renders nothing");
+  assert.equal(api.referenceEngine.enabled, false, "an API process runs no engine");
+  for (
+    const [env, needle] of [
+      [{ SVC_ROLE: "api" }, "SVC_INTERNAL_SECRET is required when SVC_ROLE=api"],
+      [
+        { SVC_ROLE: "api", SVC_INTERNAL_SECRET: "i".repeat(40) },
+        "SVC_TOKEN_SECRET is required when SVC_ROLE=api",
+      ],
+      [{ SVC_ROLE: "worker", ...secrets }, "SVC_WORKER_URL is required when SVC_ROLE=worker"],
+      [{ SVC_ROLE: "worker", ...secrets, SVC_WORKER_URL: "http://10.0.0.5:9000" }, "SVC_WORKER_URL"],
+      [{ SVC_ROLE: "worker", ...secrets, SVC_WORKER_URL: "https://w.example/?k=1" }, "SVC_WORKER_URL"],
+      [{ SVC_WORKER_URL: "http://127.0.0.1:9000" }, "SVC_WORKER_URL is set but SVC_INTERNAL_SECRET is not"],
+      [{ SVC_ROLE: "edge" }, "SVC_ROLE must be all, api or worker"],
+      [{ SVC_INTERNAL_SECRET: "short" }, "SVC_INTERNAL_SECRET"],
+    ] as [Record<string, string>, string][]
+  ) {
+    assert.throws(
+      () => loadConfig(env),
+      (e: Error) => e instanceof ConfigError && e.message.includes(needle),
+      needle,
+    );
+  }
+  for (
+    const url of [
+      "https://worker-1.internal:8443",
+      "http://127.0.0.1:9000",
+      "http://[::1]:9000",
+      "http://localhost:1",
+    ]
+  ) {
+    assert.equal(loadConfig({ SVC_ROLE: "worker", ...secrets, SVC_WORKER_URL: url + "/" }).workerUrl, url);
+  }
+  // On Deno Deploy an unset SVC_KV means the app's own database; elsewhere the local file.
+  assert.equal(loadConfig({ DENO_DEPLOYMENT_ID: "abc" }).kv, null);
+  assert.equal(loadConfig({}).kv, ".data/svc.kv");
+});
+
+Deno.test("config: an SVC_KV that cannot be opened stops start-up with one line naming it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/file`, "x");
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "main.ts"],
+      cwd: new URL("../..", import.meta.url),
+      env: {
+        PORT: "0",
+        SVC_KV: `${dir}/file/svc.kv`,
+        SVC_REFERENCE_ENGINE: "false",
+        SVC_MEDIA_ENABLED: "false",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 1);
+    const err = new TextDecoder().decode(out.stderr).trim();
+    assert.match(err, /^invalid configuration: SVC_KV cannot be opened \(.+\)$/);
+    assert.ok(!err.includes("\n") && !err.includes("    at "), "one line, no stack trace");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -78,6 +78,7 @@ async function call(
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000), // a process that stops answering fails the test, never hangs it
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : {} };
@@ -93,8 +94,9 @@ Deno.test("fleet: a new key works at once on every process; a revoked one stops 
     // B answers from memory while A revokes; B is asked continuously, each request timed.
     const seen: { sentAt: number; status: number }[] = [];
     let stop = false;
+    const hammerEnd = performance.now() + 60_000; // bounded even if the test fails before it stops
     const hammer = (async () => {
-      while (!stop) {
+      while (!stop && performance.now() < hammerEnd) {
         const sentAt = performance.now();
         seen.push({ sentAt, status: (await call(b.url, "GET", `/v1/sessions/${UNKNOWN}`, key)).status });
       }
@@ -104,21 +106,26 @@ Deno.test("fleet: a new key works at once on every process; a revoked one stops 
       await hammer;
     };
     await new Promise((r) => setTimeout(r, 200));
-    const revoked = await call(a.url, "DELETE", `/v1/api-keys/${keyId}`, key).catch(async (e) => {
+    let revokedAt: number;
+    try {
+      const revoked = await call(a.url, "DELETE", `/v1/api-keys/${keyId}`, key);
+      revokedAt = performance.now(); // the revocation has committed by now
+      assert.equal(revoked.status, 200);
+      assert.equal(
+        (await call(a.url, "GET", "/v1/api-keys", key)).status,
+        401,
+        "at once where it was revoked",
+      );
+      // Wait (generously) until B refuses it, and a little beyond the bound.
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        const last = seen.at(-1);
+        if (last && last.status === 401 && performance.now() - revokedAt > 1_500) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
       await stopHammer();
-      throw e;
-    });
-    const revokedAt = performance.now(); // the revocation has committed by now
-    assert.equal(revoked.status, 200);
-    assert.equal((await call(a.url, "GET", "/v1/api-keys", key)).status, 401, "at once where it was revoked");
-    // Wait (generously) until B refuses it, and a little beyond the bound.
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      const last = seen.at(-1);
-      if (last && last.status === 401 && performance.now() - revokedAt > 1_500) break;
-      await new Promise((r) => setTimeout(r, 20));
     }
-    await stopHammer();
     const before = seen.filter((s) => s.sentAt < revokedAt - 50);
     assert.ok(before.length > 0, "B was asked before the revocation");
     assert.ok(before.slice(0, -5).every((s) => s.status === 404), "B accepted the key before");
@@ -225,22 +232,25 @@ Deno.test("fleet: a process that ended a session never shows it active afterward
       const sid = await create();
       // Both processes keep reading the session while it ends (their session caches are hot).
       let stop = false;
+      const readEnd = performance.now() + 60_000; // bounded even if the test fails before it stops
       const readers = fleet.procs.map(async (p) => {
-        while (!stop) await call(p.url, "GET", `/v1/sessions/${sid}`, key);
+        while (!stop && performance.now() < readEnd) await call(p.url, "GET", `/v1/sessions/${sid}`, key);
       });
       const stopReaders = async () => {
         stop = true;
         await Promise.all(readers);
       };
-      await new Promise((r) => setTimeout(r, 100));
-      const ended = await call(ender.url, "POST", `/v1/sessions/${sid}/end`, key);
-      if (ended.status !== 200) await stopReaders();
-      assert.equal(ended.status, 200, `${label}: ${JSON.stringify(ended.body)}`);
       const after: string[] = [];
-      for (let i = 0; i < 50; i++) {
-        after.push(String((await call(ender.url, "GET", `/v1/sessions/${sid}`, key)).body.status));
+      try {
+        await new Promise((r) => setTimeout(r, 100));
+        const ended = await call(ender.url, "POST", `/v1/sessions/${sid}/end`, key);
+        assert.equal(ended.status, 200, `${label}: ${JSON.stringify(ended.body)}`);
+        for (let i = 0; i < 50; i++) {
+          after.push(String((await call(ender.url, "GET", `/v1/sessions/${sid}`, key)).body.status));
+        }
+      } finally {
+        await stopReaders();
       }
-      await stopReaders();
       assert.ok(!after.includes("active"), `${label}: reads after the end: ${after}`);
       // the process that ran the teardown wrote the final state itself: it reads it back at once
       if (ender === a) assert.deepEqual([...new Set(after)], ["ended"], label);

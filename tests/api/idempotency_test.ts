@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHarness, type Harness } from "../helpers/harness.ts";
 import { startFakeEngine } from "../helpers/fake_engine.ts";
+import { until } from "../helpers/deadline.ts";
 import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
 
 async function sessionCount(h: Harness, project = "proj_a"): Promise<number> {
@@ -156,7 +157,8 @@ Deno.test("idempotency: a duplicate that outwaits its wait budget answers retrya
   const engine = await startFakeEngine(testTls, "never_ready");
   const h = await createHarness({
     caCerts: [testTls.caPem],
-    env: { SVC_PROVIDER_CONNECT_TIMEOUT_MS: "600" },
+    // (the first create stays in progress for 3 s, far longer than the duplicate's 200 ms wait budget)
+    env: { SVC_PROVIDER_CONNECT_TIMEOUT_MS: "3000" },
     idempotencyWaitMs: 200,
   });
   try {
@@ -164,7 +166,11 @@ Deno.test("idempotency: a duplicate that outwaits its wait budget answers retrya
     const headers = { "Idempotency-Key": "slow" };
     const body = engineBody(engine.url);
     const first = h.req("POST", "/v1/sessions", { key, body, headers });
-    await new Promise((r) => setTimeout(r, 50));
+    // the first create is in progress once the engine has its session.start
+    await until(
+      () => engine.messages.some((m) => m.type === "session.start"),
+      "the first create to reach the engine",
+    );
     const dup = await h.req("POST", "/v1/sessions", { key, body, headers });
     checkErrorBody(dup, { status: 409, code: "SVC_IDEMPOTENCY_IN_PROGRESS", retryable: true });
     assert.equal((await first).status, 504);

@@ -4,6 +4,7 @@
  * webhooks the sessions caused (bodies and headers, which also carry no API key, token or signing secret);
  * and every credential holder's bytes must be zero once its session is over.
  */
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import assert from "node:assert/strict";
 import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
 import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
@@ -148,7 +149,7 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
     for (const sid of live) responses.push((await h.req("GET", `/v1/sessions/${sid}`, { key })).text);
     // the webhooks: started + ended for the three ended sessions, started for the idempotent one, failed for
     // the refused start (the 503s of unbridged vendors have no webhook_url)
-    await receiver.waitFor(() => receiver.accepted().length === 8, 5000, "webhooks");
+    await receiver.waitFor(() => receiver.accepted().length === 8, DEADLINE_MS, "webhooks");
     const hooks = receiver.received.map((r) => `${JSON.stringify([...r.headers])}\n${r.body}`).join("\n");
     assert.ok(hooks.includes('"session.ended"') && hooks.includes('"session.failed"'));
     assert.ok(!hooks.includes(CANARY), "canary found in a webhook");

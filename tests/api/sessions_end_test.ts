@@ -3,6 +3,7 @@ import type { SessionRecord, SessionStatus } from "../../src/kv/sessions.ts";
 import { TEARDOWN_TIMEOUT_MS } from "../../src/runtime/session_runtime.ts";
 import { createHarness, type Harness } from "../helpers/harness.ts";
 import { startFakeEngine } from "../helpers/fake_engine.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
 
 async function seed(h: Harness, projectId: string, status: SessionStatus): Promise<string> {
@@ -74,13 +75,12 @@ Deno.test("end: force=true skips the handshake and ends at once", async () => {
   try {
     const key = await h.key("proj_a");
     const created = await h.req("POST", "/v1/sessions", { key, body: engineBody(engine.url) });
-    const t0 = performance.now();
     const res = await h.req("POST", `/v1/sessions/${created.body.session_id}/end?force=true`, { key });
-    const ms = performance.now() - t0;
     assert.equal(res.status, 200, res.text);
+    // an engine that ignores session.end would hold a graceful end for the whole 30 s teardown timeout,
+    // then answer ended_with_warnings: "ended" is the forced end's own answer
     assert.equal(res.body.status, "ended");
-    // an engine that ignores session.end would hold a graceful end for the whole 30 s teardown timeout
-    assert.ok(ms < 10_000, `forced end took ${ms} ms`);
+    assert.equal(res.body.end_reason, "ended_by_api_forced");
     assert.ok(!engine.messages.some((m) => m.type === "session.end"), "no session.end on a forced end");
     checkErrorBody(await h.req("POST", `/v1/sessions/${created.body.session_id}/end?force=yes`, { key }), {
       status: 400,
@@ -94,15 +94,15 @@ Deno.test("end: force=true skips the handshake and ends at once", async () => {
 
 Deno.test("end: teardown timeout → ended_with_warnings with a warning; concurrent end meanwhile → 409 CONFLICT", async () => {
   const engine = await startFakeEngine(testTls, "ignore_end");
-  const h = await createHarness({ caCerts: [testTls.caPem], teardownTimeoutMs: 400 });
+  // (a teardown timeout long enough for the checks below to run while the session is ending, however busy
+  // the machine)
+  const h = await createHarness({ caCerts: [testTls.caPem], teardownTimeoutMs: 3000 });
   try {
     const key = await h.key("proj_a");
     const created = await h.req("POST", "/v1/sessions", { key, body: engineBody(engine.url) });
     const sid = created.body.session_id;
     const ending = h.req("POST", `/v1/sessions/${sid}/end`, { key });
-    await new Promise((r) => setTimeout(r, 100));
-    const during = await h.req("GET", `/v1/sessions/${sid}`, { key });
-    assert.equal(during.body.status, "ending");
+    await waitFor(async () => (await h.req("GET", `/v1/sessions/${sid}`, { key })).body.status === "ending");
     checkErrorBody(await h.req("POST", `/v1/sessions/${sid}/end`, { key }), {
       status: 409,
       code: "SVC_SESSION_CONFLICT",
@@ -187,7 +187,7 @@ Deno.test("end: an engine that ends the session itself leaves it ended; a droppe
   }
 });
 
-async function waitFor(cond: () => Promise<boolean>, ms = 3000): Promise<void> {
+async function waitFor(cond: () => Promise<boolean>, ms = DEADLINE_MS): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (await cond()) return;

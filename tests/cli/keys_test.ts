@@ -67,6 +67,8 @@ Deno.test("cli keys: create, list and revoke over the API; plaintext only from c
     assert.deepEqual(Object.keys(page), ["data", "has_more"]);
     assert.equal(page.data.length, 3);
     assert.equal(page.has_more, false);
+    // newest first (the API pages in key_id order: random)
+    assert.deepEqual(page.data.map((k: { name: string }) => k.name), ["ci", "dashboard", "ops"]);
     const listTable = await runCli(["keys", "list"], { env });
     quiet.push(listTable);
     assert.match(listTable.stdout, /KEY ID.*NAME.*SCOPES.*STATUS.*CREATED.*REVOKED.*HINT/);
@@ -74,11 +76,14 @@ Deno.test("cli keys: create, list and revoke over the API; plaintext only from c
       assert.ok(listTable.stdout.includes(k.key_id));
       assert.ok(listTable.stdout.includes(`…${k.hint}`));
     }
+    const rows = page.data.map((k: { key_id: string }) => listTable.stdout.indexOf(k.key_id));
+    assert.deepEqual(rows, [...rows].sort((a, b) => a - b), "the table is newest first too");
 
     // paging
     const first = await runCli(["keys", "list", "--limit", "1", "--json"], { env });
     quiet.push(first);
     assert.deepEqual([JSON.parse(first.stdout).data.length, JSON.parse(first.stdout).has_more], [1, true]);
+    assert.equal(JSON.parse(first.stdout).data[0].name, "ci", "the newest");
     const firstTable = await runCli(["keys", "list", "--limit", "1"], { env });
     quiet.push(firstTable);
     assert.match(firstTable.stdout, /More keys: --starting-after svc_key_\S+ \(or --all\)/);
@@ -91,7 +96,16 @@ Deno.test("cli keys: create, list and revoke over the API; plaintext only from c
     assert.equal(JSON.parse(all.stdout).has_more, false);
     const after = await runCli(["keys", "list", "--starting-after", page.data[0].key_id, "--json"], { env });
     quiet.push(after);
-    assert.equal(JSON.parse(after.stdout).data.length, 2);
+    assert.deepEqual(JSON.parse(after.stdout).data.map((k: { name: string }) => k.name), [
+      "dashboard",
+      "ops",
+    ]);
+    const nowhere = await runCli(["keys", "list", "--starting-after", "svc_key_AAAAAAAAAAAAAAAAAAAAAA"], {
+      env,
+    });
+    quiet.push(nowhere);
+    assert.equal(nowhere.code, 2);
+    assert.match(nowhere.stderr, /--starting-after names no key of this project/);
 
     // revoke (idempotent), JSON and table
     const revoked = await runCli(["keys", "revoke", dashboard.key_id, "--json"], { env });

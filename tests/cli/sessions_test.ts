@@ -73,6 +73,7 @@ Deno.test("cli sessions: create from flags, get, token, end; JSON is the API's a
     assert.match(gotTable.stdout, /^status +active$/m);
     assert.match(gotTable.stdout, /^started_at +\d{4}-\d\d-\d\dT/m);
     assert.match(gotTable.stdout, /^ended_at +-$/m);
+    assert.match(gotTable.stdout, /^end_reason +-$/m);
 
     const token = await run(["sessions", "token", session.session_id, "--json"]);
     assert.equal(token.code, 0, token.stderr);
@@ -116,6 +117,10 @@ Deno.test("cli sessions: create from flags, get, token, end; JSON is the API's a
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stdout, /^status +ended$/m);
     assert.match(forced.stdout, /^duration_s +[\d.]+$/m);
+    assert.match(forced.stdout, /^end_reason +ended_by_api_forced$/m);
+    const gotEnded = await run(["sessions", "get", id]);
+    assert.match(gotEnded.stdout, /^status +ended$/m);
+    assert.match(gotEnded.stdout, /^end_reason +ended_by_api_forced$/m);
 
     assertNoSecrets(runs, [svc.engine.token, env.SVC_API_KEY]);
   } finally {
@@ -236,6 +241,8 @@ Deno.test("cli sessions: vendor credentials from flags are sent, never printed, 
     runs.push(badUrl);
     assert.equal(badUrl.code, 1);
     assert.match(badUrl.stderr, /SVC_PROVIDER_MISCONFIGURED/);
+    // a repeat cannot help a misconfigured request: no idempotency hint
+    assert.doesNotMatch(badUrl.stderr, /idempotency_key/);
     const sfu = await runCli(
       [
         "sessions",

@@ -113,7 +113,7 @@ Deno.test("cli usage errors: exit 2 with a message on stderr, nothing on stdout"
       ],
       [["sessions", "create", "--config", `${dir}/bad.json`], /bad\.json is not valid JSON/],
       [
-        ["sessions", "create", "--config", `${dir}/bad.json`.replace("bad", "list"), "--provider", "vendor2"],
+        ["sessions", "create", "--config", `${dir}/list.json`, "--provider", "vendor2"],
         /must hold a JSON object/,
       ],
       [

@@ -27,7 +27,7 @@ Deno.test("docs: /docs renders the reference offline, from the service alone", a
     page.on("pageerror", (e) => errors.push(String(e)));
     await page.goto(`${origin}/docs`);
     await page.waitForFunction(() => document.querySelectorAll(".opblock").length >= 7, undefined, {
-      timeout: 15_000,
+      timeout: 30_000,
     });
     const ops: string[] = await page.evaluate(() =>
       [...document.querySelectorAll(".opblock-summary-path")].map((e: { textContent: string }) =>

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
-import { startService } from "../../src/server.ts";
+import { compose as startService } from "../../src/app/compose.ts";
 
 Deno.test("service: bootstrap with the CLI, then create, get and end a session on the reference engine", async () => {
   const dir = await Deno.makeTempDir();

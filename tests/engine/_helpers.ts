@@ -5,6 +5,7 @@
  * @module
  */
 
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import {
   type EngineTlsMaterial,
   generateEngineTls,
@@ -190,7 +191,7 @@ export class TestClient {
    */
   async waitFor(
     predicate: (r: Received) => boolean,
-    timeoutMs = 3000,
+    timeoutMs = DEADLINE_MS,
     what = "frame",
   ): Promise<{ frame: Received; index: number }> {
     const deadline = performance.now() + timeoutMs;
@@ -218,7 +219,7 @@ export class TestClient {
   }
 
   /** Waits for the next JSON message of `type`. */
-  async next(type: string, timeoutMs = 3000): Promise<Record<string, unknown>> {
+  async next(type: string, timeoutMs = DEADLINE_MS): Promise<Record<string, unknown>> {
     const { frame } = await this.waitFor(
       (r) => r.kind === "json" && r.message.type === type,
       timeoutMs,
@@ -240,7 +241,7 @@ export class TestClient {
   }
 
   /** Waits for the close event (bounded). */
-  async waitClosed(timeoutMs = 3000): Promise<CloseEvent> {
+  async waitClosed(timeoutMs = DEADLINE_MS): Promise<CloseEvent> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       return await Promise.race([

@@ -124,7 +124,7 @@ Deno.test("cli: deno task engine serves, prints where things are, and stops clea
   const stderr = new Response(child.stderr).text();
   let client: TestClient | null = null;
   try {
-    const lines = await readLines(child.stdout, 3, 15000);
+    const lines = await readLines(child.stdout, 3, 30_000);
     const url = lines[0].match(/listening on (wss:\/\/localhost:\d+\/v0)$/)?.[1];
     assert.ok(url, lines[0]);
     assert.equal(lines[1], `CA certificate to trust: ${dir}/tls/ca.pem (SVC_ENGINE_CA_FILE)`);
@@ -138,7 +138,7 @@ Deno.test("cli: deno task engine serves, prints where things are, and stops clea
     await client.next("session.ready");
 
     child.kill("SIGTERM");
-    assert.equal((await client.waitClosed(5000)).code, 1001);
+    assert.equal((await client.waitClosed()).code, 1001);
     const status = await child.status;
     assert.equal(status.code, 0);
     const logs = await stderr;

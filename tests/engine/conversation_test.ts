@@ -88,10 +88,10 @@ Deno.test("conversation: a user turn gets a spoken answer followed by the user's
     const sent = client.sendAudio(join(silence(100, 16000), speech, silence(700, 16000)), 16000);
     await client.next("input.speech_started");
     const started = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.started");
-    const transcript = await client.next("transcript", 4000);
+    const transcript = await client.next("transcript");
     assert.equal(transcript.text, answerText(400));
     assert.equal(transcript.text, "I heard you speak for 0.4 seconds. Here is what you said.");
-    const done = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.done", 4000);
+    const done = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.done");
     assert.equal((done.frame as { message: Record<string, unknown> }).message.status, "completed");
     const bytes = binariesBetween(client.received, started.index, done.index).reduce(
       (n, f) => n + f.byteLength,
@@ -116,7 +116,7 @@ Deno.test("conversation: echo mode plays the user's words back, resampled", asyn
     const speech = tone(300, 8000, 9000, 300);
     client.sendAudio(join(speech, silence(700, 8000)), 8000);
     const started = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.started");
-    const done = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.done", 3000);
+    const done = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.done");
     const frames = binariesBetween(client.received, started.index, done.index);
     const audio = new Int16Array(join(...frames.map((f) => new Int16Array(f.slice().buffer))));
     // 300 ms speech + 200 ms tail, no pre-roll (speech started at 0), at 24 kHz
@@ -164,8 +164,9 @@ Deno.test("conversation: barge-in interrupts the response and no audio of it fol
       const s = engine.stats().sessions[0];
       assert.equal(s.interrupts, 1);
       assert.equal(s.responses_completed, 0);
-      // well under the 5 s of audio were sent
-      assert.ok(s.audio_bytes_sent < 2 * OUT * 2, `sent ${s.audio_bytes_sent} bytes`);
+      // not all of the 5 s of audio were sent (it is paced in real time: how much was sent depends on how
+      // busy the machine was before the interrupt, hence the loose bound)
+      assert.ok(s.audio_bytes_sent < 4 * OUT * 2, `sent ${s.audio_bytes_sent} bytes`);
       client.send({ type: "response.played", response_id: "r_0", played_ms: 380, interrupted: true });
 
       // the user's turn is then answered as usual
@@ -213,9 +214,9 @@ Deno.test("conversation: speech during synthesis drops the pending answer unhear
       join(tone(300, 16000), silence(620, 16000), tone(300, 16000), silence(700, 16000)),
       16000,
     );
-    const started = await client.next("response.started", 3000);
+    const started = await client.next("response.started");
     assert.equal(started.response_id, "r_1", "r_0 was abandoned before it started");
-    await client.next("response.done", 3000);
+    await client.next("response.done");
     assert.equal(client.messages().filter((m) => m.type === "input.speech_started").length, 2);
   });
 });
@@ -243,7 +244,7 @@ Deno.test("conversation: real espeak-ng greeting and answer", async () => {
     client.start(24000);
     await client.next("session.ready");
     const started = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.started");
-    const done = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.done", 4000);
+    const done = await client.waitFor((r) => r.kind === "json" && r.message.type === "response.done");
     const greeting = binariesBetween(client.received, started.index, done.index);
     const samples = join(...greeting.map((f) => new Int16Array(f.slice().buffer)));
     assert.ok(
@@ -254,9 +255,9 @@ Deno.test("conversation: real espeak-ng greeting and answer", async () => {
 
     client.sendAudio(join(speech, silence(700, 24000)), 24000);
     await client.next("input.speech_started");
-    const answer = await client.next("response.started", 4000);
+    const answer = await client.next("response.started");
     assert.equal(answer.response_id, "r_1");
-    await client.waitFor((r) => r.kind === "binary", 2000);
+    await client.waitFor((r) => r.kind === "binary");
     const s = engine.stats().sessions[0];
     assert.equal(s.user_turns, 1);
     assert.ok(s.user_speech_ms > 500 && s.user_speech_ms < 2500, `speech ${s.user_speech_ms} ms`);

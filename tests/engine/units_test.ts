@@ -3,6 +3,7 @@ import { bearerTokenMatches, timingSafeEqual } from "../../engine/auth.ts";
 import { PacedSender } from "../../engine/playout.ts";
 import { parseBridgeMessage, validateSessionStart } from "../../engine/protocol.ts";
 import { installReflectMetadata } from "../../engine/reflect_metadata.ts";
+import { until } from "../helpers/deadline.ts";
 
 Deno.test("auth: bearer token comparison", async () => {
   assert.equal(await bearerTokenMatches("Bearer abc", "abc"), true);
@@ -100,7 +101,7 @@ Deno.test("playout: frames are paced with a lead, and stop is immediate", async 
   const done = sender.run();
   assert.deepEqual(sent, [0, 1, 2, 3, 4, 5]); // 100 ms of lead: frames due at <= 0 ms
   now = 40;
-  await new Promise((r) => setTimeout(r, 30));
+  await until(() => sent.length >= 8, "the frames due by 140 ms");
   assert.equal(sent.length, 8);
   sender.stop();
   now = 1000;

@@ -10,10 +10,15 @@ import { type Browser, chromium } from "playwright-core";
 export const CHROMIUM = "/usr/bin/chromium";
 
 /**
- * Launches headless Chromium. `media: true` adds a fake microphone (granted without a prompt) and lets
- * media play without a user gesture.
+/**
+ * Launches headless Chromium. `media: true` adds a fake microphone and lets media play without a user
+ * gesture; the microphone is granted without a prompt unless `microphone: "refused"` (then every request
+ * for it is refused, as when a user says no). `webrtc: true` also offers plain host ICE candidates (no mDNS
+ * names, loopback allowed), which an SFU on the same host needs.
  */
-export async function launchChromium(options: { media?: boolean } = {}): Promise<Browser> {
+export async function launchChromium(
+  options: { media?: boolean; microphone?: "granted" | "refused"; webrtc?: boolean } = {},
+): Promise<Browser> {
   return await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -27,8 +32,12 @@ export async function launchChromium(options: { media?: boolean } = {}): Promise
         ? [
           "--autoplay-policy=no-user-gesture-required",
           "--use-fake-device-for-media-stream",
-          "--use-fake-ui-for-media-stream",
+          // (without it, Playwright's Chromium refuses permission requests)
+          ...(options.microphone === "refused" ? [] : ["--use-fake-ui-for-media-stream"]),
         ]
+        : []),
+      ...(options.webrtc
+        ? ["--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"]
         : []),
     ],
   });

@@ -15,7 +15,8 @@ export type FakeEngineBehavior =
   | "close_1013" // accepts, then closes 1013 (try again later)
   | "rate_limited" // accepts, then error rate_limited + close 4029
   | "never_ready" // accepts and never answers session.start
-  | "ignore_end"; // handshake, then never closes on session.end
+  | "ignore_end" // handshake, then never closes on session.end
+  | "ready_then_fail"; // handshake, then 50 ms later a fatal error and close 1011 (a quota cut-off)
 
 /** A running fake engine. */
 export interface FakeEngine {
@@ -102,6 +103,15 @@ export function startFakeEngine(
               engine_session_id: "fake_1",
               audio: { output: { encoding: "pcm_s16le", sample_rate: 24000, channels: 1 } },
             }));
+            if (behavior === "ready_then_fail") {
+              setTimeout(() => {
+                if (socket.readyState !== WebSocket.OPEN) return;
+                socket.send(
+                  JSON.stringify({ type: "error", code: "quota_exceeded", message: "cut", fatal: true }),
+                );
+                socket.close(1011, "quota exceeded");
+              }, 50);
+            }
         }
       }
       if (msg.type === "session.end" && behavior !== "ignore_end") socket.close(1000);

@@ -15,6 +15,8 @@ export class KvFaults {
   failOp: number | null = null;
   /** Operations that failed. */
   failures = 0;
+  /** Awaited before every atomic commit (to hold a transition in flight while something else happens). */
+  beforeCommit: (() => Promise<void>) | null = null;
 
   /** Counts one operation and throws if it is meant to fail. */
   tick(): void {
@@ -68,13 +70,10 @@ export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
         return () => {
           const op = target.atomic();
           const commit = op.commit.bind(op);
-          op.commit = () => {
-            try {
-              faults.tick();
-            } catch (e) {
-              return Promise.reject(e);
-            }
-            return commit();
+          op.commit = async () => {
+            if (faults.beforeCommit) await faults.beforeCommit();
+            faults.tick();
+            return await commit();
           };
           return op;
         };

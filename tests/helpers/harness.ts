@@ -1,24 +1,24 @@
 /**
- * Test harness: the app over an in-memory KV with an offset clock, captured logs, and helpers to
- * bootstrap keys and make requests in-process.
+ * Test harness: a service composed by the one composition root (`src/app/compose.ts`, role `all`) over an
+ * in-memory KV with an offset clock, not listening (requests are answered in-process unless `serve()` is
+ * called), captured logs, and helpers to bootstrap keys and make requests.
  *
  * @module
  */
-import { createApp } from "../../src/api/app.ts";
+import { compose } from "../../src/app/compose.ts";
 import type { Scope } from "../../src/auth/scopes.ts";
-import { TokenService } from "../../src/auth/tokens.ts";
+import type { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
 import { createLogger } from "../../src/log.ts";
-import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
 import type { ProviderConnector, ProviderType } from "../../src/providers/types.ts";
-import { UnavailableConnector } from "../../src/providers/unavailable.ts";
-import { type SessionMediaFactory, SessionRuntime } from "../../src/runtime/session_runtime.ts";
+import type { SessionMediaFactory, SessionRuntime } from "../../src/runtime/session_runtime.ts";
 import type { SessionService } from "../../src/sessions/service.ts";
-import { Lifecycle } from "../../src/lifecycle.ts";
+import type { Lifecycle } from "../../src/lifecycle.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
 import type { MediaPlane } from "../../src/media/plane.ts";
+import type { SessionWorker } from "../../src/worker/worker.ts";
 
 /** Options of {@link createHarness}. */
 export interface HarnessOptions {
@@ -55,6 +55,10 @@ export interface HarnessOptions {
   lifecycle?: boolean;
   /** A media plane: its factory runs session media and its WebSocket route is served. */
   mediaPlane?: MediaPlane;
+  /** How long an end answer waits for storage before answering 503 (default 2.5 s). */
+  endRecordWaitMs?: number;
+  /** Retry settings of the worker's end journal. */
+  journal?: { firstDelayMs?: number; maxDelayMs?: number };
 }
 
 /** A JSON response. */
@@ -73,6 +77,8 @@ export interface Harness {
   config: Config;
   runtime: SessionRuntime;
   sessions: SessionService;
+  /** This "process"'s session worker (start, end, reconcile of the sessions it runs). */
+  worker: SessionWorker;
   lifecycle: Lifecycle;
   instanceId: string;
   tokens: TokenService;
@@ -106,6 +112,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const config = loadConfig({
     SVC_KV: ":memory:",
     SVC_REFERENCE_ENGINE: "false",
+    SVC_MEDIA_ENABLED: "false",
+    SVC_DEMO_PAGE: "false",
     SVC_WEBHOOK_POLL_MS: "20",
     SVC_WEBHOOK_TIMEOUT_MS: "2000",
     ...options.env,
@@ -114,55 +122,35 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const noDns: Resolver = () => Promise.resolve([]);
   const logs: string[] = [];
   const logger = createLogger({ level: "debug", sink: (l) => logs.push(l) });
-  const httpClient = options.caCerts?.length
-    ? Deno.createHttpClient({ caCerts: options.caCerts })
-    : undefined;
-  const unavailable = new UnavailableConnector();
-  const runtime = new SessionRuntime({
-    connectors: {
-      external_engine: new ExternalEngineConnector({ httpClient, logger }),
-      vendor1_realtime: unavailable,
-      vendor2: unavailable,
-      vendor3: unavailable,
-      ...options.connectors,
-    },
-    logger,
-    media: options.media ?? options.mediaPlane?.factory,
-  });
   const secret = options.tokenSecret === undefined ? TEST_TOKEN_SECRET : options.tokenSecret;
-  const tokens = new TokenService(secret === null ? null : { current: secret, previous: null }, clock);
-  const { app, sessions, settled } = createApp({
-    kv,
-    clock,
-    config,
-    runtime,
-    tokens,
+  const service = await compose(config, {
     logger,
-    instanceId,
-    teardownTimeoutMs: options.teardownTimeoutMs,
-    remoteEndMarginMs: options.remoteEndMarginMs,
-    idempotencyWaitMs: options.idempotencyWaitMs,
-    resolve: options.resolve ?? noDns,
-    media: options.mediaPlane,
-  });
-  const webhookHttpClient = options.webhookCaCerts?.length
-    ? Deno.createHttpClient({ caCerts: options.webhookCaCerts })
-    : undefined;
-  const lifecycle = new Lifecycle({
-    kv,
     clock,
-    config,
-    logger,
     instanceId,
-    runtime,
-    sessions,
-    webhookHttpClient,
+    kv,
+    listen: false,
+    lifecycle: options.lifecycle === true,
+    caCerts: options.caCerts,
+    webhookCaCerts: options.webhookCaCerts,
+    connectors: options.connectors,
+    mediaFactory: options.media,
+    mediaPlane: options.mediaPlane,
+    tokenSecret: secret,
     fetch: options.fetch,
     resolve: options.resolve ?? noDns,
     random: options.random ?? (() => 0),
     tickMs: options.tickMs ?? 20,
+    teardownTimeoutMs: options.teardownTimeoutMs,
+    remoteEndMarginMs: options.remoteEndMarginMs,
+    idempotencyWaitMs: options.idempotencyWaitMs,
+    endRecordWaitMs: options.endRecordWaitMs,
+    journal: options.journal,
   });
-  if (options.lifecycle === true) await lifecycle.start();
+  const { app, tokens } = service;
+  const runtime = service.runtime!;
+  const sessions = service.sessions!;
+  const worker = service.worker!;
+  const lifecycle = service.lifecycle;
   const fetch = async (req: Request) => await app.fetch(req);
   let server: Deno.HttpServer<Deno.NetAddr> | null = null;
   return {
@@ -171,6 +159,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     config,
     runtime,
     sessions,
+    worker,
     lifecycle,
     instanceId,
     tokens,
@@ -210,13 +199,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
     async close() {
-      await lifecycle.stop();
-      await runtime.shutdown();
-      await sessions.settled();
+      await service.dispose();
       await server?.shutdown();
-      await settled();
-      httpClient?.close();
-      webhookHttpClient?.close();
       if (!options.kv) kv.close();
     },
   };

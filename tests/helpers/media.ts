@@ -15,6 +15,7 @@ import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
 import { createLogger } from "../../src/log.ts";
 import { FakeConnector } from "./fake_connector.ts";
 import { engineBody } from "./fixtures.ts";
+import { DEADLINE_MS } from "./deadline.ts";
 import { createHarness, type Harness } from "./harness.ts";
 
 let renderer: Promise<Renderer> | null = null;
@@ -185,7 +186,7 @@ export class MediaClientRecorder {
   }
 
   /** Waits until `predicate` holds (polling every 20 ms) or throws after `timeoutMs`. */
-  async until(predicate: () => boolean, timeoutMs = 5000, what = "condition"): Promise<void> {
+  async until(predicate: () => boolean, timeoutMs = DEADLINE_MS, what = "condition"): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -203,7 +204,7 @@ export class MediaClientRecorder {
 /** Waits for `predicate` (polling every 20 ms, at most `timeoutMs`). */
 export async function until(
   predicate: () => boolean | Promise<boolean>,
-  timeoutMs = 5000,
+  timeoutMs = DEADLINE_MS,
   what = "condition",
 ) {
   const deadline = Date.now() + timeoutMs;

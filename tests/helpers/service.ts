@@ -9,7 +9,7 @@ import type { Scope } from "../../src/auth/scopes.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
 import { createLogger } from "../../src/log.ts";
-import { startService } from "../../src/server.ts";
+import { compose as startService } from "../../src/app/compose.ts";
 
 /** A running service in a temporary folder. */
 export interface TestService {
@@ -47,7 +47,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const service = await startService(config, { logger: createLogger({ sink: (l) => logs.push(l) }) });
   const engine = service.referenceEngine!;
   return {
-    url: service.url,
+    url: service.url!,
     kvPath,
     engine: { url: engine.url, token: engine.token },
     logs,

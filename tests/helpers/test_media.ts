@@ -18,9 +18,12 @@ export interface MediaControls {
 /** A factory plus the controls of every session it created. */
 export function testMedia(
   chunks = 0,
+  options: { started?: () => Promise<void> } = {},
 ): { factory: SessionMediaFactory; sessions: Map<string, MediaControls> } {
   const sessions = new Map<string, MediaControls>();
-  const factory: SessionMediaFactory = (s) => {
+  const factory: SessionMediaFactory = async (s) => {
+    // Starting takes as long as the test says (the real plane starts encoders and waits for a frame).
+    await options.started?.();
     const controls: MediaControls = { clients: s.clientsChanged, fail: s.fail, stopped: false };
     sessions.set(s.sessionId, controls);
     const media: SessionMedia = {
@@ -35,7 +38,7 @@ export function testMedia(
         return Promise.resolve(null);
       },
     };
-    return Promise.resolve(media);
+    return media;
   };
   return { factory, sessions };
 }

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { DEADLINE_MS } from "./deadline.ts";
 
 /** One request the receiver got. */
 export interface ReceivedWebhook {
@@ -81,7 +82,7 @@ export function startWebhookReceiver(
     behave(b) {
       behave = b;
     },
-    async waitFor(cond, ms = 5000, what = "condition") {
+    async waitFor(cond, ms = DEADLINE_MS, what = "condition") {
       const until = Date.now() + ms;
       while (!cond()) {
         if (Date.now() > until) throw new Error(`receiver: ${what} not met within ${ms} ms`);
@@ -97,7 +98,11 @@ export function startWebhookReceiver(
 }
 
 /** Polls `cond` every 10 ms for at most `ms`; throws naming `what` if it never holds. */
-export async function eventually(cond: () => boolean | Promise<boolean>, ms = 5000, what = "condition") {
+export async function eventually(
+  cond: () => boolean | Promise<boolean>,
+  ms = DEADLINE_MS,
+  what = "condition",
+) {
   const until = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > until) throw new Error(`${what} not met within ${ms} ms`);

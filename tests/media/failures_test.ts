@@ -6,13 +6,14 @@ import assert from "node:assert/strict";
 import type { Renderer } from "../../src/media/renderer.ts";
 import { getSession } from "../../src/kv/sessions.ts";
 import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { MediaClientRecorder, processAlive, smallRenderer, until, withMedia } from "../helpers/media.ts";
 
 Deno.test("media failure: ffmpeg killed mid-session ends it with a warning, closes clients 1011, leaves no process", async () => {
   await withMedia(async ({ h, key, create, wsUrl, encoders, fake, plane }) => {
     const s = await create();
     const c = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
-    await c.until(() => c.segments().length > 5, 5000, "stream");
+    await c.until(() => c.segments().length > 5, DEADLINE_MS, "stream");
     const pids = encoders.filter((e) => e.sessionId === s.session_id).map((e) => e.pid);
     assert.equal(pids.length, 2, "a video and an audio encoder");
     assert.ok(pids.every(processAlive));
@@ -22,7 +23,7 @@ Deno.test("media failure: ffmpeg killed mid-session ends it with a warning, clos
         const got = await h.req("GET", `/v1/sessions/${s.session_id}`, { key });
         return got.body.status !== "active";
       },
-      5000,
+      DEADLINE_MS,
       "the session to end",
     );
     const got = await h.req("GET", `/v1/sessions/${s.session_id}`, { key });
@@ -31,7 +32,7 @@ Deno.test("media failure: ffmpeg killed mid-session ends it with a warning, clos
     assert.equal(c.closeCode, 1011);
     assert.equal(c.closeReason, "media_failed");
     assert.ok(fake.of(s.session_id).closed, "the engine connection was closed");
-    await until(() => pids.every((p) => !processAlive(p)), 3000, "both encoders gone");
+    await until(() => pids.every((p) => !processAlive(p)), DEADLINE_MS, "both encoders gone");
     assert.equal(plane.active, 0, "the render slot is free again");
     assert.ok(!h.runtime.has(s.session_id));
     const end = await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key });
@@ -67,7 +68,7 @@ Deno.test("media failure: no first frame in time answers 504 SVC_RENDER_TIMEOUT 
     const res = await h.req("POST", "/v1/sessions", { key, body: engineBody("wss://engine.test/v0") });
     checkErrorBody(res, { status: 504, code: "SVC_RENDER_TIMEOUT", retryable: true });
     assert.equal(encoders.length, 2);
-    await until(() => encoders.every((e) => !processAlive(e.pid)), 3000, "encoders gone");
+    await until(() => encoders.every((e) => !processAlive(e.pid)), DEADLINE_MS, "encoders gone");
     assert.equal(plane.active, 0);
     assert.equal(h.runtime.size, 0);
   }, { media: { firstFrameTimeoutMs: 500 }, plane: { renderer: stuck } });

@@ -4,8 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { MEDIA_CLOSE } from "../../src/media/close_codes.ts";
-import { Fanout, type MediaClient } from "../../src/media/fanout.ts";
+import { Fanout, type MediaClient } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { MediaClientRecorder, until, withMedia } from "../helpers/media.ts";
 
 Deno.test("fan-out: a client over its backlog limit is closed 4408 and the others keep receiving", () => {
@@ -103,11 +104,11 @@ Deno.test("media slow client: a client that stops reading is closed while the se
     const s = await create();
     const path = new URL(s.stream_metadata.media_url).pathname;
     const good = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
-    await good.until(() => good.segments().length > 0, 5000, "good client");
+    await good.until(() => good.segments().length > 0, DEADLINE_MS, "good client");
     const stalled = await stalledClient(base, path, s.client_token);
     try {
       const m = media(s.session_id);
-      await until(() => m.stats().clients === 2, 2000, "two clients");
+      await until(() => m.stats().clients === 2, DEADLINE_MS, "two clients");
       const framesBefore = m.stats().framesEncoded;
       const goodBefore = good.segments().length;
       await until(() => m.stats().slowClientsClosed === 1, 20_000, "the stalled client to be closed");

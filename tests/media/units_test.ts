@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { ApiError } from "../../src/errors.ts";
 import { CATALOG, resolveAvatarConfig } from "../../src/media/catalog.ts";
 import { FlvDemuxer } from "../../src/media/flv.ts";
-import { mediaSegment } from "../../src/media/fmp4.ts";
+import { mediaSegment } from "../../src/media/transports/ws_fmp4/fmp4.ts";
 import { FrameCache } from "../../src/media/frame_cache.ts";
 import { analyse, LipSync } from "../../src/media/lipsync.ts";
 import { Blinker } from "../../src/media/motion.ts";

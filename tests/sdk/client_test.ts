@@ -111,6 +111,30 @@ Deno.test("sdk client: createSession sends the given Idempotency-Key, and a repe
   }
 });
 
+Deno.test("sdk client: the webhook signing secret: read (created on first use), rotate", async () => {
+  const t = await setup();
+  try {
+    const first = await t.client.getWebhookSecret();
+    assert.match(first.secret, /^whsec_/);
+    assert.equal(first.previous_secret, null);
+    assert.deepEqual([t.sent.at(-1)!.method, new URL(t.sent.at(-1)!.url).pathname], [
+      "GET",
+      "/v1/webhooks/secret",
+    ]);
+    assert.equal((await t.client.getWebhookSecret()).secret, first.secret, "stable across reads");
+    const rotated = await t.client.rotateWebhookSecret();
+    assert.deepEqual(
+      [t.sent.at(-1)!.method, new URL(t.sent.at(-1)!.url).pathname],
+      ["POST", "/v1/webhooks/secret/rotate"],
+    );
+    assert.notEqual(rotated.secret, first.secret);
+    assert.equal(rotated.previous_secret, first.secret);
+    assert.ok(rotated.previous_valid_until! > Date.now());
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("sdk client: the API key methods: create, list with paging, revoke (idempotent)", async () => {
   const t = await setup();
   try {

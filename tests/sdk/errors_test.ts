@@ -134,9 +134,17 @@ Deno.test("sdk errors: not found, invalid requests, conflicts, idempotency reuse
 
 Deno.test("sdk errors: retryable answers carry retryAfter and retryable", async () => {
   const engine = await startFakeEngine(testTls, "reject_401");
+  // a vendor engine that cannot be reached: nothing listens on a port that was just free
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const closedPort = (probe.addr as Deno.NetAddr).port;
+  probe.close();
   const h = await createHarness({
     caCerts: [testTls.caPem],
-    env: { SVC_RATE_LIMIT_PER_MINUTE: "1", SVC_RATE_LIMIT_BURST: "3" },
+    env: {
+      SVC_RATE_LIMIT_PER_MINUTE: "1",
+      SVC_RATE_LIMIT_BURST: "3",
+      SVC_VENDOR2_URL: `wss://localhost:${closedPort}/v1/agents/websocket`,
+    },
   });
   try {
     const client = clientFor(h, await h.key("proj_e"));
@@ -151,7 +159,7 @@ Deno.test("sdk errors: retryable answers carry retryAfter and retryable", async 
         provider_type: "vendor2",
         provider_config: { vendor2: { access_token: "tok", agent_id: "agent" } },
       }),
-      { code: "SVC_PROVIDER_UNAVAILABLE", status: 503, retryAfter: 60 },
+      { code: "SVC_PROVIDER_UNAVAILABLE", status: 503, retryAfter: 5 },
     );
     // the burst is spent within a few requests (bounded)
     let limited: unknown = null;

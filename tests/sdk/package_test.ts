@@ -151,7 +151,15 @@ Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", a
       "sdk/idempotency_key.d.ts",
       "sdk/webhooks.d.ts",
     ],
-    ["--config", "tests/sdk/browser.deno.json", "sdk/README.md", "sdk/player.js", "sdk/player.d.ts"],
+    [
+      "--config",
+      "tests/sdk/browser.deno.json",
+      "sdk/README.md",
+      "sdk/player.js",
+      "sdk/player.d.ts",
+      "sdk/player_webrtc.js",
+      "sdk/player_webrtc.d.ts",
+    ],
   ];
   for (const files of runs) {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -165,10 +173,12 @@ Deno.test("sdk docs: the README's examples and the JSDoc examples type-check", a
     assert.equal(out.code, 0, text);
   }
   const readme = await Deno.readTextFile(new URL("README.md", SDK));
-  assert.ok(
-    (readme.match(/^```ts$/gm) ?? []).length >= 3,
-    "the backend, frontend and webhook examples are ts blocks",
+  assert.equal(
+    (readme.match(/^```ts$/gm) ?? []).length,
+    3,
+    "the backend, provider and webhook examples are ts blocks",
   );
+  assert.equal((readme.match(/^```js$/gm) ?? []).length, 1, "the page's script is a js block");
 });
 
 Deno.test("sdk and cli: every hand-written export has JSDoc (deno doc --lint)", async () => {

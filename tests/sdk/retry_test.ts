@@ -168,6 +168,7 @@ Deno.test("retry: network failures are retried with backoff only where a repeat 
     ["revokeApiKey", (c) => c.revokeApiKey("svc_key_x")],
     ["createClientToken", (c) => c.createClientToken("session:x")],
     ["createSession", (c) => c.createSession({ provider_type: "vendor2", provider_config: {} })],
+    ["getWebhookSecret", (c) => c.getWebhookSecret()],
   ];
   for (const [name, call] of safe) {
     const t = fakeTime();
@@ -180,6 +181,7 @@ Deno.test("retry: network failures are retried with backoff only where a repeat 
   const unsafe: [string, (c: Client) => Promise<unknown>][] = [
     ["createApiKey", (c) => c.createApiKey({ name: "x", scopes: ["sessions:read"] })],
     ["endSession", (c) => c.endSession("session:x")],
+    ["rotateWebhookSecret", (c) => c.rotateWebhookSecret()],
   ];
   for (const [name, call] of unsafe) {
     const t = fakeTime();

@@ -3,6 +3,7 @@
  * `end_reason` in GET, a later end answering 409 SVC_SESSION_ENDED, and exactly one signed terminal webhook
  * that a real https receiver verifies with the project's secret.
  */
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import assert from "node:assert/strict";
 import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
 import { verifyWebhook } from "../../src/webhooks/verify.ts";
@@ -36,7 +37,7 @@ async function setup(behavior: FakeEngineBehavior = "ok", chunks = 3): Promise<S
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "20" },
     media: media.factory,
     lifecycle: true,
-    teardownTimeoutMs: 500,
+    teardownTimeoutMs: 5000, // the engines here answer session.end: a graceful end never waits this long
   });
   const key = await h.key("proj_life");
   const secret = (await h.req("GET", "/v1/webhooks/secret", { key })).body.secret as string;
@@ -82,7 +83,7 @@ async function expectEnd(
 ) {
   await eventually(
     async () => (await s.events(sid)).some((e) => e.type !== "session.started"),
-    15_000, // generous: the suite runs files in parallel on two cores
+    DEADLINE_MS,
     "end event",
   );
   const events = await s.events(sid);
@@ -244,7 +245,7 @@ Deno.test("lifetime: a failed start → session.failed with its error code, and 
       body: engineBody(s.engine.url, { webhook_url: s.receiver.url }),
     });
     assert.equal(res.status, 502);
-    await s.receiver.waitFor(() => s.receiver.accepted().length === 1, 5000, "failed event");
+    await s.receiver.waitFor(() => s.receiver.accepted().length === 1, DEADLINE_MS, "failed event");
     const [ev] = s.receiver.accepted().map((r) => LifecycleEvent.parse(JSON.parse(r.body)));
     assert.equal(ev.type, "session.failed");
     if (ev.type !== "session.failed") throw new Error("unreachable");

@@ -3,6 +3,7 @@
  * next start, finds its expired lease and ends them (`owner_lost`), freeing their slots and sending their
  * events exactly once, even with several reapers at once.
  */
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import assert from "node:assert/strict";
 import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
@@ -57,7 +58,11 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
     const created = await res.json();
     assert.equal(res.status, 200, JSON.stringify(created));
     const sid = created.session_id as string;
-    await receiver.waitFor(() => receiver.accepted().length === 1, 10_000, "session.started from the owner");
+    await receiver.waitFor(
+      () => receiver.accepted().length === 1,
+      DEADLINE_MS,
+      "session.started from the owner",
+    );
     const owner = (await kv.get<{ owner: string }>(["project", PROJECT, "session", sid])).value!.owner;
     assert.notEqual(owner, other.instanceId);
 
@@ -71,7 +76,7 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
     other.clock.advance(LEASE_MS + 1000);
     await eventually(
       async () => (await other.req("GET", `/v1/sessions/${sid}`, { key })).body.status !== "active",
-      5000,
+      DEADLINE_MS,
       "reaped",
     );
     const got = (await other.req("GET", `/v1/sessions/${sid}`, { key })).body;
@@ -88,7 +93,11 @@ Deno.test("owner lease: a killed service process's session is reaped by another 
       "lease tombstoned",
     );
 
-    await receiver.waitFor(() => receiver.accepted().length === 2, 5000, "session.ended from the reaper");
+    await receiver.waitFor(
+      () => receiver.accepted().length === 2,
+      DEADLINE_MS,
+      "session.ended from the reaper",
+    );
     const events = receiver.accepted().map((r) => LifecycleEvent.parse(JSON.parse(r.body)));
     assert.deepEqual(events.map((e) => e.type), ["session.started", "session.ended"]);
     const ended = events[1];
@@ -144,7 +153,7 @@ Deno.test("owner lease: the next start reaps what a crashed process left (active
     assert.equal(s2.status, "failed");
     assert.equal(s2.end_reason, "owner_lost");
     assert.equal(await liveCount(kv), 0);
-    await receiver.waitFor(() => receiver.accepted().length === 3, 5000, "ended + failed events");
+    await receiver.waitFor(() => receiver.accepted().length === 3, DEADLINE_MS, "ended + failed events");
     const failed = receiver.accepted().map((r) => LifecycleEvent.parse(JSON.parse(r.body))).find((e) =>
       e.type === "session.failed"
     )!;

@@ -3,6 +3,7 @@
  * injected clock, 410 Gone, redirects, timeouts, a receiver that is down and comes back, and a restart of
  * the service in the middle of a delivery.
  */
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { listEvents, type WebhookEventRecord } from "../../src/kv/webhook_outbox.ts";
@@ -19,7 +20,7 @@ async function harness(options: HarnessOptions = {}): Promise<Harness> {
   return await createHarness({
     caCerts: [testTls.caPem],
     webhookCaCerts: [testTls.caPem],
-    teardownTimeoutMs: 300,
+    teardownTimeoutMs: 5000, // only an engine that does not answer would wait this long
     lifecycle: true,
     ...options,
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "50", ...options.env },
@@ -96,7 +97,7 @@ Deno.test("delivery: failed attempts are retried on the schedule (injected clock
           const events = await listEvents(h.kv, PROJECT, sid);
           return events.length === 2 && events.every((e) => e.attempts === n && e.lease_owner === null);
         },
-        5000,
+        DEADLINE_MS,
         `attempt ${n} recorded`,
       );
     await recorded(1);
@@ -109,7 +110,11 @@ Deno.test("delivery: failed attempts are retried on the schedule (injected clock
       assert.equal(receiver.received.length, seen, `no attempt before ${delay} ms`);
       h.clock.advance(1000);
       seen += 2;
-      await receiver.waitFor(() => receiver.received.length === seen, 5000, `attempts after ${delay} ms`);
+      await receiver.waitFor(
+        () => receiver.received.length === seen,
+        DEADLINE_MS,
+        `attempts after ${delay} ms`,
+      );
       await recorded(i + 2);
     }
     h.clock.advance(7 * 24 * 3600_000);
@@ -143,7 +148,7 @@ Deno.test("delivery: 410 Gone stops deliveries to that URL; other URLs still get
     const a = await startAndEnd(h, key, engine.url, receiver.url);
     await eventually(
       async () => (await listEvents(h.kv, PROJECT, a)).every((e) => e.state === "gone"),
-      5000,
+      DEADLINE_MS,
       "gone",
     );
     const firstCount = receiver.received.length;
@@ -153,7 +158,7 @@ Deno.test("delivery: 410 Gone stops deliveries to that URL; other URLs still get
     await live.waitFor(() => live.accepted().length === 2);
     await eventually(
       async () => (await listEvents(h.kv, PROJECT, b)).every((e) => e.state === "gone"),
-      5000,
+      DEADLINE_MS,
       "b gone",
     );
     h.clock.advance(3 * 3600_000);
@@ -178,14 +183,19 @@ Deno.test("delivery: redirects are not followed; a receiver that does not answer
     () => new Response(null, { status: 307, headers: { location: target.url } }),
   );
   const hanging = startWebhookReceiver(testTls, () => "hang");
-  const h = await harness({ env: { SVC_WEBHOOK_TIMEOUT_MS: "300" } });
+  // (long enough for the redirect to be answered on a busy machine; the hanging receiver waits it out)
+  const h = await harness({ env: { SVC_WEBHOOK_TIMEOUT_MS: "2000" } });
   try {
     const key = await h.key(PROJECT);
     const r = await startAndEnd(h, key, engine.url, redirecting.url);
     const t = await startAndEnd(h, key, engine.url, hanging.url);
     const settled = async (sid: string) =>
       (await listEvents(h.kv, PROJECT, sid)).every((e) => e.attempts === 1 && e.state === "pending");
-    await eventually(async () => (await settled(r)) && (await settled(t)), 5000, "first attempts recorded");
+    await eventually(
+      async () => (await settled(r)) && (await settled(t)),
+      DEADLINE_MS,
+      "first attempts recorded",
+    );
     for (const e of await listEvents(h.kv, PROJECT, r)) {
       assert.equal(e.last_status, 307);
       assert.equal(e.last_error, "redirect 307 (not followed)");
@@ -193,7 +203,7 @@ Deno.test("delivery: redirects are not followed; a receiver that does not answer
     }
     for (const e of await listEvents(h.kv, PROJECT, t)) {
       assert.equal(e.last_status, null);
-      assert.equal(e.last_error, "timeout after 300 ms");
+      assert.equal(e.last_error, "timeout after 2000 ms");
     }
     assert.equal(target.received.length, 0, "the redirect was not followed");
   } finally {
@@ -218,13 +228,17 @@ Deno.test("delivery: a receiver that is down and comes back gets every event exa
     const sids: string[] = [];
     for (let i = 0; i < 5; i++) sids.push(await startAndEnd(h, key, engine.url, url));
     const all = async () => (await Promise.all(sids.map((s) => listEvents(h.kv, PROJECT, s)))).flat();
-    await eventually(async () => (await all()).every((e) => e.attempts === 1), 5000, "first attempts");
+    await eventually(async () => (await all()).every((e) => e.attempts === 1), DEADLINE_MS, "first attempts");
     h.clock.advance(5_000);
-    await eventually(async () => (await all()).every((e) => e.attempts === 2), 5000, "second attempts");
+    await eventually(
+      async () => (await all()).every((e) => e.attempts === 2),
+      DEADLINE_MS,
+      "second attempts",
+    );
     assert.ok((await all()).every((e) => e.last_error === "connection failed"));
     receiver = startWebhookReceiver(testTls, () => 204, port);
     h.clock.advance(5 * 60_000);
-    await receiver.waitFor(() => receiver!.accepted().length === 10, 5000, "all ten events");
+    await receiver.waitFor(() => receiver!.accepted().length === 10, DEADLINE_MS, "all ten events");
     h.clock.advance(24 * 3600_000);
     await sleep(150);
     const ids = receiver.received.map((r) => r.id);
@@ -251,7 +265,7 @@ Deno.test("delivery: a service restart in the middle of a delivery loses nothing
   try {
     const key = await a.key(PROJECT);
     const sid = await startAndEnd(a, key, engine.url, receiver.url);
-    await receiver.waitFor(() => receiver.received.length === 2, 5000, "attempts in flight");
+    await receiver.waitFor(() => receiver.received.length === 2, DEADLINE_MS, "attempts in flight");
     // the process stops mid-delivery: its attempts are cut, nothing is recorded
     await a.close();
     kvA.close();
@@ -264,7 +278,11 @@ Deno.test("delivery: a service restart in the middle of a delivery loses nothing
     await sleep(100);
     assert.equal(receiver.accepted().length, 0, "not redelivered while the claim holds");
     b.clock.advance(2_000 + 30_000); // the claim (timeout + margin) runs out
-    await receiver.waitFor(() => receiver.accepted().length === 2, 5000, "redelivered after the restart");
+    await receiver.waitFor(
+      () => receiver.accepted().length === 2,
+      DEADLINE_MS,
+      "redelivered after the restart",
+    );
     assert.deepEqual(receiver.accepted().map((r) => r.id).sort(), events.map((e) => e.event_id).sort());
     await eventually(async () =>
       (await listEvents(b!.kv, PROJECT, sid)).every((e) => e.state === "delivered")
@@ -286,9 +304,9 @@ Deno.test("delivery: a receiver that hangs holds one slot, not the queue: other 
   try {
     const key = await h.key(PROJECT);
     await startAndEnd(h, key, engine.url, `${receiver.url}/slow`);
-    await receiver.waitFor(() => receiver.received.length === 2, 5000, "both slow attempts in flight");
+    await receiver.waitFor(() => receiver.received.length === 2, DEADLINE_MS, "both slow attempts in flight");
     const fast = await startAndEnd(h, key, engine.url, `${receiver.url}/fast`);
-    await receiver.waitFor(() => receiver.accepted().length === 2, 5000, "fast events delivered");
+    await receiver.waitFor(() => receiver.accepted().length === 2, DEADLINE_MS, "fast events delivered");
     assert.ok(receiver.accepted().every((r) => r.path.endsWith("/fast")));
     assert.ok(receiver.accepted().every((r) => JSON.parse(r.body).data.session_id === fast));
     assert.equal(

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
 import { checkWebhookUrl, isBlockedAddress, type Resolver } from "../../src/webhooks/url_guard.ts";
 import { startFakeEngine } from "../helpers/fake_engine.ts";
@@ -39,6 +40,59 @@ Deno.test("url guard: loopback, private, link-local, metadata and reserved addre
   for (const a of ["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) {
     assert.equal(isBlockedAddress(a), false, a);
   }
+});
+
+Deno.test("url guard: IPv6 forms embedding or reaching a refused IPv4 are blocked; public embeddings are not", () => {
+  const blocked = [
+    "::127.0.0.1", // IPv4-compatible (deprecated): loopback
+    "::7f00:1",
+    "::a9fe:a9fe", // ::169.254.169.254
+    "::8.8.8.8", // IPv4-compatible is refused whatever it embeds
+    "::ffff:0:127.0.0.1", // IPv4-translated (SIIT)
+    "::ffff:0:7f00:1",
+    "::ffff:0:10.0.0.1",
+    "::ffff:0:169.254.169.254",
+    "64:ff9b::127.0.0.1", // NAT64 well-known prefix
+    "64:ff9b::192.168.0.1",
+    "64:ff9b:1::1", // NAT64 local-use /48
+    "64:ff9b:1:7f00:1::",
+    "64:ff9b:1:808:8:800::",
+    "100::1", // discard-only
+    "3fff::1", // documentation (RFC 9637)
+    "[::127.0.0.1]",
+  ];
+  for (const a of blocked) assert.equal(isBlockedAddress(a), true, a);
+  for (const a of ["64:ff9b::8.8.8.8", "::ffff:0:8.8.8.8", "::ffff:1.1.1.1", "2a00:1450:4001:80b::200e"]) {
+    assert.equal(isBlockedAddress(a), false, a);
+  }
+});
+
+Deno.test("url guard: refused host names are compared without a trailing dot; embedded-IPv4 literals refused", async () => {
+  const resolve: Resolver = (host) => Promise.resolve(host === "ok.example" ? ["93.184.216.34"] : []);
+  for (
+    const url of [
+      "https://localhost./hook",
+      "https://localhost../hook",
+      "https://api.localhost./hook",
+      "https://metadata.google.internal./computeMetadata",
+      "https://metadata./",
+      "https://intranet./",
+    ]
+  ) {
+    await assert.rejects(checkWebhookUrl(url, false, resolve), /public host/, url);
+  }
+  for (
+    const url of [
+      "https://[::127.0.0.1]/",
+      "https://[::ffff:0:127.0.0.1]/",
+      "https://[64:ff9b::127.0.0.1]/",
+      "https://[64:ff9b:1::a00:1]/",
+    ]
+  ) {
+    await assert.rejects(checkWebhookUrl(url, false, resolve), /loopback, private/, url);
+  }
+  await checkWebhookUrl("https://ok.example./hook", false, resolve);
+  await checkWebhookUrl("https://[64:ff9b::8.8.8.8]/hook", false, resolve);
 });
 
 Deno.test("url guard: every resolved address is checked; the deployment setting allows private ones", async () => {
@@ -127,7 +181,7 @@ Deno.test("url guard: creation refuses a blocked webhook_url with 400; delivery 
         const [e] = await listEvents(h.kv, "proj_ssrf", res.body.session_id);
         return e?.state === "refused";
       },
-      5000,
+      DEADLINE_MS,
       "refused at delivery",
     );
     const [e] = await listEvents(h.kv, "proj_ssrf", res.body.session_id);

@@ -6,13 +6,19 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
+import { KEY_ID_PATTERN, MAX_ID_LENGTH } from "../../ids.ts";
 import { createApiKey, listApiKeys, revokeApiKey } from "../../kv/api_keys.ts";
 import type { AppEnv } from "../env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, RevokedApiKey } from "../schemas.ts";
 
-const BODY_ERRORS = ["SVC_INVALID_REQUEST", "SVC_PAYLOAD_TOO_LARGE", "SVC_UNSUPPORTED_MEDIA_TYPE"] as const;
+const BODY_ERRORS = [
+  "SVC_INVALID_REQUEST",
+  "SVC_PAYLOAD_TOO_LARGE",
+  "SVC_REQUEST_TIMEOUT",
+  "SVC_UNSUPPORTED_MEDIA_TYPE",
+] as const;
 
 const createKeyRoute = createRoute({
   method: "post",
@@ -55,7 +61,7 @@ const ListQuery = z.object({
       type: "integer",
       description: "Page size, 1..100 (default 20).",
     }),
-  starting_after: z.string().regex(/^svc_key_[A-Za-z0-9_-]+$/).optional().openapi({
+  starting_after: z.string().max(MAX_ID_LENGTH).regex(KEY_ID_PATTERN).optional().openapi({
     param: { name: "starting_after", in: "query" },
     description: "Cursor: the last key_id of the previous page.",
   }),

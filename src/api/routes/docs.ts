@@ -9,10 +9,11 @@ import { createRequire } from "node:module";
 import { errorReferenceHtml } from "../error_reference.ts";
 import type { AppEnv } from "../env.ts";
 
-const SWAGGER_ASSETS: Record<string, string> = {
-  "swagger-ui.css": "text/css; charset=utf-8",
-  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
-};
+/** The served files of swagger-ui-dist and their types (a Map: only these names, never inherited keys). */
+const SWAGGER_ASSETS = new Map<string, string>([
+  ["swagger-ui.css", "text/css; charset=utf-8"],
+  ["swagger-ui-bundle.js", "text/javascript; charset=utf-8"],
+]);
 
 function swaggerDir(): string {
   const require = createRequire(import.meta.url);
@@ -50,7 +51,7 @@ export function registerDocsRoutes(app: OpenAPIHono<AppEnv>, document: () => unk
   );
   app.get("/docs/assets/:file", async (c) => {
     const file = c.req.param("file");
-    const type = SWAGGER_ASSETS[file];
+    const type = SWAGGER_ASSETS.get(file);
     if (!type) return c.notFound();
     const bytes = await Deno.readFile(`${swaggerDir()}/${file}`);
     return c.body(bytes, 200, { "content-type": type, "cache-control": "public, max-age=86400" });

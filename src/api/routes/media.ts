@@ -16,8 +16,9 @@ import type { TokenService } from "../../auth/tokens.ts";
 import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
-import type { MediaClient } from "../../media/fanout.ts";
 import type { MediaPlane } from "../../media/plane.ts";
+import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
+import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
 import type { AppEnv } from "../env.ts";
 
 /** The media WebSocket's subprotocol. */
@@ -27,6 +28,26 @@ export const TOKEN_SUBPROTOCOL_PREFIX = "bearer.";
 
 /** Seconds without any frame (pongs included) before the server drops a media client. */
 const IDLE_TIMEOUT_S = 30;
+
+const HANDSHAKE_MESSAGE =
+  "The WebSocket handshake is invalid (see RFC 6455 section 4.1 and docs/media-plane.md).";
+
+/** Header values as comma-separated, lowercased tokens. */
+function tokens(value: string | null): string[] {
+  return (value ?? "").split(",").map((t) => t.trim().toLowerCase());
+}
+
+/**
+ * True for a well-formed WebSocket opening handshake (RFC 6455 section 4.1): GET, `Upgrade: websocket`,
+ * `Connection: Upgrade`, version 13 and a `Sec-WebSocket-Key` of 16 bytes in base64. Anything else answers
+ * 400 with the flat error body instead of failing inside the upgrade.
+ */
+export function isWebSocketHandshake(req: Request): boolean {
+  const h = req.headers;
+  return req.method === "GET" && tokens(h.get("upgrade")).includes("websocket") &&
+    tokens(h.get("connection")).includes("upgrade") && h.get("sec-websocket-version") === "13" &&
+    /^[A-Za-z0-9+/]{22}==$/.test(h.get("sec-websocket-key") ?? "");
+}
 
 /** Dependencies of the media route. */
 export interface MediaRouteDeps {
@@ -38,12 +59,13 @@ export interface MediaRouteDeps {
 /** Registers the media WebSocket route. */
 export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDeps): void {
   app.get("/media/v0/sessions/:session_id", async (c) => {
-    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+    if (!tokens(c.req.header("upgrade") ?? null).includes("websocket")) {
       throw new ApiError(
         "SVC_INVALID_REQUEST",
         "This is the media WebSocket: connect with a WebSocket client (see docs/media-plane.md).",
       );
     }
+    if (!isWebSocketHandshake(c.req.raw)) throw new ApiError("SVC_INVALID_REQUEST", HANDSHAKE_MESSAGE);
     const sessionId = c.req.param("session_id");
     const offered = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(
       Boolean,
@@ -52,19 +74,31 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
     const token = fromProtocol ? fromProtocol.slice(TOKEN_SUBPROTOCOL_PREFIX.length) : c.req.query("token");
 
     let refusal: { code: number; reason: string } | null = null;
-    let target: ReturnType<MediaPlane["get"]> | undefined;
+    let target: WsFmp4Transport | null = null;
     const verdict = token
       ? await deps.tokens.verify(token, { purposes: ["client", "media"], sessionId })
       : { ok: false as const, reason: "invalid" as const };
     if (!verdict.ok) {
       refusal = verdict.reason === "expired" ? MEDIA_CLOSE.TOKEN_EXPIRED : MEDIA_CLOSE.TOKEN_REFUSED;
     } else {
-      target = deps.plane.get(sessionId);
-      if (!target || target.projectId !== verdict.claims.pid) refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
+      // Only a websocket_fmp4 session of this process is served here (a webrtc_sfu one answers 4404).
+      const live = deps.plane.get(sessionId);
+      const transport = live?.media.transport;
+      if (live && live.projectId === verdict.claims.pid && transport instanceof WsFmp4Transport) {
+        target = transport;
+      } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
     const protocol = offered.includes(MEDIA_SUBPROTOCOL) ? MEDIA_SUBPROTOCOL : undefined;
-    const { socket, response } = Deno.upgradeWebSocket(c.req.raw, { protocol, idleTimeout: IDLE_TIMEOUT_S });
+    let upgraded: ReturnType<typeof Deno.upgradeWebSocket>;
+    try {
+      upgraded = Deno.upgradeWebSocket(c.req.raw, { protocol, idleTimeout: IDLE_TIMEOUT_S });
+    } catch (err) {
+      // A handshake Deno refuses (its checks may be stricter than the ones above) is the client's error.
+      if (err instanceof TypeError) throw new ApiError("SVC_INVALID_REQUEST", HANDSHAKE_MESSAGE);
+      throw err;
+    }
+    const { socket, response } = upgraded;
     socket.binaryType = "arraybuffer";
     socket.onopen = () => {
       if (refusal) {
@@ -88,7 +122,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
           }
         },
       };
-      const attached = target!.media.attach(client);
+      const attached = target!.attach(client);
       if (!attached) return;
       deps.logger.info("media client connected", { session_id: sessionId });
       socket.onmessage = (e) => {

@@ -6,7 +6,10 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError } from "../../errors.ts";
 import { containsProviderConnectionId } from "../../providers/config_schema.ts";
+import { CredentialHolder } from "../../runtime/credential_holder.ts";
 import type { SessionService } from "../../sessions/service.ts";
+import { valueSpan } from "../json_span.ts";
+import { rawBody } from "../middleware/raw_body.ts";
 import type { AppEnv } from "../env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
@@ -30,26 +33,23 @@ const createSessionRoute = createRoute({
   description:
     "Creates a session and starts it: connects the conversation engine with the given per-session credentials (held in memory only, zeroed at the end) and returns once the session is `active`, with a 5-minute client token. Optional `Idempotency-Key`: see docs/idempotency.md. Scope: `sessions:write`.",
   security: API_KEY_SECURITY,
-  middleware: [requireScope("sessions:write")] as const,
+  middleware: [requireScope("sessions:write"), rawBody()] as const,
   request: {
     headers: IdempotencyHeader,
     body: { required: true, content: { "application/json": { schema: CreateSessionBody } } },
   },
   responses: {
-    200: {
-      ...jsonResponse(CreatedSession, "The session is active."),
-      headers: {
-        "X-Request-Id": { description: "UUID of this request.", schema: { type: "string", format: "uuid" } },
-        "Idempotent-Replayed": {
-          description: "`true` when the answer replays an earlier request with the same Idempotency-Key.",
-          schema: { type: "string" },
-        },
+    200: jsonResponse(CreatedSession, "The session is active.", {
+      "Idempotent-Replayed": {
+        description: "`true` when the answer replays an earlier request with the same Idempotency-Key.",
+        schema: { type: "string" },
       },
-    },
+    }),
     ...errorResponses([
       ...COMMON_ERRORS,
       "SVC_INVALID_REQUEST",
       "SVC_PAYLOAD_TOO_LARGE",
+      "SVC_REQUEST_TIMEOUT",
       "SVC_UNSUPPORTED_MEDIA_TYPE",
       "SVC_PROVIDER_MISCONFIGURED",
       "SVC_RENDER_MISCONFIGURED",
@@ -63,6 +63,9 @@ const createSessionRoute = createRoute({
       "SVC_PROVIDER_UNAVAILABLE",
       "SVC_RENDER_CAPACITY",
       "SVC_SFU_NOT_CONFIGURED",
+      "SVC_SFU_CONNECTION_FAILED",
+      "SVC_SFU_NEGOTIATION_FAILED",
+      "SVC_SFU_ROOM_FULL",
       "SVC_TOKEN_SECRET_NOT_CONFIGURED",
       "SVC_PROVIDER_TIMEOUT",
       "SVC_RENDER_TIMEOUT",
@@ -146,7 +149,11 @@ export function registerSessionRoutes(app: OpenAPIHono<AppEnv>, deps: { sessions
       );
     }
     const idem = c.req.valid("header")["Idempotency-Key"];
-    const { session, replayed } = await deps.sessions.create(caller, body, idem);
+    // The credentials go from the body's bytes straight into their holder (rawBody zeroes the bytes).
+    const span = valueSpan(c.get("rawBody")!, ["provider_config", body.provider_type]);
+    if (!span) throw new ApiError("SVC_PROVIDER_MISCONFIGURED");
+    const credentials = CredentialHolder.fromBytes(c.get("rawBody")!.subarray(span[0], span[1]));
+    const { session, replayed } = await deps.sessions.create(caller, body, credentials, idem);
     if (replayed) c.header("Idempotent-Replayed", "true");
     return c.json(session, 200);
   });

@@ -27,7 +27,7 @@ const getSecretRoute = createRoute({
   tags: ["Webhooks"],
   summary: "Read the webhook signing secret (non-canonical)",
   description:
-    "The project's signing secret for lifecycle webhooks (created on first use). Not part of the canonical contract. Scope: `api_keys:write` (it is a credential). Answers carry `Cache-Control: no-store`.",
+    "The project's signing secret for lifecycle webhooks (created on first use). Not part of the canonical contract. Scope: `api_keys:write` (it is a credential).",
   security: API_KEY_SECURITY,
   middleware: [requireScope("api_keys:write")] as const,
   responses: {
@@ -69,13 +69,11 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: { kv: Deno
   app.openapi(getSecretRoute, async (c) => {
     const caller = c.get("caller")!;
     const rec = await getOrCreateWebhookSecret(deps.kv, caller.projectId, deps.clock.now());
-    c.header("Cache-Control", "no-store");
     return c.json(secretView(rec, deps.clock.now()), 200);
   });
   app.openapi(rotateSecretRoute, async (c) => {
     const caller = c.get("caller")!;
     const rec = await rotateWebhookSecret(deps.kv, caller.projectId, deps.clock.now());
-    c.header("Cache-Control", "no-store");
     return c.json(secretView(rec, deps.clock.now()), 200);
   });
 }

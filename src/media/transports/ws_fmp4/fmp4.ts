@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { OpusHead } from "./ogg_opus.ts";
+import type { OpusHead } from "../../ogg_opus.ts";
 
 /** Track id of the video track. */
 export const VIDEO_TRACK_ID = 1;

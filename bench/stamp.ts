@@ -1,0 +1,68 @@
+/**
+ * A renderer for measurements: the reference renderer's frames with the wall clock at render time stamped
+ * into their top rows as a barcode (32 black or white blocks, most significant bit first, of
+ * `Date.now() >>> 0`), so a page can decode each presented frame's stamp and compute glass-to-glass latency
+ * on the same machine clock. Used by `bench/service.ts --stamp`.
+ *
+ * @module
+ */
+import type { MediaConfig } from "../src/config.ts";
+import { loadArtBank } from "../src/media/art_bank.ts";
+import { CATALOG } from "../src/media/catalog.ts";
+import { FrameCache } from "../src/media/frame_cache.ts";
+import { ReferenceRenderer } from "../src/media/reference_renderer.ts";
+import type { FrameRequest, Renderer, RenderSession, VideoFormat } from "../src/media/renderer.ts";
+
+/** Rows of the barcode at the top of each frame. */
+export const STAMP_ROWS = 32;
+/** Bits of the stamp (blocks across the width). */
+export const STAMP_BITS = 32;
+
+/** Wraps a renderer: each frame is copied (cached frames stay untouched) and stamped with `now()`. */
+export class StampingRenderer implements Renderer {
+  readonly format: VideoFormat;
+
+  constructor(readonly inner: Renderer, readonly now: () => number = Date.now) {
+    this.format = inner.format;
+  }
+
+  open(options: { avatarId: string; bgId: string; seed: number }): RenderSession {
+    const session = this.inner.open(options);
+    const stamp = (frame: Uint8Array) => stampFrame(frame, this.format, this.now());
+    return {
+      renderFrame: (req: FrameRequest) => {
+        const frame = session.renderFrame(req);
+        return frame instanceof Uint8Array ? stamp(frame) : frame.then(stamp);
+      },
+      close: () => session.close(),
+    };
+  }
+}
+
+/** A copy of a yuv420p frame with `value >>> 0` as a barcode in its top rows (neutral chroma there). */
+export function stampFrame(frame: Uint8Array, format: VideoFormat, value: number): Uint8Array {
+  const { width, height } = format;
+  const out = frame.slice();
+  const v = value >>> 0;
+  const block = width / STAMP_BITS;
+  for (let y = 0; y < STAMP_ROWS; y++) {
+    for (let x = 0; x < width; x++) {
+      const bit = (v >>> (STAMP_BITS - 1 - Math.floor(x / block))) & 1;
+      out[y * width + x] = bit ? 235 : 16;
+    }
+  }
+  const cw = width / 2;
+  const uOffset = width * height;
+  const vOffset = uOffset + cw * (height / 2);
+  for (let y = 0; y < STAMP_ROWS / 2; y++) {
+    out.fill(128, uOffset + y * cw, uOffset + (y + 1) * cw);
+    out.fill(128, vOffset + y * cw, vOffset + (y + 1) * cw);
+  }
+  return out;
+}
+
+/** The reference renderer of the configured size, stamping every frame. */
+export async function stampingReferenceRenderer(config: MediaConfig): Promise<Renderer> {
+  const art = await loadArtBank(CATALOG, config.width, config.height);
+  return new StampingRenderer(new ReferenceRenderer(art, config.fps, new FrameCache(config.frameCacheBytes)));
+}

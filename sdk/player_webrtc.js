@@ -1,0 +1,378 @@
+// @ts-check
+// @ts-self-types="./player_webrtc.d.ts"
+/**
+ * The browser player of the `webrtc_sfu` transport: the avatar over WebRTC through the service's SFU.
+ *
+ * `createPlayer` (`./player.js`) calls it when the session's `stream_metadata.sfu_endpoint` is set, so an app
+ * never has to know which transport the service chose: same options, same states, same stats. It can also
+ * be used directly.
+ *
+ * How it works (protocol: docs/media-plane.md, "WebRTC through the SFU"): it opens the session's signalling
+ * WebSocket (`sfu_endpoint`) with the session's `session_token`, answers the subscriber offer the service
+ * relays from the SFU (half-trickle: ICE candidates inside the SDP), plays the received tracks in the
+ * `<video>`, and publishes the microphone (audio only, echo cancellation on) with its own offer. After an SFU
+ * restart the service sends a new offer (and `republish`): the player replaces its PeerConnections. On an
+ * unexpected close, or when ICE fails, it asks `refreshToken()` for fresh `stream_metadata` (a new
+ * `session_token` and TURN credentials) and reconnects with backoff.
+ *
+ * @module
+ */
+
+/** Subprotocol of the SFU signalling WebSocket. */
+export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
+
+/** Close codes after which the player does not reconnect. */
+const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
+/** How long to wait for ICE gathering before sending an SDP with the candidates found so far, ms. */
+const GATHER_TIMEOUT_MS = 2000;
+/** How often the RTC statistics behind `stats()` are refreshed, ms. */
+const STATS_PERIOD_MS = 1000;
+
+/**
+ * @typedef {import("./player.js").CreatePlayerOptions} CreatePlayerOptions
+ * @typedef {import("./player.js").PlayerState} PlayerState
+ * @typedef {import("./player.js").AvatarPlayer} AvatarPlayer
+ * @typedef {import("./player.js").StreamMetadata} StreamMetadata
+ */
+
+/**
+ * Creates a WebRTC player for a `webrtc_sfu` session and connects it.
+ *
+ * @param {CreatePlayerOptions} options `streamMetadata` (with `sfu_endpoint`, `session_token`, `ice_servers`) is required.
+ * @returns {AvatarPlayer}
+ */
+export function createWebRtcPlayer(options) {
+  const video = options.video;
+  const maxReconnects = options.maxReconnects ?? 5;
+  const started = performance.now();
+  const meta = options.streamMetadata;
+  if (!meta?.sfu_endpoint) throw new TypeError("createWebRtcPlayer needs streamMetadata.sfu_endpoint");
+  let endpoint = meta.sfu_endpoint;
+  let token = meta.session_token;
+  /** @type {RTCIceServer[]} */
+  let iceServers = /** @type {RTCIceServer[]} */ (meta.ice_servers ?? []);
+
+  /** @type {PlayerState} */
+  let current = { state: "connecting", ttffMs: null, muted: false, microphone: false };
+  /** @type {WebSocket | null} */
+  let ws = null;
+  /** @type {RTCPeerConnection | null} */
+  let viewer = null;
+  /** @type {RTCPeerConnection | null} */
+  let publisher = null;
+  /** @type {MediaStream | null} */
+  let micStream = null;
+  let micWanted = options.microphone ?? true;
+  let closed = false;
+  let failures = 0;
+  let reconnects = 0;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let retryTimer;
+  const counters = { bytesReceived: 0, micFramesSent: 0, latencyMs: 0 };
+  let bytesBefore = 0;
+  let micBefore = 0;
+
+  /** @param {Partial<PlayerState>} patch */
+  const setState = (patch) => {
+    current = { ...current, ...patch };
+    try {
+      options.onState?.({ ...current });
+    } catch (err) {
+      console.error("onState handler failed", err);
+    }
+  };
+
+  /** @param {Record<string, unknown>} msg */
+  const send = (msg) => {
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+  };
+
+  /** @param {RTCPeerConnection} pc */
+  const gathered = (pc) =>
+    new Promise((resolve) => {
+      if (pc.iceGatheringState === "complete") return resolve(undefined);
+      const timer = setTimeout(resolve, GATHER_TIMEOUT_MS);
+      pc.addEventListener("icegatheringstatechange", () => {
+        if (pc.iceGatheringState === "complete") {
+          clearTimeout(timer);
+          resolve(undefined);
+        }
+      });
+    });
+
+  const peer = () =>
+    new RTCPeerConnection({
+      iceServers,
+      ...(options.iceTransportPolicy ? { iceTransportPolicy: options.iceTransportPolicy } : {}),
+    });
+
+  const startPlayback = () => {
+    if (!video.paused) return;
+    video.play().catch(() => {
+      // Autoplay with sound was refused: start muted (the app can unmute on a click).
+      video.muted = true;
+      setState({ muted: true });
+      video.play().catch(() => {});
+    });
+  };
+
+  const watchFirstFrame = () => {
+    const done = () => {
+      if (current.ttffMs !== null || closed) return;
+      setState({ state: "playing", ttffMs: Math.round(performance.now() - started) });
+    };
+    const v =
+      /** @type {HTMLVideoElement & { requestVideoFrameCallback?: (cb: () => void) => number }} */ (video);
+    if (typeof v.requestVideoFrameCallback === "function") v.requestVideoFrameCallback(done);
+    else video.addEventListener("playing", done, { once: true });
+  };
+
+  /** @param {string} sdp */
+  const onOffer = async (sdp) => {
+    const old = viewer;
+    const pc = peer();
+    viewer = pc;
+    old?.close();
+    bytesBefore = counters.bytesReceived; // counters survive a PeerConnection being replaced
+    const stream = new MediaStream();
+    pc.ontrack = (e) => {
+      stream.addTrack(e.track);
+      if (video.srcObject !== stream) video.srcObject = stream;
+      startPlayback();
+    };
+    pc.onconnectionstatechange = () => {
+      if (viewer === pc && pc.connectionState === "failed") dropAndReconnect("ice_failed");
+    };
+    await pc.setRemoteDescription({ type: "offer", sdp });
+    await pc.setLocalDescription(await pc.createAnswer());
+    await gathered(pc);
+    if (viewer !== pc || closed) return;
+    send({ type: "answer", sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp });
+    if (current.state === "connecting" || current.state === "reconnecting") {
+      setState({ state: current.ttffMs === null ? "buffering" : "playing" });
+    }
+  };
+
+  const publish = async () => {
+    if (closed || !micWanted) return;
+    try {
+      micStream ??= await navigator.mediaDevices.getUserMedia({
+        audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+      });
+    } catch (err) {
+      micWanted = false;
+      setState({ microphone: false, reason: `microphone unavailable: ${err}` });
+      return;
+    }
+    if (closed || !micWanted) return;
+    publisher?.close();
+    micBefore = counters.micFramesSent;
+    const pc = peer();
+    publisher = pc;
+    for (const track of micStream.getAudioTracks()) pc.addTransceiver(track, { direction: "sendonly" });
+    await pc.setLocalDescription(await pc.createOffer());
+    await gathered(pc);
+    if (publisher !== pc || closed) return;
+    send({ type: "publish", sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp });
+  };
+
+  const unpublish = () => {
+    publisher?.close();
+    publisher = null;
+    micStream?.getTracks().forEach((t) => t.stop());
+    micStream = null;
+    send({ type: "unpublish" });
+    if (!closed) setState({ microphone: false });
+  };
+
+  /** @param {any} msg */
+  const onControl = async (msg) => {
+    switch (msg?.type) {
+      case "hello":
+        if (micWanted) void publish().catch((err) => setState({ reason: `microphone: ${err}` }));
+        break;
+      case "offer":
+        await onOffer(String(msg.sdp)).catch((err) => dropAndReconnect(`negotiation failed: ${err}`));
+        break;
+      case "answer":
+        if (publisher) {
+          await publisher.setRemoteDescription({ type: "answer", sdp: String(msg.sdp) }).then(
+            () => setState({ microphone: true }),
+            (err) => setState({ reason: `microphone: ${err}` }),
+          );
+        }
+        break;
+      case "republish":
+        if (micWanted) void publish().catch(() => {});
+        break;
+      case "transcript":
+        options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
+        break;
+      case "error":
+        setState({ reason: String(msg.code ?? "error") });
+        break;
+      case "ended":
+        setState({ reason: String(msg.reason ?? "session_ended") });
+        break;
+    }
+  };
+
+  const connect = () => {
+    if (closed) return;
+    const socket = new WebSocket(endpoint, [SFU_SUBPROTOCOL, `bearer.${token}`]);
+    ws = socket;
+    socket.onmessage = (e) => {
+      if (typeof e.data !== "string") return;
+      let msg;
+      try {
+        msg = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      failures = 0;
+      void onControl(msg);
+    };
+    socket.onclose = (e) => {
+      if (ws !== socket) return;
+      ws = null;
+      void onClose(e.code, e.reason);
+    };
+    socket.onerror = () => {};
+  };
+
+  /** Drops the connection (ICE failed, negotiation broke) and reconnects as after an unexpected close. */
+  /** @param {string} reason */
+  const dropAndReconnect = (reason) => {
+    if (closed) return;
+    const socket = ws;
+    ws = null;
+    if (socket && socket.readyState <= WebSocket.OPEN) socket.close(4000, "reconnect");
+    void onClose(4000, reason);
+  };
+
+  /**
+   * @param {number} code
+   * @param {string} reason
+   */
+  const onClose = async (code, reason) => {
+    if (closed) return;
+    viewer?.close();
+    viewer = null;
+    publisher?.close();
+    publisher = null;
+    if (code === 1000) {
+      teardown();
+      setState({ state: "ended", closeCode: code, reason: reason || "session_ended" });
+      return;
+    }
+    if (FINAL_CLOSES.has(code)) {
+      teardown();
+      setState({ state: "failed", closeCode: code, reason });
+      return;
+    }
+    if (++failures > maxReconnects) {
+      teardown();
+      setState({
+        state: "failed",
+        reason: `gave up after ${maxReconnects} reconnection attempts (${code} ${reason})`,
+      });
+      return;
+    }
+    setState({ state: "reconnecting", closeCode: code, reason });
+    if (options.refreshToken) {
+      try {
+        const fresh = await options.refreshToken();
+        const m = fresh.streamMetadata;
+        if (m?.session_token) token = m.session_token;
+        if (m?.sfu_endpoint) endpoint = m.sfu_endpoint;
+        if (m?.ice_servers) iceServers = /** @type {RTCIceServer[]} */ (m.ice_servers);
+      } catch (err) {
+        teardown();
+        setState({ state: "failed", reason: `could not refresh the session token: ${err}` });
+        return;
+      }
+    } else if (code === 4401) {
+      teardown();
+      setState({
+        state: "failed",
+        reason: "the session token expired and no refreshToken callback was given",
+      });
+      return;
+    }
+    if (closed) return;
+    reconnects++;
+    const delay = Math.min(4000, 250 * 2 ** (failures - 1));
+    retryTimer = setTimeout(connect, delay);
+  };
+
+  const pollStats = async () => {
+    try {
+      if (viewer) {
+        for (const s of (await viewer.getStats()).values()) {
+          if (s.type !== "inbound-rtp") continue;
+          if (s.kind === "video" && s.jitterBufferEmittedCount > 0) {
+            counters.latencyMs = Math.round(s.jitterBufferDelay / s.jitterBufferEmittedCount * 1000);
+          }
+        }
+        let bytes = 0;
+        for (const s of (await viewer.getStats()).values()) {
+          if (s.type === "inbound-rtp") bytes += s.bytesReceived ?? 0;
+        }
+        counters.bytesReceived = bytesBefore + bytes;
+      }
+      if (publisher) {
+        let sent = 0;
+        for (const s of (await publisher.getStats()).values()) {
+          if (s.type === "outbound-rtp") sent += s.packetsSent ?? 0;
+        }
+        counters.micFramesSent = micBefore + sent;
+      }
+    } catch { /* a PeerConnection closed meanwhile */ }
+  };
+  const statsTimer = setInterval(() => void pollStats(), STATS_PERIOD_MS);
+
+  const teardown = () => {
+    closed = true;
+    clearTimeout(retryTimer);
+    clearInterval(statsTimer);
+    const socket = ws;
+    ws = null;
+    if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000);
+    viewer?.close();
+    viewer = null;
+    publisher?.close();
+    publisher = null;
+    micStream?.getTracks().forEach((t) => t.stop());
+    micStream = null;
+  };
+
+  video.playsInline = true;
+  watchFirstFrame();
+  setState({ state: "connecting" });
+  connect();
+
+  return {
+    state: () => ({ ...current }),
+    stats: () => {
+      const q = typeof video.getVideoPlaybackQuality === "function" ? video.getVideoPlaybackQuality() : null;
+      return {
+        framesDecoded: q ? q.totalVideoFrames : 0,
+        framesDropped: q ? q.droppedVideoFrames : 0,
+        latencyMs: counters.latencyMs,
+        bytesReceived: counters.bytesReceived,
+        micFramesSent: counters.micFramesSent,
+        reconnects,
+      };
+    },
+    setMicrophone: async (/** @type {boolean} */ on) => {
+      micWanted = on;
+      if (on) await publish();
+      else unpublish();
+    },
+    close: () => {
+      if (closed) return;
+      teardown();
+      setState({ state: "ended", reason: "closed" });
+    },
+  };
+}

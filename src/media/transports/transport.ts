@@ -1,0 +1,121 @@
+/**
+ * The seam between a session's media pipeline and the way its media reaches the browser.
+ *
+ * The pipeline (`../session_media.ts`: media clock, speech playout, renderer, the two encoders) emits
+ * **encoded** media: H.264 access units and Opus packets, each stamped on the session's timeline. A
+ * transport takes them to the session's clients and brings the user's microphone back as PCM:
+ *
+ * | transport | downstream | upstream | clients |
+ * |---|---|---|---|
+ * | `websocket_fmp4` (`ws_fmp4/`) | fMP4 fragments over the media WebSocket | PCM16 frames on the same socket | media WebSockets |
+ * | `webrtc_sfu` (`webrtc_sfu/`) | RTP to a Janus Streaming mountpoint, WebRTC to the browser | Opus RTP forwarded by a Janus VideoRoom, decoded to PCM | subscribers whose PeerConnection is up |
+ *
+ * A transport reports how many clients are connected (speech waits for one; lifetimes count them), and
+ * may fail on its own (its media server is gone), which ends the session.
+ *
+ * @module
+ */
+import type { EndReason } from "../../sessions/end_reasons.ts";
+import type { OpusHead } from "../ogg_opus.ts";
+
+/** Transports of the media plane (the resolved values of a session's `transport`). */
+export type TransportKind = "websocket_fmp4" | "webrtc_sfu";
+
+/** The stream's codec configuration, known once both encoders have written their headers. */
+export interface StreamConfig {
+  width: number;
+  height: number;
+  fps: number;
+  /** H.264 AVCDecoderConfigurationRecord (SPS and PPS inside). */
+  avcC: Uint8Array;
+  /** Opus identification header of the audio track (mono, 48 kHz). */
+  opus: OpusHead;
+  /** Sample rate the engine takes the user's audio at (PCM16 mono). */
+  inputSampleRate: number;
+  /** Milliseconds since the start of the session's timeline (the media clock), now. */
+  timelineMs(): number;
+}
+
+/** One encoded video frame. */
+export interface EncodedVideoFrame {
+  /** Frame index on the timeline (frame `k` is due at `k / fps` s). */
+  index: number;
+  /** Presentation time, 90 kHz ticks from the timeline's start. */
+  pts: number;
+  /** Duration, 90 kHz ticks. */
+  duration: number;
+  /** One H.264 access unit in AVCC form (4-byte big-endian NAL lengths), no parameter sets in band. */
+  data: Uint8Array;
+  /** An IDR frame (a client can start decoding here). */
+  key: boolean;
+}
+
+/** One encoded audio packet. */
+export interface EncodedAudioPacket {
+  /** Position in the encoder's output, 48 kHz samples (Opus pre-skip included). */
+  pts: number;
+  /** Duration, 48 kHz samples. */
+  samples: number;
+  /** One Opus packet. */
+  data: Uint8Array;
+}
+
+/** Control messages for clients (both transports deliver them as JSON text). */
+export type ControlMessage =
+  | { type: "interrupt"; response_id: string }
+  | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean };
+
+/** How a transport failure ends the session. */
+export interface TransportFailure {
+  /** Short machine reason (logs, the `ended` message). */
+  reason: string;
+  /** End reason recorded for the session. */
+  endReason: EndReason;
+  /** The session's warning (provider-agnostic). */
+  warning: string;
+}
+
+/** What the pipeline gives a transport. */
+export interface TransportHooks {
+  /** Upstream microphone audio: PCM16LE mono at the engine's input rate, 10–100 ms per call. */
+  upstream(pcm: Uint8Array): void;
+  /** The number of connected clients changed. */
+  clientsChanged(count: number): void;
+  /** The transport failed on its own; the session ends with this outcome. */
+  fail(failure: TransportFailure): void;
+}
+
+/** Counters of a transport. */
+export interface TransportStats {
+  /** Media bytes sent towards clients (or the SFU). */
+  bytesSent: number;
+  /** Clients closed because they fell behind. */
+  slowClientsClosed: number;
+}
+
+/** A session's transport. */
+export interface MediaTransport {
+  readonly kind: TransportKind;
+  /** Clients connected now. */
+  readonly clients: number;
+  /** Called once, before the first frame, with the stream's codec configuration. */
+  configure(config: StreamConfig): void;
+  /** An encoded video frame, as soon as it is out of the encoder. */
+  video(frame: EncodedVideoFrame): void;
+  /** An encoded audio packet, as soon as it is out of the encoder (it may be ahead of the clock). */
+  audio(packet: EncodedAudioPacket): void;
+  /** A control message for every client. */
+  control(message: ControlMessage): void;
+  /**
+   * Ends delivery: clients are told why (`failed` null: the session ended) and closed; the transport's
+   * resources (sockets, SFU objects) are released.
+   */
+  close(failed: string | null): Promise<void>;
+  stats(): TransportStats;
+}
+
+/**
+ * Opens a session's transport. Throws an {@link import("../../errors.ts").ApiError} when it cannot be set
+ * up (e.g. `SVC_SFU_CONNECTION_FAILED`); nothing is left open then.
+ */
+export type TransportFactory = (hooks: TransportHooks) => Promise<MediaTransport>;

@@ -1,0 +1,553 @@
+/**
+ * The `webrtc_sfu` transport of one session, on Janus:
+ *
+ * - **Downstream**: one Streaming mountpoint per session (`session_objects.ts`: private, with a random pin
+ *   and secret that never leave the worker). The encoded frames are packetized here as RTP (H.264 packetization mode 1, Opus) and
+ *   sent over UDP to the mountpoint's ports; audio is paced to the media clock (sent when due, not ahead),
+ *   so audio and video reach the browser in step. Janus keeps the latest keyframe (`bufferkf`) for joiners.
+ * - **Upstream**: one VideoRoom room per session (private, random pin). A client publishes its microphone
+ *   (audio only); the newest publisher's audio is forwarded (`rtp_forward`) to this worker's
+ *   {@link MicReceiver}, decoded to PCM and sent to the engine.
+ * - **Signalling**: each client holds a WebSocket to the worker (`src/api/routes/sfu.ts`), authorized by
+ *   the session's `session_token`; the worker speaks to Janus for it (see docs/media-plane.md, "WebRTC").
+ *   A client counts as connected while its subscriber PeerConnection is up (Janus `webrtcup`).
+ * - **Janus lost**: the session's clients are told nothing is lost yet; when Janus is back (within
+ *   `SVC_SFU_RECOVERY_TIMEOUT_S`) the mountpoint and room are recreated and every client gets a new offer
+ *   (and a `republish` request); otherwise the session fails with end reason `sfu_failed`.
+ *
+ * @module
+ */
+import dgram from "node:dgram";
+import type { Logger } from "../../../log.ts";
+import { MEDIA_CLOSE } from "../../close_codes.ts";
+import type { VideoFormat } from "../../renderer.ts";
+import type {
+  ControlMessage,
+  EncodedAudioPacket,
+  EncodedVideoFrame,
+  MediaTransport,
+  StreamConfig,
+  TransportHooks,
+  TransportStats,
+} from "../transport.ts";
+import { type JanusConnection, JanusError, type JanusHandle, type Jsep } from "./janus.ts";
+import { MicReceiver } from "./mic.ts";
+import { avcCParameterSets, packetizeH264 } from "./rtp.ts";
+import {
+  createSfuObjects,
+  destroySfuObjects,
+  destroyStaleSfuObjects,
+  type SfuObjects,
+  type SfuObjectsSpec,
+} from "./session_objects.ts";
+import { type JanusSfu, sfuError } from "./sfu.ts";
+
+/** Audio is sent this long before it is due on the media clock (ms). */
+const AUDIO_LEAD_MS = 10;
+/** Largest signalling message accepted from a client, bytes. */
+const MAX_SIGNAL_MESSAGE = 64 * 1024;
+/** Budget for destroying the session's Janus objects at the end, ms. */
+const TEARDOWN_MS = 3000;
+
+/** The socket side of a signalling client (a WebSocket in production). */
+export interface SignalSocket {
+  send(text: string): void;
+  close(code: number, reason: string): void;
+}
+
+/** A client attached to the transport (the socket layer holds it). */
+export interface SignalClient {
+  /** A text message from the client. */
+  receive(text: string): void;
+  /** The client's socket closed. */
+  detach(): void;
+}
+
+/** What the transport needs. */
+export interface WebRtcSfuDeps {
+  sfu: JanusSfu;
+  sessionId: string;
+  format: VideoFormat;
+  /** Sample rate the engine takes the user's audio at. */
+  inputSampleRate: number;
+  /** Signalling clients allowed at once (more: close 4429). */
+  maxClients: number;
+  logger: Logger;
+  hooks: TransportHooks;
+}
+
+interface Client {
+  socket: SignalSocket;
+  viewer: JanusHandle | null;
+  /** The subscriber's PeerConnection is up. */
+  up: boolean;
+  publisher: { handle: JanusHandle; publisherId: number; mid: string; forward: number | null } | null;
+  /** The client asked to publish its microphone (asked again after a Janus restart). */
+  wantsMic: boolean;
+  /** Signalling steps run one after the other. */
+  ops: Promise<void>;
+  gone: boolean;
+}
+
+/** WebRTC through Janus. */
+export class WebRtcSfuTransport implements MediaTransport {
+  readonly kind = "webrtc_sfu";
+  readonly #d: WebRtcSfuDeps;
+  readonly #sender: dgram.Socket;
+  readonly #mic: MicReceiver;
+  readonly #clients = new Set<Client>();
+  #objects: SfuObjects | null = null;
+  #previous: SfuObjects | null = null;
+  #unsubscribe: () => void = () => {};
+  #config: StreamConfig | null = null;
+  #parameterSets: Uint8Array[] = [];
+  #audioQueue: { due: number; packet: EncodedAudioPacket }[] = [];
+  #audioTimer: ReturnType<typeof setTimeout> | undefined;
+  #recoveryTimer: ReturnType<typeof setTimeout> | undefined;
+  #micOwner: Client | null = null;
+  #upCount = 0;
+  #closed = false;
+  #bytesSent = 0;
+
+  private constructor(deps: WebRtcSfuDeps, sender: dgram.Socket, mic: MicReceiver) {
+    this.#d = deps;
+    this.#sender = sender;
+    this.#mic = mic;
+  }
+
+  /**
+   * Sets the session up on Janus (mountpoint, room) and opens the RTP sockets. Throws
+   * `SVC_SFU_CONNECTION_FAILED` (503), `SVC_SFU_ROOM_FULL` (503) or `SVC_SFU_NEGOTIATION_FAILED` (502);
+   * nothing is left behind then.
+   */
+  static async open(deps: WebRtcSfuDeps): Promise<WebRtcSfuTransport> {
+    const { config } = deps.sfu;
+    const connection = await deps.sfu.connection();
+    const sender = dgram.createSocket(config.rtpHost.includes(":") ? "udp6" : "udp4");
+    sender.on("error", () => {});
+    let mic: MicReceiver | null = null;
+    try {
+      // The microphone goes to the engine only while someone holds it (see #forward).
+      let t: WebRtcSfuTransport | null = null;
+      mic = await MicReceiver.open(config.workerRtpHost, deps.inputSampleRate, (pcm) => t?.upstream(pcm));
+      t = new WebRtcSfuTransport(deps, sender, mic);
+      t.#objects = await createSfuObjects(connection, t.#objectsSpec());
+      t.#unsubscribe = deps.sfu.subscribe({ lost: () => t!.#lost(), restored: (c) => t!.#restored(c) });
+      return t;
+    } catch (err) {
+      await mic?.close();
+      await new Promise<void>((r) => sender.close(() => r()));
+      throw sfuError(err);
+    }
+  }
+
+  get clients(): number {
+    return this.#upCount;
+  }
+
+  #objectsSpec(): SfuObjectsSpec {
+    const { sfu, format, sessionId, maxClients } = this.#d;
+    return { sfu, format, sessionId, publishers: maxClients };
+  }
+
+  /** Microphone packets received and PCM bytes sent to the engine (for tests and the bench). */
+  micStats(): MicReceiver["stats"] {
+    return this.#mic.stats;
+  }
+
+  // ---- downstream ----
+
+  configure(config: StreamConfig): void {
+    this.#config = config;
+    this.#parameterSets = avcCParameterSets(config.avcC);
+  }
+
+  video(frame: EncodedVideoFrame): void {
+    const o = this.#objects;
+    if (this.#closed || !o) return;
+    const packets = packetizeH264(o.video, frame.data, frame.pts, frame.key ? this.#parameterSets : []);
+    for (const p of packets) this.#send(p, o.mountpoint.videoPort);
+  }
+
+  audio(packet: EncodedAudioPacket): void {
+    if (this.#closed || !this.#config) return;
+    const due = (packet.pts - this.#config.opus.preSkip) / 48;
+    this.#audioQueue.push({ due, packet });
+    this.#paceAudio();
+  }
+
+  /** Sends the audio that is due (paced to the media clock) and wakes up for the next packet. */
+  #paceAudio = (): void => {
+    clearTimeout(this.#audioTimer);
+    this.#audioTimer = undefined;
+    if (this.#closed || !this.#config) return;
+    const now = this.#config.timelineMs();
+    const o = this.#objects;
+    while (this.#audioQueue.length && this.#audioQueue[0].due <= now + AUDIO_LEAD_MS) {
+      const { packet } = this.#audioQueue.shift()!;
+      if (o) this.#send(o.audio.packet(packet.pts, false, packet.data), o.mountpoint.audioPort);
+    }
+    if (this.#audioQueue.length) {
+      const wait = Math.max(1, Math.ceil(this.#audioQueue[0].due - AUDIO_LEAD_MS - now));
+      this.#audioTimer = setTimeout(this.#paceAudio, wait);
+    }
+  };
+
+  #send(packet: Uint8Array, port: number): void {
+    this.#bytesSent += packet.length;
+    try {
+      this.#sender.send(packet, port, this.#d.sfu.config.rtpHost);
+    } catch { /* the socket is closing */ }
+  }
+
+  control(message: ControlMessage): void {
+    const text = JSON.stringify(message);
+    for (const c of this.#clients) this.#tell(c, text);
+  }
+
+  // ---- clients ----
+
+  /**
+   * Attaches a signalling client: it gets a `hello` and the subscriber offer. Returns null when it was
+   * refused (closed with 4429: too many clients).
+   */
+  attach(socket: SignalSocket): SignalClient | null {
+    if (this.#closed) return null;
+    if (this.#clients.size >= this.#d.maxClients) {
+      socket.close(MEDIA_CLOSE.TOO_MANY_CLIENTS.code, MEDIA_CLOSE.TOO_MANY_CLIENTS.reason);
+      return null;
+    }
+    const client: Client = {
+      socket,
+      viewer: null,
+      up: false,
+      publisher: null,
+      wantsMic: false,
+      ops: Promise.resolve(),
+      gone: false,
+    };
+    this.#clients.add(client);
+    const { width, height, fps } = this.#d.format;
+    this.#tell(
+      client,
+      JSON.stringify({
+        type: "hello",
+        session_id: this.#d.sessionId,
+        transport: "webrtc_sfu",
+        video: { width, height, fps },
+      }),
+    );
+    this.#run(client, () => this.#subscribe(client));
+    return {
+      receive: (text) => this.#onSignal(client, text),
+      detach: () => this.#detach(client),
+    };
+  }
+
+  #tell(client: Client, text: string): void {
+    if (client.gone) return;
+    try {
+      client.socket.send(text);
+    } catch { /* closing */ }
+  }
+
+  /** Runs a signalling step for a client after its previous ones. */
+  #run(client: Client, step: () => Promise<void>): void {
+    client.ops = client.ops.then(async () => {
+      if (client.gone || this.#closed) return;
+      try {
+        await step();
+      } catch (err) {
+        if (client.gone || this.#closed || !this.#objects) return; // Janus went away: recovery redoes it
+        this.#d.logger.warn("sfu signalling step failed", {
+          session_id: this.#d.sessionId,
+          error: err instanceof JanusError ? `janus ${err.code}` : String(err).slice(0, 120),
+        });
+        this.#tell(
+          client,
+          JSON.stringify({
+            type: "error",
+            code: "SVC_SFU_NEGOTIATION_FAILED",
+            message: "Media negotiation failed.",
+          }),
+        );
+      }
+    });
+  }
+
+  #onSignal(client: Client, text: string): void {
+    if (client.gone || this.#closed) return;
+    if (text.length > MAX_SIGNAL_MESSAGE) {
+      this.#detach(client);
+      client.socket.close(1009, "message_too_big");
+      return;
+    }
+    let msg: { type?: unknown; sdp?: unknown };
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return; // not JSON: ignored, like unknown types
+    }
+    const sdp = typeof msg?.sdp === "string" ? msg.sdp : null;
+    switch (msg?.type) {
+      case "answer":
+        if (sdp) this.#run(client, () => this.#start(client, { type: "answer", sdp }));
+        break;
+      case "publish":
+        if (sdp) {
+          client.wantsMic = true;
+          this.#run(client, () => this.#publish(client, { type: "offer", sdp }));
+        }
+        break;
+      case "unpublish":
+        client.wantsMic = false;
+        this.#run(client, () => this.#unpublish(client));
+        break;
+    }
+  }
+
+  /** Watches the mountpoint for the client and sends it Janus's offer. */
+  async #subscribe(client: Client): Promise<void> {
+    const o = this.#objects;
+    if (!o) return; // Janus is away: #restored subscribes every client
+    const viewer = await o.session.attach("janus.plugin.streaming");
+    if (client.gone || this.#objects !== o) {
+      await viewer.detach();
+      return;
+    }
+    client.viewer = viewer;
+    viewer.onEvent((m) => {
+      if (client.viewer !== viewer) return;
+      if (m.janus === "webrtcup") this.#setUp(client, true);
+      else if (m.janus === "hangup" || m.janus === "detached") this.#setUp(client, false);
+    });
+    const { jsep } = await viewer.message({ request: "watch", id: o.mountpoint.id, pin: o.mountpoint.pin });
+    if (!jsep) throw new JanusError(0, "no offer for the subscriber");
+    this.#tell(client, JSON.stringify({ type: "offer", sdp: jsep.sdp }));
+  }
+
+  async #start(client: Client, answer: Jsep): Promise<void> {
+    if (!client.viewer) return;
+    await client.viewer.message({ request: "start" }, answer);
+  }
+
+  /** Publishes the client's microphone in the room and forwards it to this worker (newest client wins). */
+  async #publish(client: Client, offer: Jsep): Promise<void> {
+    const o = this.#objects;
+    if (!o) return;
+    await this.#unpublish(client);
+    const handle = await o.session.attach("janus.plugin.videoroom");
+    if (client.gone || this.#objects !== o) {
+      await handle.detach();
+      return;
+    }
+    const joined = await handle.message({
+      request: "join",
+      ptype: "publisher",
+      room: o.room.id,
+      pin: o.room.pin,
+      display: "microphone",
+    });
+    const publisherId = Number(joined.data.id);
+    const mid = audioMid(offer.sdp) ?? "0";
+    client.publisher = { handle, publisherId, mid, forward: null };
+    const { jsep } = await handle.message(
+      { request: "publish", audio: true, video: false, data: false },
+      offer,
+    );
+    if (!jsep) throw new JanusError(0, "no answer for the publisher");
+    this.#tell(client, JSON.stringify({ type: "answer", sdp: jsep.sdp }));
+    await this.#forward(client);
+  }
+
+  /** Makes `client` the microphone owner: its audio is forwarded here, the previous owner's is not. */
+  async #forward(client: Client): Promise<void> {
+    const o = this.#objects;
+    const pub = client.publisher;
+    if (!o || !pub) return;
+    const previous = this.#micOwner;
+    this.#micOwner = client;
+    if (previous && previous !== client) await this.#stopForward(previous);
+    const { sfu } = this.#d;
+    const host = sfu.config.workerRtpHost;
+    const res = await o.videoroom.request({
+      request: "rtp_forward",
+      admin_key: sfu.secret,
+      secret: o.room.secret,
+      room: o.room.id,
+      publisher_id: pub.publisherId,
+      host,
+      host_family: host.includes(":") ? "ipv6" : "ipv4",
+      streams: [{ mid: pub.mid, port: this.#mic.port }],
+    });
+    const forwarders = (res.forwarders as { stream_id?: number }[] | undefined) ?? [];
+    pub.forward = forwarders[0]?.stream_id ?? null;
+  }
+
+  async #stopForward(client: Client): Promise<void> {
+    const o = this.#objects;
+    const pub = client.publisher;
+    if (!o || !pub || pub.forward === null) return;
+    const streamId = pub.forward;
+    pub.forward = null;
+    await o.videoroom.request({
+      request: "stop_rtp_forward",
+      admin_key: this.#d.sfu.secret,
+      secret: o.room.secret,
+      room: o.room.id,
+      publisher_id: pub.publisherId,
+      stream_id: streamId,
+    }).catch(() => {});
+  }
+
+  async #unpublish(client: Client): Promise<void> {
+    const pub = client.publisher;
+    if (!pub) return;
+    await this.#stopForward(client);
+    client.publisher = null;
+    if (this.#micOwner === client) this.#micOwner = null;
+    await pub.handle.detach();
+  }
+
+  /** Microphone PCM from the receiver: to the engine while a client holds the microphone. */
+  private upstream(pcm: Uint8Array): void {
+    if (this.#closed || !this.#micOwner) return;
+    this.#d.hooks.upstream(pcm);
+  }
+
+  #setUp(client: Client, up: boolean): void {
+    if (client.up === up) return;
+    client.up = up;
+    this.#upCount += up ? 1 : -1;
+    this.#d.hooks.clientsChanged(this.#upCount);
+  }
+
+  #detach(client: Client): void {
+    if (client.gone) return;
+    client.gone = true;
+    this.#clients.delete(client);
+    this.#setUp(client, false);
+    const viewer = client.viewer;
+    client.viewer = null;
+    void (async () => {
+      await client.ops.catch(() => {});
+      if (this.#micOwner === client) this.#micOwner = null;
+      await this.#stopForward(client);
+      await client.publisher?.handle.detach();
+      client.publisher = null;
+      await viewer?.detach();
+    })();
+  }
+
+  // ---- Janus lost and back ----
+
+  #lost(): void {
+    if (this.#closed) return;
+    this.#previous = this.#objects ?? this.#previous;
+    this.#objects = null;
+    for (const c of this.#clients) {
+      c.viewer = null;
+      c.publisher = null;
+      this.#setUp(c, false);
+    }
+    this.#micOwner = null;
+    this.#d.logger.warn("sfu lost: waiting for it to come back", { session_id: this.#d.sessionId });
+    this.#recoveryTimer ??= setTimeout(() => {
+      this.#recoveryTimer = undefined;
+      if (this.#closed || this.#objects) return;
+      this.#d.hooks.fail({
+        reason: "sfu_unreachable",
+        endReason: "sfu_failed",
+        warning: "The media server became unreachable.",
+      });
+    }, this.#d.sfu.config.recoveryTimeoutMs);
+  }
+
+  async #restored(connection: JanusConnection): Promise<void> {
+    if (this.#closed || this.#objects) return;
+    let objects: SfuObjects;
+    try {
+      const previous = this.#previous;
+      this.#previous = null;
+      if (previous) await destroyStaleSfuObjects(connection, previous);
+      objects = await createSfuObjects(connection, this.#objectsSpec());
+    } catch (err) {
+      if (!connection.open) return; // lost again: the next recovery tries again
+      clearTimeout(this.#recoveryTimer);
+      this.#recoveryTimer = undefined;
+      this.#d.logger.error("sfu objects could not be recreated", {
+        session_id: this.#d.sessionId,
+        error: sfuError(err).code,
+      });
+      this.#d.hooks.fail({
+        reason: "sfu_setup_failed",
+        endReason: "sfu_failed",
+        warning: "The media server could not be set up again.",
+      });
+      return;
+    }
+    if (this.#closed) {
+      await destroySfuObjects(objects);
+      return;
+    }
+    clearTimeout(this.#recoveryTimer);
+    this.#recoveryTimer = undefined;
+    this.#objects = objects;
+    this.#d.logger.info("sfu objects recreated", { session_id: this.#d.sessionId });
+    for (const c of this.#clients) {
+      this.#run(c, () => this.#subscribe(c));
+      if (c.wantsMic) this.#tell(c, JSON.stringify({ type: "republish" }));
+    }
+  }
+
+  // ---- end ----
+
+  async close(failed: string | null): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#audioTimer);
+    clearTimeout(this.#recoveryTimer);
+    this.#audioQueue = [];
+    this.#unsubscribe();
+    const ended = JSON.stringify({ type: "ended", reason: failed ?? "session_ended" });
+    const close = failed ? MEDIA_CLOSE.MEDIA_FAILED : MEDIA_CLOSE.SESSION_ENDED;
+    for (const c of [...this.#clients]) {
+      this.#tell(c, ended);
+      this.#detach(c);
+      try {
+        c.socket.close(close.code, close.reason);
+      } catch { /* closed already */ }
+    }
+    const o = this.#objects;
+    this.#objects = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      o ? destroySfuObjects(o) : Promise.resolve(),
+      new Promise<void>((r) => timer = setTimeout(r, TEARDOWN_MS)),
+    ]);
+    clearTimeout(timer);
+    await this.#mic.close();
+    await new Promise<void>((r) => {
+      try {
+        this.#sender.close(() => r());
+      } catch {
+        r();
+      }
+    });
+  }
+
+  stats(): TransportStats {
+    return { bytesSent: this.#bytesSent, slowClientsClosed: 0 };
+  }
+}
+
+/** The `mid` of the first audio section of an SDP (the browser's microphone track). */
+export function audioMid(sdp: string): string | null {
+  const sections = sdp.split(/\r?\nm=/);
+  for (const s of sections) {
+    if (!s.startsWith("audio") && !s.startsWith("m=audio")) continue;
+    const m = /\r?\na=mid:([^\r\n]+)/.exec(s);
+    if (m) return m[1].trim();
+  }
+  return null;
+}

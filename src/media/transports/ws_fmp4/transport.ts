@@ -1,0 +1,165 @@
+/**
+ * The `websocket_fmp4` transport: the encoded frames are muxed into fragmented MP4 in-process (one
+ * `moof`+`mdat` per video frame, audio in fragments of about 20 ms) and fanned out to the session's media
+ * WebSockets (`src/api/routes/media.ts`), which send the microphone back as PCM16 frames. Protocol:
+ * docs/media-plane.md.
+ *
+ * @module
+ */
+import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { avcCodecString } from "../../flv.ts";
+import type {
+  ControlMessage,
+  EncodedAudioPacket,
+  EncodedVideoFrame,
+  MediaTransport,
+  StreamConfig,
+  TransportHooks,
+  TransportStats,
+} from "../transport.ts";
+import { Fanout, type FanoutLimits, type MediaClient } from "./fanout.ts";
+import { AUDIO_TRACK_ID, initSegment, mediaSegment, type Sample, VIDEO_TRACK_ID } from "./fmp4.ts";
+
+/** Largest upstream audio frame, bytes (the engine protocol's limit). */
+export const MAX_UPSTREAM_FRAME = 64 * 1024;
+/** Audio fragments are sent when they hold 20 ms of audio or 4 ms after their first packet. */
+const AUDIO_FLUSH_SAMPLES = 960;
+const AUDIO_FLUSH_MS = 4;
+
+/** A client attached to the session (the socket layer holds it). */
+export interface AttachedClient {
+  /** Upstream microphone audio (PCM16LE at the engine's input rate). */
+  receive(data: Uint8Array): void;
+  /** The client's socket closed. */
+  detach(): void;
+}
+
+/** fMP4 over WebSocket. */
+export class WsFmp4Transport implements MediaTransport {
+  readonly kind = "websocket_fmp4";
+  readonly #fanout: Fanout;
+  readonly #hooks: TransportHooks;
+  #config: StreamConfig | null = null;
+  #seq = 1;
+  #audioPending: Sample[] = [];
+  #audioPendingSamples = 0;
+  /** Position of the next audio fragment, 48 kHz samples of the encoder's output. */
+  #audioPts: number | null = null;
+  #audioFlushTimer: ReturnType<typeof setTimeout> | undefined;
+  #micOwner: MediaClient | null = null;
+  #closed = false;
+
+  constructor(sessionId: string, limits: FanoutLimits, hooks: TransportHooks) {
+    this.sessionId = sessionId;
+    this.#hooks = hooks;
+    this.#fanout = new Fanout(limits, (n) => hooks.clientsChanged(n));
+  }
+
+  readonly sessionId: string;
+
+  get clients(): number {
+    return this.#fanout.count;
+  }
+
+  configure(config: StreamConfig): void {
+    this.#config = config;
+    const { width, height, fps, avcC, opus, inputSampleRate } = config;
+    this.#fanout.setInit({
+      type: "hello",
+      session_id: this.sessionId,
+      mime: `video/mp4; codecs="${avcCodecString(avcC)}, opus"`,
+      video: { width, height, fps },
+      input_sample_rate: inputSampleRate,
+    }, initSegment({ width, height, avcC, opus }));
+  }
+
+  video(frame: EncodedVideoFrame): void {
+    if (this.#closed) return;
+    const seg = mediaSegment(this.#seq++, VIDEO_TRACK_ID, frame.pts, [
+      { data: frame.data, duration: frame.duration, key: frame.key },
+    ]);
+    this.#fanout.publish({
+      kind: "video",
+      data: seg,
+      key: frame.key,
+      startMs: frame.pts / 90,
+      endMs: (frame.pts + frame.duration) / 90,
+    });
+  }
+
+  audio(packet: EncodedAudioPacket): void {
+    if (this.#closed) return;
+    this.#audioPts ??= packet.pts;
+    this.#audioPending.push({ data: packet.data, duration: packet.samples, key: true });
+    this.#audioPendingSamples += packet.samples;
+    if (this.#audioPendingSamples >= AUDIO_FLUSH_SAMPLES) this.#flushAudio();
+    else this.#audioFlushTimer ??= setTimeout(() => this.#flushAudio(), AUDIO_FLUSH_MS);
+  }
+
+  #flushAudio(): void {
+    clearTimeout(this.#audioFlushTimer);
+    this.#audioFlushTimer = undefined;
+    if (!this.#audioPending.length || this.#closed || this.#audioPts === null) return;
+    const samples = this.#audioPending;
+    const start = this.#audioPts;
+    this.#audioPending = [];
+    this.#audioPts += this.#audioPendingSamples;
+    this.#audioPendingSamples = 0;
+    const skip = this.#config?.opus.preSkip ?? 0;
+    this.#fanout.publish({
+      kind: "audio",
+      data: mediaSegment(this.#seq++, AUDIO_TRACK_ID, start, samples),
+      key: true,
+      startMs: (start - skip) / 48,
+      endMs: (this.#audioPts - skip) / 48,
+    });
+  }
+
+  control(message: ControlMessage): void {
+    this.#fanout.broadcast(message);
+  }
+
+  /**
+   * Attaches a media client: it receives the stream from the latest keyframe; the newest client holds
+   * the microphone (its upstream audio goes to the engine). Returns null when the client was refused.
+   */
+  attach(client: MediaClient): AttachedClient | null {
+    if (this.#closed || !this.#config || !this.#fanout.add(client)) return null;
+    this.#micOwner = client;
+    return {
+      receive: (data) => this.#upstream(client, data),
+      detach: () => {
+        this.#fanout.remove(client);
+        if (this.#micOwner === client) this.#micOwner = null;
+      },
+    };
+  }
+
+  #upstream(client: MediaClient, data: Uint8Array): void {
+    if (this.#closed || client !== this.#micOwner) return;
+    if (data.length === 0 || data.length % 2 !== 0 || data.length > MAX_UPSTREAM_FRAME) {
+      this.#fanout.remove(client);
+      client.close(MEDIA_CLOSE.BAD_FRAME.code, MEDIA_CLOSE.BAD_FRAME.reason);
+      return;
+    }
+    this.#hooks.upstream(data);
+  }
+
+  close(failed: string | null): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    clearTimeout(this.#audioFlushTimer);
+    if (failed) {
+      this.#fanout.broadcast({ type: "ended", reason: failed });
+      this.#fanout.closeAll(MEDIA_CLOSE.MEDIA_FAILED.code, MEDIA_CLOSE.MEDIA_FAILED.reason);
+    } else {
+      this.#fanout.broadcast({ type: "ended", reason: "session_ended" });
+      this.#fanout.closeAll(MEDIA_CLOSE.SESSION_ENDED.code, MEDIA_CLOSE.SESSION_ENDED.reason);
+    }
+    return Promise.resolve();
+  }
+
+  stats(): TransportStats {
+    return { bytesSent: this.#fanout.bytesSent, slowClientsClosed: this.#fanout.slowClosed };
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Audio formats on a vendor's wire and the conversions between them and the service's PCM16: agent audio
+ * (base64, PCM16LE or G.711) is decoded to PCM16 at the vendor's rate (the media plane resamples it to its
+ * 48 kHz clock, as for every engine), and the microphone's PCM16 at the service's input rate is resampled to
+ * the vendor's rate and encoded to base64.
+ *
+ * @module
+ */
+import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "./g711.ts";
+import { SincResampler } from "./resampler.ts";
+
+/** An audio format on a vendor's wire (mono). */
+export interface WireAudioFormat {
+  encoding: "pcm_s16le" | "mulaw" | "alaw";
+  sampleRate: number;
+}
+
+/** Rate of the microphone audio the service takes from its clients for vendor engines (Hz). */
+export const SERVICE_INPUT_RATE = 24000;
+
+/** Lowest and highest PCM rates accepted from a vendor. */
+const MIN_RATE = 8000;
+const MAX_RATE = 48000;
+
+/**
+ * Parses `pcm_16000`, `ulaw_8000`, `mulaw_8000` or `alaw_8000` (the vendors' `<encoding>_<rate>` names);
+ * null for anything else.
+ */
+export function parseRateFormat(name: unknown): WireAudioFormat | null {
+  if (typeof name !== "string") return null;
+  const m = /^(pcm|ulaw|mulaw|alaw)_(\d{4,5})$/.exec(name);
+  if (!m) return null;
+  const sampleRate = Number(m[2]);
+  if (m[1] === "pcm") {
+    return sampleRate >= MIN_RATE && sampleRate <= MAX_RATE ? { encoding: "pcm_s16le", sampleRate } : null;
+  }
+  if (sampleRate !== 8000) return null;
+  return { encoding: m[1] === "alaw" ? "alaw" : "mulaw", sampleRate };
+}
+
+/** Decodes a base64 chunk of agent audio to PCM16 samples (an odd trailing PCM byte is dropped). */
+export function decodeAgentAudio(base64: string, format: WireAudioFormat): Int16Array {
+  const bytes = Uint8Array.fromBase64(base64);
+  if (format.encoding === "mulaw") return decodeMulaw(bytes);
+  if (format.encoding === "alaw") return decodeAlaw(bytes);
+  return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+}
+
+/** PCM16LE bytes as samples (copied only when the bytes are not 2-aligned). */
+export function pcmSamples(pcm: Uint8Array): Int16Array {
+  const n = pcm.byteLength >> 1;
+  if (pcm.byteOffset % 2 === 0) return new Int16Array(pcm.buffer, pcm.byteOffset, n);
+  return new Int16Array(pcm.slice(0, n * 2).buffer);
+}
+
+/** Turns the service's microphone PCM16 into base64 chunks in a vendor's input format. */
+export class UserAudioEncoder {
+  readonly #resampler: SincResampler | null;
+
+  constructor(readonly format: WireAudioFormat, readonly inputRate = SERVICE_INPUT_RATE) {
+    this.#resampler = inputRate === format.sampleRate
+      ? null
+      : new SincResampler(inputRate, format.sampleRate);
+  }
+
+  /** Encodes PCM16LE bytes at the input rate; null when the chunk yields no sample yet. */
+  encode(pcm: Uint8Array): string | null {
+    const samples = this.#resampler ? this.#resampler.process(pcmSamples(pcm)) : pcmSamples(pcm);
+    if (samples.length === 0) return null;
+    return this.#bytes(samples).toBase64();
+  }
+
+  /** `ms` milliseconds of silence in the vendor's format, base64 (keeps a vendor fed while nobody talks). */
+  silence(ms: number): string {
+    return this.#bytes(new Int16Array(Math.round(this.format.sampleRate * ms / 1000))).toBase64();
+  }
+
+  #bytes(samples: Int16Array): Uint8Array {
+    if (this.format.encoding === "mulaw") return encodeMulaw(samples);
+    if (this.format.encoding === "alaw") return encodeAlaw(samples);
+    return new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength);
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The vendor1 realtime bridge: the vendor's realtime WebSocket (GA interface) as a provider connection.
+ *
+ * - Credential: the caller's ephemeral client secret, in the `Authorization: Bearer` header of the upgrade
+ *   (the vendor's server-side presentation), nowhere else; the URL is `SVC_VENDOR1_REALTIME_URL` as
+ *   configured (the secret carries the session's model).
+ * - Handshake: `session.created` announces the session's audio formats (PCM16 24 kHz, or G.711 µ-law/A-law
+ *   8 kHz), which the bridge adopts; its server-side voice detection settings say whether speech cuts the
+ *   agent off.
+ * - Media: microphone PCM (24 kHz) → `input_audio_buffer.append`; `response.output_audio.delta` → the
+ *   avatar's speech, one response per vendor response.
+ * - Barge-in: `input_audio_buffer.speech_started` flushes the responses still playing; once the media plane
+ *   reports how much of the cut response was heard, `conversation.item.truncate` tells the vendor.
+ * - Transcripts: the agent's audio transcript and the user's input transcription, per conversation item.
+ * - Ending: a close with 1000, or 1001 at the vendor's session time limit, ends the session normally; any
+ *   other close is an engine failure. Keepalive: WebSocket ping frames.
+ *
+ * @module
+ */
+import { decodeAgentAudio, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio/format.ts";
+import { AgentTurns } from "../agent_turns.ts";
+import type {
+  ConnectorDeps,
+  ConnectRequest,
+  ProviderClosure,
+  ProviderConnection,
+  ProviderConnector,
+} from "../types.ts";
+import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
+import {
+  handshake,
+  type HandshakeStep,
+  mentionsQuota,
+  startErrors,
+  vendorStartFailure,
+} from "../wire/handshake.ts";
+import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import { wsTransport } from "../wire/socket.ts";
+import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
+const str = (v: unknown): string => typeof v === "string" ? v : "";
+
+/** Connects sessions to the vendor1 realtime engine. */
+export class Vendor1RealtimeConnector implements ProviderConnector {
+  readonly #transport: SocketTransport;
+
+  constructor(readonly deps: ConnectorDeps) {
+    this.#transport = wsTransport({ caCerts: deps.caCerts, clock: deps.clock });
+  }
+
+  async connect(request: ConnectRequest): Promise<ProviderConnection> {
+    const { logger, clock } = this.deps;
+    const failed = <E extends { code: string }>(err: E, kind: string): E => {
+      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
+      return err;
+    };
+    const { socket, ready } = await request.credentials.use((c) =>
+      handshake<SessionFacts>({
+        transport: this.#transport,
+        clock,
+        timeoutMs: request.timeoutMs,
+        url: this.deps.vendors.vendor1RealtimeUrl,
+        headers: { Authorization: `Bearer ${String(c.client_secret)}` },
+        opened: () => {},
+        message: (frame) => {
+          const step = sessionCreated(frame);
+          if (step && "fail" in step) failed(step.fail, "error");
+          return step;
+        },
+        mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
+      })
+    );
+    const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
+    return new Vendor1Connection(socket, ctx, ready).attach({
+      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
+      ping: () => socket.ping(),
+    });
+  }
+}
+
+/** A message before ready: `session.created` (ready), an `error` (failure), or anything else (ignored). */
+function sessionCreated(frame: Frame): HandshakeStep<SessionFacts> {
+  if (typeof frame !== "string") return undefined;
+  const msg = obj(JSON.parse(frame));
+  if (is(msg.type, SERVER_EVENTS.error)) {
+    const e = obj(msg.error);
+    return {
+      fail: mentionsQuota(e.code, e.type, e.message) ? startErrors.quota() : startErrors.downstream(),
+    };
+  }
+  if (!is(msg.type, SERVER_EVENTS.sessionCreated)) return undefined;
+  const facts = readSession(msg.session);
+  return facts ? { ready: facts } : { fail: startErrors.unsupported() };
+}
+
+/** One audio part of a response, for truncation. */
+interface Part {
+  itemId: string;
+  contentIndex: number;
+  samples: number;
+}
+
+/** Responses whose parts are remembered (for truncation) at most. */
+const MAX_TRACKED = 16;
+
+class Vendor1Connection extends BridgeConnection {
+  readonly inputSampleRate = SERVICE_INPUT_RATE;
+  readonly outputSampleRate: number;
+  readonly #encoder: UserAudioEncoder;
+  readonly #turns: AgentTurns;
+  readonly #parts = new Map<string, Part[]>();
+  readonly #cancelled = new Set<string>();
+  readonly #agentText = new Map<string, string>();
+  readonly #userText = new Map<string, string>();
+  #expired = false;
+
+  constructor(socket: EngineSocket, ctx: ConnectionContext, readonly session: SessionFacts) {
+    super(socket, ctx);
+    this.outputSampleRate = session.output.sampleRate;
+    this.#encoder = new UserAudioEncoder(session.input);
+    this.#turns = new AgentTurns(ctx.events);
+  }
+
+  sendUserAudio(pcm: Uint8Array): void {
+    if (!this.canSendAudio(this.session.input.sampleRate * 3)) return;
+    const audio = this.#encoder.encode(pcm);
+    if (audio) this.sendJson({ type: CLIENT_EVENTS.appendAudio, audio });
+  }
+
+  override reportPlayed(responseId: string, playedMs: number, interrupted: boolean): void {
+    this.#turns.played(responseId);
+    if (interrupted) this.#truncate(responseId, playedMs);
+    this.#parts.delete(responseId);
+  }
+
+  /** Tells the vendor how much of the cut response's audio the user heard (the part playing at the cut). */
+  #truncate(responseId: string, playedMs: number): void {
+    let remaining = Math.max(0, playedMs);
+    for (const part of this.#parts.get(responseId) ?? []) {
+      const ms = part.samples * 1000 / this.outputSampleRate;
+      if (remaining < ms) {
+        this.sendJson({
+          type: CLIENT_EVENTS.truncate,
+          item_id: part.itemId,
+          content_index: part.contentIndex,
+          audio_end_ms: Math.floor(remaining),
+        });
+        return;
+      }
+      remaining -= ms;
+    }
+  }
+
+  protected onFrame(frame: Frame): void {
+    if (typeof frame !== "string") return;
+    let msg: Json;
+    try {
+      msg = obj(JSON.parse(frame));
+    } catch {
+      return;
+    }
+    const type = msg.type;
+    const events = this.ctx.events;
+    if (is(type, SERVER_EVENTS.audioDelta)) {
+      // (every delta names its response; one that does not belongs to the response being spoken)
+      const id = str(msg.response_id) || this.#turns.open || this.#start();
+      if (this.#cancelled.has(id) || this.closing) return;
+      if (this.#turns.open !== id) this.#start(id);
+      const pcm = decodeAgentAudio(str(msg.delta), this.session.output);
+      this.#addPart(id, str(msg.item_id), Number(msg.content_index ?? 0), pcm.length);
+      events.onAudio(pcm, id);
+    } else if (is(type, SERVER_EVENTS.responseCreated)) {
+      const id = str(obj(msg.response).id);
+      if (id && !this.#cancelled.has(id)) this.#start(id);
+    } else if (is(type, SERVER_EVENTS.responseDone)) {
+      const response = obj(msg.response);
+      const id = str(response.id);
+      if (this.#turns.open !== null && (!id || this.#turns.open === id)) {
+        this.#turns.done(doneStatus(response.status));
+      }
+    } else if (is(type, SERVER_EVENTS.speechStarted)) {
+      if (!this.session.interruptResponse) return;
+      // The vendor cancels its response itself; late audio of it is dropped.
+      const open = this.#turns.open;
+      if (open) this.#remember(this.#cancelled, open);
+      this.#turns.interrupt();
+    } else if (is(type, SERVER_EVENTS.agentTranscriptDelta)) {
+      this.#transcript(this.#agentText, "agent", str(msg.item_id), str(msg.delta), null);
+    } else if (is(type, SERVER_EVENTS.agentTranscriptDone)) {
+      this.#transcript(this.#agentText, "agent", str(msg.item_id), "", msg.transcript);
+    } else if (is(type, SERVER_EVENTS.userTranscriptDelta)) {
+      this.#transcript(this.#userText, "user", str(msg.item_id), str(msg.delta), null);
+    } else if (is(type, SERVER_EVENTS.userTranscriptDone)) {
+      this.#transcript(this.#userText, "user", str(msg.item_id), "", msg.transcript);
+    } else if (is(type, SERVER_EVENTS.error)) {
+      const e = obj(msg.error);
+      if (e.code === "session_expired") this.#expired = true;
+      this.ctx.logger.info("engine error", {
+        session_id: this.ctx.sessionId,
+        code: str(e.code).slice(0, 64),
+        type: str(e.type).slice(0, 64),
+      });
+    }
+  }
+
+  #start(id?: string): string {
+    const started = this.#turns.start(id);
+    this.#parts.set(started, []);
+    while (this.#parts.size > MAX_TRACKED) this.#parts.delete(this.#parts.keys().next().value!);
+    return started;
+  }
+
+  #addPart(responseId: string, itemId: string, contentIndex: number, samples: number): void {
+    const parts = this.#parts.get(responseId);
+    if (!parts) return;
+    const last = parts.at(-1);
+    if (last && last.itemId === itemId && last.contentIndex === contentIndex) last.samples += samples;
+    else parts.push({ itemId, contentIndex, samples });
+  }
+
+  /** Transcripts carry the whole text so far of their item: deltas are appended, `done` replaces. */
+  #transcript(
+    texts: Map<string, string>,
+    role: "user" | "agent",
+    itemId: string,
+    delta: string,
+    final: unknown,
+  ): void {
+    if (!itemId) return;
+    const done = typeof final === "string";
+    const text = done ? final as string : (texts.get(itemId) ?? "") + delta;
+    if (done) texts.delete(itemId);
+    else {
+      texts.set(itemId, text);
+      while (texts.size > MAX_TRACKED) texts.delete(texts.keys().next().value!);
+    }
+    this.ctx.events.onTranscript({ role, turnId: itemId, text, final: done });
+  }
+
+  #remember(set: Set<string>, id: string): void {
+    set.add(id);
+    if (set.size > MAX_TRACKED) set.delete(set.values().next().value!);
+  }
+
+  protected closure(c: Closed): ProviderClosure {
+    if (c.code === 1000) return { kind: "ended_by_engine", reason: "engine_closed" };
+    // The vendor closes with 1001 when the session reaches its maximum duration.
+    if (c.code === 1001) {
+      return { kind: "ended_by_engine", reason: this.#expired ? "max_duration" : "going_away" };
+    }
+    return { kind: "failed", reason: `engine_closed_${c.code || 1006}` };
+  }
+}
+
+/** The vendor's response status as the protocol V0 names it. */
+function doneStatus(status: unknown): string {
+  if (status === "cancelled") return "cancelled";
+  if (status === "failed") return "failed";
+  return "completed";
+}

@@ -1,0 +1,212 @@
+/**
+ * The vendor2 bridge: the vendor's managed-agents WebSocket (API version 2026-08-14) as a provider
+ * connection.
+ *
+ * - Credential: the caller's short-lived access token (agent grant), in the `access_token` query parameter,
+ *   the vendor's documented presentation for tokens (an `X-API-Key` header is for API keys only); the URL is
+ *   `SVC_VENDOR2_URL/<agent_id>?cartesia_version=…&access_token=…`, never logged.
+ * - Handshake: `session_create` (audio `pcm_24000`) → `session_ready`, which echoes the input format; the
+ *   agent's audio comes back in that same format.
+ * - Media: microphone PCM → `audio_input`, and silence while nobody talks (the vendor closes idle sockets);
+ *   `audio_output` → the avatar's speech, one response per assistant turn.
+ * - Barge-in: `audio_output_clear` flushes what is still playing. Transcripts: assistant text deltas and the
+ *   final text of each turn (`turn_ended`), for both roles.
+ * - Ending: the agent hangs up with a normal close (1000); a fatal `error` is followed by 1008/1011, an
+ *   engine failure. Keepalive: WebSocket ping frames.
+ *
+ * @module
+ */
+import {
+  decodeAgentAudio,
+  parseRateFormat,
+  SERVICE_INPUT_RATE,
+  UserAudioEncoder,
+  type WireAudioFormat,
+} from "../audio/format.ts";
+import { AgentTurns } from "../agent_turns.ts";
+import { SilenceFeeder } from "../feeder.ts";
+import type {
+  ConnectorDeps,
+  ConnectRequest,
+  ProviderClosure,
+  ProviderConnection,
+  ProviderConnector,
+} from "../types.ts";
+import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
+import {
+  handshake,
+  type HandshakeStep,
+  mentionsQuota,
+  startErrors,
+  vendorStartFailure,
+} from "../wire/handshake.ts";
+import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import { wsTransport } from "../wire/socket.ts";
+
+/** The API version whose protocol this bridge speaks. */
+export const VENDOR2_API_VERSION = "2026-08-14";
+/** The input format the bridge asks for (the agent answers in the same one). */
+export const VENDOR2_INPUT_FORMAT = "pcm_24000";
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
+
+/** The agent's WebSocket URL: the base, the agent id as a path segment, the version and the token. */
+export function vendor2Url(base: string, agentId: string, accessToken: string): string {
+  const url = new URL(base);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/${encodeURIComponent(agentId)}`;
+  url.searchParams.set("cartesia_version", VENDOR2_API_VERSION);
+  url.searchParams.set("access_token", accessToken);
+  return url.href;
+}
+
+/** Connects sessions to vendor2 agents. */
+export class Vendor2Connector implements ProviderConnector {
+  readonly #transport: SocketTransport;
+
+  constructor(readonly deps: ConnectorDeps) {
+    this.#transport = wsTransport({ caCerts: deps.caCerts, clock: deps.clock });
+  }
+
+  async connect(request: ConnectRequest): Promise<ProviderConnection> {
+    const { logger, clock } = this.deps;
+    const failed = <E extends { code: string }>(err: E, kind: string): E => {
+      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
+      return err;
+    };
+    const { socket, ready } = await request.credentials.use((c) =>
+      handshake<WireAudioFormat>({
+        transport: this.#transport,
+        clock,
+        timeoutMs: request.timeoutMs,
+        url: vendor2Url(this.deps.vendors.vendor2Url, String(c.agent_id), String(c.access_token)),
+        opened: (s) =>
+          s.send(JSON.stringify({ type: "session_create", audio: { input_format: VENDOR2_INPUT_FORMAT } })),
+        message: (frame) => {
+          const step = sessionReady(frame);
+          if (step && "fail" in step) failed(step.fail, "error");
+          return step;
+        },
+        mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
+      })
+    );
+    const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
+    return new Vendor2Connection(socket, ctx, ready).attach({
+      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
+      ping: () => socket.ping(),
+    });
+  }
+}
+
+/** A message before ready: `session_ready` (ready), a fatal `error` (failure), or anything else. */
+function sessionReady(frame: Frame): HandshakeStep<WireAudioFormat> {
+  if (typeof frame !== "string") return undefined;
+  const msg = obj(JSON.parse(frame));
+  if (msg.type === "error") {
+    if (msg.fatal === false) return undefined;
+    return { fail: mentionsQuota(msg.code, msg.message) ? startErrors.quota() : startErrors.downstream() };
+  }
+  if (msg.type !== "session_ready") return undefined;
+  const announced = obj(msg.audio).input_format;
+  const format = parseRateFormat(announced ?? VENDOR2_INPUT_FORMAT);
+  return format ? { ready: format } : { fail: startErrors.unsupported() };
+}
+
+class Vendor2Connection extends BridgeConnection {
+  readonly inputSampleRate = SERVICE_INPUT_RATE;
+  readonly outputSampleRate: number;
+  readonly #encoder: UserAudioEncoder;
+  readonly #turns: AgentTurns;
+  readonly #feeder: SilenceFeeder;
+  /** Assistant text of the turns in progress. */
+  readonly #agentText = new Map<number, string>();
+
+  constructor(socket: EngineSocket, ctx: ConnectionContext, readonly format: WireAudioFormat) {
+    super(socket, ctx);
+    this.outputSampleRate = format.sampleRate;
+    this.#encoder = new UserAudioEncoder(format);
+    this.#turns = new AgentTurns(ctx.events);
+    this.#feeder = new SilenceFeeder(
+      ctx.clock,
+      this.stopped.signal,
+      (ms) => this.#send(this.#encoder.silence(ms)),
+    );
+  }
+
+  sendUserAudio(pcm: Uint8Array): void {
+    const audio = this.#encoder.encode(pcm);
+    if (audio) this.#send(audio);
+    this.#feeder.fed();
+  }
+
+  #send(audio: string): void {
+    if (this.canSendAudio(this.format.sampleRate * 3)) this.sendJson({ type: "audio_input", audio });
+  }
+
+  override reportPlayed(responseId: string): void {
+    this.#turns.played(responseId);
+  }
+
+  protected onFrame(frame: Frame): void {
+    if (typeof frame !== "string") return;
+    let msg: Json;
+    try {
+      msg = obj(JSON.parse(frame));
+    } catch {
+      return;
+    }
+    const events = this.ctx.events;
+    switch (msg.type) {
+      case "audio_output": {
+        if (this.closing || typeof msg.audio !== "string") return;
+        events.onAudio(decodeAgentAudio(msg.audio, this.format), this.#turns.current());
+        return;
+      }
+      case "audio_output_clear":
+        this.#turns.interrupt();
+        return;
+      case "turn_started":
+        if (msg.role === "assistant" && this.#turns.open === null) this.#turns.start(`turn_${msg.turn}`);
+        return;
+      case "turn_output_text_delta": {
+        const turn = Number(msg.turn);
+        const text = (this.#agentText.get(turn) ?? "") + String(msg.text ?? "");
+        this.#agentText.set(turn, text);
+        events.onTranscript({ role: "agent", turnId: `turn_${turn}`, text, final: false });
+        return;
+      }
+      case "turn_ended": {
+        const turn = Number(msg.turn);
+        const agent = msg.role === "assistant";
+        this.#agentText.delete(turn);
+        if (typeof msg.text === "string") {
+          events.onTranscript({
+            role: agent ? "agent" : "user",
+            turnId: `turn_${turn}`,
+            text: msg.text,
+            final: true,
+          });
+        }
+        if (agent) this.#turns.done(msg.interrupted === true ? "interrupted" : "completed");
+        return;
+      }
+      case "error":
+        this.ctx.logger.info("engine error", {
+          session_id: this.ctx.sessionId,
+          code: String(msg.code ?? "").slice(0, 64),
+          fatal: msg.fatal === true,
+        });
+        return;
+    }
+  }
+
+  protected closure(c: Closed): ProviderClosure {
+    if (c.code !== 1000) return { kind: "failed", reason: `engine_closed_${c.code || 1006}` };
+    // The agent hung up: a turn in progress ends with the close.
+    for (const [turn, text] of this.#agentText) {
+      this.ctx.events.onTranscript({ role: "agent", turnId: `turn_${turn}`, text, final: true });
+    }
+    this.#turns.done("completed");
+    return { kind: "ended_by_engine", reason: "agent_hangup" };
+  }
+}

@@ -1,0 +1,298 @@
+/**
+ * The vendor3 bridge: the vendor's conversational-agent WebSocket as a provider connection.
+ *
+ * - Where: a public agent at `SVC_VENDOR3_URL?agent_id=…`; a private agent through the caller's `signed_url`,
+ *   used as given once its host, path and age are checked (`signed_url.ts`), or through a signed URL the
+ *   service mints with the caller's `api_key` (`mint.ts`). Signed URLs carry a token in their query: no
+ *   vendor URL is ever logged.
+ * - Handshake: `conversation_initiation_client_data` → `conversation_initiation_metadata`, which announces
+ *   the agent's audio formats (agent-level settings: PCM 8–48 kHz or µ-law 8 kHz); the bridge resamples to
+ *   and from them.
+ * - Media: microphone PCM → `{user_audio_chunk}`, and silence while nobody talks (the vendor ends a
+ *   conversation without user input); `audio` events → the avatar's speech. The vendor has no "agent done"
+ *   event: a response ends after half a second without its audio.
+ * - Barge-in: `interruption` flushes what is still playing and drops later audio of the cut response
+ *   (lower `event_id`). Transcripts: `agent_response` (and its corrections), `tentative_user_transcript`,
+ *   `user_transcript`.
+ * - Keepalive: every `ping` is answered with a `pong` carrying its `event_id`, plus WebSocket ping frames.
+ * - Ending: a normal close (1000: the agent ended the call, or its maximum duration) ends the session; 1002,
+ *   1008, 1011 or a drop is an engine failure.
+ *
+ * @module
+ */
+import {
+  decodeAgentAudio,
+  parseRateFormat,
+  SERVICE_INPUT_RATE,
+  UserAudioEncoder,
+  type WireAudioFormat,
+} from "../audio/format.ts";
+import { AgentTurns } from "../agent_turns.ts";
+import { SILENCE_TICK_MS, SilenceFeeder } from "../feeder.ts";
+import type {
+  ConnectorDeps,
+  ConnectRequest,
+  ProviderClosure,
+  ProviderConnection,
+  ProviderConnector,
+} from "../types.ts";
+import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
+import {
+  handshake,
+  type HandshakeStep,
+  mentionsQuota,
+  startErrors,
+  vendorStartFailure,
+} from "../wire/handshake.ts";
+import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import { wsTransport } from "../wire/socket.ts";
+import { deadline, every } from "../wire/wait.ts";
+import { MintError, mintSignedUrl } from "./mint.ts";
+import { signedUrlProblem } from "./signed_url.ts";
+import { ApiError } from "../../errors.ts";
+
+/** The subprotocol the vendor's own client offers. */
+export const VENDOR3_SUBPROTOCOL = "convai";
+
+/** A response ends after this long without its audio (the vendor sends no end-of-turn event). */
+export const AGENT_AUDIO_GAP_MS = 500;
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
+
+/** The audio formats `conversation_initiation_metadata` announces. */
+interface Formats {
+  input: WireAudioFormat;
+  output: WireAudioFormat;
+}
+
+/** The public agent's conversation URL. */
+export function vendor3PublicUrl(base: string, agentId: string): string {
+  const url = new URL(base);
+  url.searchParams.set("agent_id", agentId);
+  return url.href;
+}
+
+/** Connects sessions to vendor3 agents. */
+export class Vendor3Connector implements ProviderConnector {
+  readonly #transport: SocketTransport;
+
+  constructor(readonly deps: ConnectorDeps) {
+    this.#transport = wsTransport({ caCerts: deps.caCerts, clock: deps.clock });
+  }
+
+  async connect(request: ConnectRequest): Promise<ProviderConnection> {
+    const { logger, clock, vendors } = this.deps;
+    const failed = (err: ApiError, kind: string): ApiError => {
+      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
+      return err;
+    };
+    const due = deadline(clock, request.timeoutMs);
+    try {
+      // Where to connect: the caller's signed URL, one minted with the caller's key, or the public agent.
+      const where = request.credentials.use((c) => ({
+        signed: typeof c.signed_url === "string",
+        mint: typeof c.signed_url !== "string" && typeof c.api_key === "string",
+      }));
+      let url: string;
+      if (where.signed) {
+        const problem = request.credentials.use((c) =>
+          signedUrlProblem(String(c.signed_url), vendors.vendor3SignedUrlHosts, clock.now())
+        );
+        if (problem) throw failed(new ApiError("SVC_PROVIDER_MISCONFIGURED", problem), "signed_url");
+        url = request.credentials.use((c) => String(c.signed_url));
+      } else if (where.mint) {
+        try {
+          url = await request.credentials.use((c) =>
+            mintSignedUrl({
+              apiUrl: vendors.vendor3ApiUrl,
+              agentId: String(c.agent_id),
+              apiKey: String(c.api_key),
+              signal: due.signal,
+              fetch: this.deps.fetch ?? fetch,
+              httpClient: this.deps.httpClient,
+            })
+          );
+        } catch (err) {
+          if (err instanceof MintError) throw failed(err.error, err.kind);
+          throw err;
+        }
+      } else {
+        url = request.credentials.use((c) => vendor3PublicUrl(vendors.vendor3Url, String(c.agent_id)));
+      }
+      const { socket, ready } = await handshake<Formats>({
+        transport: this.#transport,
+        clock,
+        timeoutMs: request.timeoutMs,
+        deadline: due.signal,
+        url,
+        // The vendor's client offers `convai`; servers that select no subprotocol are accepted too.
+        protocols: [VENDOR3_SUBPROTOCOL],
+        protocolOptional: true,
+        opened: (s) => s.send(JSON.stringify({ type: "conversation_initiation_client_data" })),
+        message: (frame, s) => {
+          const step = initiationMetadata(frame, s);
+          if (step && "fail" in step) failed(step.fail, "error");
+          return step;
+        },
+        mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
+      });
+      const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
+      return new Vendor3Connection(socket, ctx, ready).attach({
+        ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
+        ping: () => socket.ping(),
+      });
+    } finally {
+      due.stop();
+    }
+  }
+}
+
+/** A message before ready: the metadata (ready), an `error` (failure), a `ping` (answered), or ignored. */
+function initiationMetadata(frame: Frame, socket: EngineSocket): HandshakeStep<Formats> {
+  if (typeof frame !== "string") return undefined;
+  const msg = obj(JSON.parse(frame));
+  if (msg.type === "ping") {
+    socket.send(JSON.stringify({ type: "pong", event_id: obj(msg.ping_event).event_id }));
+    return undefined;
+  }
+  if (msg.type === "error") {
+    const e = obj(msg.error_event);
+    return {
+      fail: mentionsQuota(e.error_type, e.message, e.reason) ? startErrors.quota() : startErrors.downstream(),
+    };
+  }
+  if (msg.type !== "conversation_initiation_metadata") return undefined;
+  const meta = obj(msg.conversation_initiation_metadata_event);
+  const input = parseRateFormat(meta.user_input_audio_format ?? "pcm_16000");
+  const output = parseRateFormat(meta.agent_output_audio_format ?? "pcm_16000");
+  return input && output ? { ready: { input, output } } : { fail: startErrors.unsupported() };
+}
+
+class Vendor3Connection extends BridgeConnection {
+  readonly inputSampleRate = SERVICE_INPUT_RATE;
+  readonly outputSampleRate: number;
+  readonly #encoder: UserAudioEncoder;
+  readonly #turns: AgentTurns;
+  readonly #feeder: SilenceFeeder;
+  /** Audio of events before the latest interruption belongs to the cut response. */
+  #interruptedAt = -1;
+  /** Ticks since the open response's last audio. */
+  #quietTicks = 0;
+  #userTurn = 1;
+  #lastAgentTurn: string | null = null;
+
+  constructor(socket: EngineSocket, ctx: ConnectionContext, readonly formats: Formats) {
+    super(socket, ctx);
+    this.outputSampleRate = formats.output.sampleRate;
+    this.#encoder = new UserAudioEncoder(formats.input);
+    this.#turns = new AgentTurns(ctx.events);
+    this.#feeder = new SilenceFeeder(
+      ctx.clock,
+      this.stopped.signal,
+      (ms) => this.#send(this.#encoder.silence(ms)),
+    );
+    const gapTicks = Math.ceil(AGENT_AUDIO_GAP_MS / SILENCE_TICK_MS);
+    every(ctx.clock, SILENCE_TICK_MS, this.stopped.signal, () => {
+      if (this.#turns.open !== null && ++this.#quietTicks >= gapTicks) this.#turns.done("completed");
+    });
+  }
+
+  sendUserAudio(pcm: Uint8Array): void {
+    const audio = this.#encoder.encode(pcm);
+    if (audio) this.#send(audio);
+    this.#feeder.fed();
+  }
+
+  #send(audio: string): void {
+    if (this.canSendAudio(this.formats.input.sampleRate * 3)) this.sendJson({ user_audio_chunk: audio });
+  }
+
+  override reportPlayed(responseId: string): void {
+    this.#turns.played(responseId);
+  }
+
+  protected onFrame(frame: Frame): void {
+    if (typeof frame !== "string") return;
+    let msg: Json;
+    try {
+      msg = obj(JSON.parse(frame));
+    } catch {
+      return;
+    }
+    const events = this.ctx.events;
+    switch (msg.type) {
+      case "audio": {
+        const audio = obj(msg.audio_event);
+        const eventId = typeof audio.event_id === "number" ? audio.event_id : Infinity;
+        if (this.closing || typeof audio.audio_base_64 !== "string" || eventId < this.#interruptedAt) return;
+        this.#quietTicks = 0;
+        events.onAudio(decodeAgentAudio(audio.audio_base_64, this.formats.output), this.#turns.current());
+        return;
+      }
+      case "interruption": {
+        const id = obj(msg.interruption_event).event_id;
+        if (typeof id === "number") this.#interruptedAt = Math.max(this.#interruptedAt, id);
+        this.#turns.interrupt();
+        return;
+      }
+      case "ping":
+        this.sendJson({ type: "pong", event_id: obj(msg.ping_event).event_id });
+        return;
+      case "agent_response": {
+        const e = obj(msg.agent_response_event);
+        if (typeof e.agent_response !== "string") return;
+        this.#lastAgentTurn = `agent_${e.event_id ?? "?"}`;
+        events.onTranscript({
+          role: "agent",
+          turnId: this.#lastAgentTurn,
+          text: e.agent_response,
+          final: true,
+        });
+        return;
+      }
+      case "agent_response_correction": {
+        const e = obj(msg.agent_response_correction_event);
+        if (typeof e.corrected_agent_response !== "string" || this.#lastAgentTurn === null) return;
+        events.onTranscript({
+          role: "agent",
+          turnId: this.#lastAgentTurn,
+          text: e.corrected_agent_response,
+          final: true,
+        });
+        return;
+      }
+      case "tentative_user_transcript": {
+        const text = obj(msg.tentative_user_transcription_event).user_transcript;
+        if (typeof text === "string") {
+          events.onTranscript({ role: "user", turnId: `user_${this.#userTurn}`, text, final: false });
+        }
+        return;
+      }
+      case "user_transcript": {
+        const text = obj(msg.user_transcription_event).user_transcript;
+        if (typeof text === "string") {
+          events.onTranscript({ role: "user", turnId: `user_${this.#userTurn++}`, text, final: true });
+        }
+        return;
+      }
+      case "error": {
+        const e = obj(msg.error_event);
+        this.ctx.logger.info("engine error", {
+          session_id: this.ctx.sessionId,
+          code: typeof e.code === "number" ? e.code : 0,
+          type: String(e.error_type ?? "").slice(0, 64),
+        });
+        return;
+      }
+    }
+  }
+
+  protected closure(c: Closed): ProviderClosure {
+    if (c.code === 1000) {
+      this.#turns.done("completed");
+      return { kind: "ended_by_engine", reason: "agent_ended" };
+    }
+    return { kind: "failed", reason: `engine_closed_${c.code || 1006}` };
+  }
+}

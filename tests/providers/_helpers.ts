@@ -1,0 +1,161 @@
+/**
+ * Helpers of the vendor bridge tests: a harness with the real connectors (pointed at the fakes through the
+ * `SVC_VENDOR*` variables, trusting the tests' CA) and, when asked, a real media plane; decoding what a
+ * media client received; and a connector wrapper that keeps the sessions' credential holders.
+ *
+ * @module
+ */
+import { loadConfig } from "../../src/config.ts";
+import { MediaPlane } from "../../src/media/plane.ts";
+import { createLogger } from "../../src/log.ts";
+import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
+import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import { testTls } from "../helpers/fixtures.ts";
+import { createHarness, type Harness, type HarnessOptions, type JsonResponse } from "../helpers/harness.ts";
+import { smallRenderer } from "../helpers/media.ts";
+import { until } from "../fakes/server.ts";
+import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
+
+export { testTls };
+
+/** A test context: the harness, its served base URL and an API key. */
+export interface VendorContext {
+  h: Harness;
+  base: string;
+  key: string;
+  plane: MediaPlane | null;
+  /** `POST /v1/sessions` with `body`. */
+  create(body: unknown): Promise<JsonResponse>;
+  /** The media WebSocket URL of a session. */
+  wsUrl(sessionId: string): string;
+  /** GET of a session. */
+  // deno-lint-ignore no-explicit-any
+  get(sessionId: string): Promise<any>;
+}
+
+/** Runs `fn` with a harness whose connectors reach the fakes (and a media plane when `media` is true). */
+export async function withVendors(
+  env: Record<string, string>,
+  fn: (ctx: VendorContext) => Promise<void>,
+  options: { media?: boolean; harness?: Partial<HarnessOptions> } = {},
+): Promise<void> {
+  const plane = options.media
+    ? await MediaPlane.create({
+      config: { ...loadConfig({}).media, width: 256, height: 256 },
+      publicUrl: "http://localhost:8787",
+      logger: createLogger({ sink: () => {} }),
+      renderer: await smallRenderer(),
+    })
+    : null;
+  const h = await createHarness({
+    caCerts: [testTls.caPem],
+    env: { SVC_PROVIDER_CONNECT_TIMEOUT_MS: "5000", ...env },
+    ...(plane ? { mediaPlane: plane } : {}),
+    ...options.harness,
+  });
+  try {
+    const base = h.serve();
+    const key = await h.key("proj_vendor");
+    await fn({
+      h,
+      base,
+      key,
+      plane,
+      create: (body) => h.req("POST", "/v1/sessions", { key, body }),
+      wsUrl: (sid) => `${base.replace("http", "ws")}/media/v0/sessions/${sid}`,
+      get: async (sid) => (await h.req("GET", `/v1/sessions/${sid}`, { key })).body,
+    });
+  } finally {
+    await h.close();
+  }
+}
+
+/** Decodes the audio of a recorded fMP4 stream to 48 kHz mono PCM16 with ffmpeg. */
+export async function decodeStreamAudio(binaries: Uint8Array[]): Promise<Int16Array> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const all = new Uint8Array(binaries.reduce((n, b) => n + b.length, 0));
+    let o = 0;
+    for (const b of binaries) {
+      all.set(b, o);
+      o += b.length;
+    }
+    await Deno.writeFile(`${dir}/s.mp4`, all);
+    const out = await new Deno.Command("ffmpeg", {
+      args: [
+        "-hide_banner",
+        "-v",
+        "error",
+        "-i",
+        `${dir}/s.mp4`,
+        "-vn",
+        "-f",
+        "s16le",
+        "-ac",
+        "1",
+        "-ar",
+        "48000",
+        "-",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+    return new Int16Array(out.stdout.buffer, 0, out.stdout.length >> 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Milliseconds of 10 ms windows (48 kHz) louder than −30 dBFS. */
+export function loudMs(pcm: Int16Array): number {
+  let loud = 0;
+  for (let i = 0; i + 480 <= pcm.length; i += 480) {
+    let sum = 0;
+    for (let j = i; j < i + 480; j++) sum += pcm[j] * pcm[j];
+    if (Math.sqrt(sum / 480) > 1036) loud += 10;
+  }
+  return loud;
+}
+
+/** A connector that keeps every session's credential holder (to check they are zeroed). */
+export class KeepingHolders implements ProviderConnector {
+  readonly holders: CredentialHolder[] = [];
+  constructor(readonly inner: ProviderConnector) {}
+  connect(request: ConnectRequest) {
+    this.holders.push(request.credentials);
+    return this.inner.connect(request);
+  }
+}
+
+/** Samples of several chunks, concatenated. */
+export function concat(chunks: Int16Array[]): Int16Array {
+  const out = new Int16Array(chunks.reduce((n, c) => n + c.length, 0));
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
+}
+
+/** `n` chunks of `ms` of a tone at `rate`, continuous across chunks. */
+export function toneChunks(n: number, ms: number, rate: number, hz = 300, amplitude = 10_000): Int16Array[] {
+  const size = Math.round(rate * ms / 1000);
+  return Array.from({ length: n }, (_, k) =>
+    Int16Array.from(
+      { length: size },
+      (_, i) => Math.round(amplitude * Math.sin(2 * Math.PI * hz * (k * size + i) / rate)),
+    ));
+}
+
+/**
+ * Waits for a barge-in point in a long reply sent at once (3 s here): most of it queued (2.5 s), then the
+ * media clock 300 ms further on, so some of it has played and most of it is still queued, however busy
+ * the machine. (Waiting a fixed time instead depended on how fast the reply arrived.)
+ */
+export async function midReply(media: AvatarSessionMedia): Promise<void> {
+  await until(() => media.stats().queuedSamples >= 2.5 * 48000, 20_000, "the reply queued");
+  const from = media.stats().audioWritten;
+  await until(() => media.stats().audioWritten >= from + 0.3 * 48000, 20_000, "some of the reply played");
+}

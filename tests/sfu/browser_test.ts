@@ -1,0 +1,321 @@
+/**
+ * The `webrtc_sfu` transport end to end in Debian's Chromium, through a real Janus (and coturn): the SDK
+ * player (`createPlayer` with the session's `stream_metadata`) plays the avatar over WebRTC — frames advance,
+ * the audio is decoded, the mouth opens with speech — the fake microphone reaches the engine, barge-in cuts
+ * the speech, TURN relays, an expired token is refreshed, and a Janus restart is survived.
+ */
+import assert from "node:assert/strict";
+import type { Browser, Page } from "playwright-core";
+import { TokenService } from "../../src/auth/tokens.ts";
+import { OffsetClock } from "../../src/clock.ts";
+import { loadArtBank } from "../../src/media/art_bank.ts";
+import { CATALOG } from "../../src/media/catalog.ts";
+import { launchChromium } from "../helpers/browser.ts";
+import { tone } from "../helpers/fake_connector.ts";
+import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
+import { until } from "../helpers/media.ts";
+import { type SfuContext, withSfu } from "../helpers/sfu.ts";
+
+/** The box the default avatar's mouth is drawn in (256×256 frames), with room for the head bob. */
+async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
+  const art = await loadArtBank(CATALOG, 256, 256);
+  const mouths = Object.values(art.avatars.get(CATALOG.defaultAvatarId)!.mouths);
+  const x0 = Math.min(...mouths.map((m) => m.x)) - 2;
+  const y0 = Math.min(...mouths.map((m) => m.y)) - 3;
+  const x1 = Math.max(...mouths.map((m) => m.x + m.width)) + 2;
+  const y1 = Math.max(...mouths.map((m) => m.y + m.height)) + 3;
+  return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+}
+
+/**
+ * Loads the SDK player in a page of the service and plays the session; probes record, per presented frame,
+ * how much of the mouth box shows the dark mouth cavity, and every 20 ms the RMS of the received audio.
+ */
+async function play(
+  page: Page,
+  base: string,
+  options: { meta: unknown; clientToken: string; relay?: boolean; refresh?: boolean },
+): Promise<void> {
+  await page.goto(`${base}/docs/errors`); // any page of the service: same origin as /sdk/player.js
+  const box = await mouthBox();
+  await page.evaluate(`(async () => {
+    const { createPlayer } = await import("/sdk/player.js");
+    const g = globalThis;
+    const video = document.createElement("video");
+    video.width = 256; video.height = 256;
+    document.body.append(video);
+    g.states = []; g.mouth = []; g.audio = [];
+    g.player = createPlayer({
+      video,
+      streamMetadata: ${JSON.stringify(options.meta)},
+      clientToken: ${JSON.stringify(options.clientToken)},
+      ${options.relay ? `iceTransportPolicy: "relay",` : ""}
+      ${options.refresh ? `refreshToken: () => g.freshToken(),` : ""}
+      onState: (s) => g.states.push(s.state),
+    });
+    const box = ${JSON.stringify(box)};
+    const canvas = document.createElement("canvas");
+    canvas.width = 256; canvas.height = 256;
+    const ctx = canvas.getContext("2d", { willReadFrequently: true });
+    const onFrame = () => {
+      if (video.videoWidth === 256) {
+        ctx.drawImage(video, 0, 0, 256, 256);
+        const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
+        let dark = 0;
+        for (let i = 0; i < d.length; i += 4) {
+          const r = d[i], gg = d[i + 1], b = d[i + 2];
+          if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
+        }
+        g.mouth.push({ t: Date.now(), dark });
+      }
+      video.requestVideoFrameCallback(onFrame);
+    };
+    video.requestVideoFrameCallback(onFrame);
+    let analyser = null;
+    const buf = new Float32Array(960);
+    setInterval(() => {
+      const stream = video.srcObject;
+      if (!analyser && stream && stream.getAudioTracks().length) {
+        const actx = new AudioContext();
+        analyser = actx.createAnalyser();
+        analyser.fftSize = 1024;
+        actx.createMediaStreamSource(new MediaStream(stream.getAudioTracks())).connect(analyser);
+      }
+      if (!analyser) return;
+      analyser.getFloatTimeDomainData(buf);
+      let sum = 0;
+      for (const x of buf) sum += x * x;
+      g.audio.push({ t: Date.now(), rms: Math.sqrt(sum / buf.length) });
+    }, 20);
+  })()`);
+}
+
+/** Waits until the page's player is `playing`. */
+async function playing(page: Page): Promise<void> {
+  await page.waitForFunction(`globalThis.player.state().state === "playing"`, undefined, { timeout: 30_000 });
+}
+
+/** Frames the page's video has decoded so far. */
+function frames(page: Page): Promise<number> {
+  return page.evaluate(
+    `document.querySelector("video").getVideoPlaybackQuality().totalVideoFrames`,
+  ) as Promise<
+    number
+  >;
+}
+
+/** Waits until the page has decoded `n` more frames than now. */
+async function framesAdvance(page: Page, n: number): Promise<void> {
+  const from = await frames(page);
+  await page.waitForFunction(
+    `document.querySelector("video").getVideoPlaybackQuality().totalVideoFrames > ${from + n}`,
+    undefined,
+    { timeout: 30_000 },
+  );
+}
+
+/** Speech-like audio for the fake engine: a 220 Hz tone whose loudness rises and falls 3 times a second. */
+function speech(seconds: number, rate = 24000): Int16Array[] {
+  const chunks: Int16Array[] = [];
+  const n = rate / 50;
+  for (let i = 0; i < seconds * 50; i++) {
+    const c = tone(n, rate, 220, 12000, i * n);
+    for (let j = 0; j < n; j++) {
+      c[j] = Math.round(c[j] * Math.abs(Math.sin(Math.PI * 3 * (i * n + j) / rate)));
+    }
+    chunks.push(c);
+  }
+  return chunks;
+}
+
+/** The probes' records between two wall-clock instants. */
+async function probes(page: Page, from: number, to: number) {
+  const all = await page.evaluate(`({ mouth: globalThis.mouth, audio: globalThis.audio })`) as {
+    mouth: { t: number; dark: number }[];
+    audio: { t: number; rms: number }[];
+  };
+  return {
+    mouth: all.mouth.filter((m) => m.t >= from && m.t < to).map((m) => m.dark),
+    audio: all.audio.filter((a) => a.t >= from && a.t < to).map((a) => a.rms),
+  };
+}
+
+async function withBrowser(fn: (browser: Browser) => Promise<void>): Promise<void> {
+  const browser = await launchChromium({ media: true, webrtc: true });
+  try {
+    await fn(browser);
+  } finally {
+    await browser.close();
+  }
+}
+
+Deno.test("sfu browser: the player plays the avatar over WebRTC (frames, audio, mouth), streams the microphone, and barge-in cuts the speech", async () => {
+  await withSfu(async ({ h, key, create, fake, base, media }: SfuContext) => {
+    const s = await create();
+    assert.equal(s.transport, "webrtc_sfu");
+    const engine = fake.of(s.session_id);
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(String(e)));
+      await play(page, base, { meta: s.stream_metadata, clientToken: s.client_token });
+      await playing(page);
+      const state = await page.evaluate(`globalThis.player.state()`) as { ttffMs: number };
+      assert.ok(state.ttffMs > 0, "time to first frame reported");
+      await framesAdvance(page, 25);
+      assert.equal(h.runtime.clientCount(s.session_id), 1, "the WebRTC subscriber counts as a client");
+
+      // Silence, then 2 s of speech from the engine.
+      const quietFrom = Date.now();
+      await new Promise((r) => setTimeout(r, 1500));
+      const speechAt = Date.now();
+      engine.events.onResponseStarted("r_1");
+      for (const c of speech(2)) engine.events.onAudio(c, "r_1");
+      engine.events.onResponseDone("r_1", "completed");
+      await until(() => engine.played.some((p) => p.responseId === "r_1"), 20_000, "r_1 played");
+      await new Promise((r) => setTimeout(r, 800)); // what was sent reaches the page
+      const quiet = await probes(page, quietFrom, speechAt);
+      const spoken = await probes(page, speechAt, Date.now());
+      const loud = (xs: number[]) => xs.filter((x) => x > 0.03).length;
+      assert.ok(quiet.audio.length > 20 && spoken.audio.length > 20, "audio was probed");
+      assert.equal(loud(quiet.audio), 0, `silence is silent (max rms ${Math.max(...quiet.audio)})`);
+      assert.ok(loud(spoken.audio) >= 20, `speech is heard: ${loud(spoken.audio)} loud 20 ms probes`);
+      // The mouth: closed all through the silence, open in part of the speech.
+      const open = (xs: number[]) => xs.filter((d) => d > Math.max(...quiet.mouth) + 25).length;
+      assert.ok(quiet.mouth.length > 10 && spoken.mouth.length > 20, "frames were probed");
+      assert.ok(
+        open(spoken.mouth) >= 5,
+        `the mouth opens with speech: dark ${JSON.stringify(spoken.mouth)} vs silence max ${
+          Math.max(...quiet.mouth)
+        }`,
+      );
+
+      // The microphone (Chromium's fake device) reaches the engine as PCM.
+      await until(() => engine.userAudio.reduce((n, b) => n + b.length, 0) > 24000, 20_000, "mic audio");
+      const pcm = engine.userAudio.flatMap((b) => [...new Int16Array(b.buffer, b.byteOffset, b.length >> 1)]);
+      assert.ok(pcm.some((x) => Math.abs(x) > 1000), "the microphone audio is not silence");
+      const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, number>;
+      assert.ok(stats.framesDecoded > 50 && stats.bytesReceived > 0, JSON.stringify(stats));
+      await until(
+        async () =>
+          ((await page.evaluate(`globalThis.player.stats()`)) as { micFramesSent: number }).micFramesSent >
+            10,
+        10_000,
+        "mic frames counted",
+      );
+
+      // Barge-in: a 3 s response interrupted once it is heard; the page goes quiet soon after.
+      engine.events.onResponseStarted("r_2");
+      for (const c of speech(3)) engine.events.onAudio(c, "r_2");
+      engine.events.onResponseDone("r_2", "completed");
+      const r2At = Date.now();
+      await until(async () => loud((await probes(page, r2At, Date.now())).audio) > 5, 20_000, "r_2 heard");
+      engine.events.onInterrupt("r_2");
+      const cutAt = Date.now();
+      assert.equal(media(s.session_id).stats().queuedSamples, 0, "nothing of r_2 is queued");
+      const played = engine.played.find((p) => p.responseId === "r_2");
+      assert.ok(played?.interrupted, "reported interrupted");
+      await new Promise((r) => setTimeout(r, 2500));
+      const after = await probes(page, cutAt + 1000, Date.now());
+      assert.equal(loud(after.audio), 0, `quiet after the barge-in (max rms ${Math.max(...after.audio)})`);
+
+      const end = await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key });
+      assert.equal(end.status, 200);
+      assert.ok(end.body.chunks_rendered > 50, `chunks_rendered ${end.body.chunks_rendered}`);
+      await page.waitForFunction(`globalThis.player.state().state === "ended"`, undefined, {
+        timeout: 20_000,
+      });
+      assert.deepEqual(errors, []);
+    });
+  });
+});
+
+Deno.test("sfu browser: through TURN only (coturn, time-limited credentials) the avatar plays and the mic gets through", async () => {
+  await withSfu(async ({ create, fake, base, turn, h, key }) => {
+    const s = await create();
+    const ice = s.stream_metadata.ice_servers;
+    assert.equal(ice.length, 1);
+    assert.deepEqual(ice[0].urls, [turn!.url]);
+    const [expiry, id] = ice[0].username.split(":");
+    assert.equal(id, s.session_id.replaceAll(":", "-"));
+    const ttl = Number(expiry) * 1000 - Date.now();
+    assert.ok(
+      ttl > 4 * 60_000 && ttl <= 5 * 60_000 + 1000,
+      `the credential lives as long as the token (${ttl} ms)`,
+    );
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      await play(page, base, { meta: s.stream_metadata, clientToken: s.client_token, relay: true });
+      await playing(page);
+      await framesAdvance(page, 25);
+      const engine = fake.of(s.session_id);
+      await until(() => engine.userAudio.length > 10, 20_000, "mic audio through the relay");
+      // coturn allocated relays for the session's credential (the page allowed nothing but relays).
+      const log = await turn!.log();
+      assert.ok(log.includes(`user <${ice[0].username}>: incoming packet ALLOCATE processed, success`), log);
+      assert.ok(
+        log.includes(`user <${ice[0].username}>: incoming packet CREATE_PERMISSION processed, success`),
+      );
+    });
+    assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
+  }, { turn: true });
+});
+
+Deno.test("sfu browser: an expired session token is refreshed through refreshToken and the player plays on the same session", async () => {
+  await withSfu(async ({ create, base, h, key }) => {
+    const s = await create();
+    const past = new OffsetClock();
+    past.advance(-15 * 60_000);
+    const expired = await new TokenService({ current: TEST_TOKEN_SECRET, previous: null }, past).mint(
+      s.session_id,
+      "proj_sfu",
+      "media",
+    );
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      let refreshes = 0;
+      await page.exposeFunction("freshToken", async () => {
+        refreshes++;
+        const t = await h.req("POST", `/v1/sessions/${s.session_id}/client-token`, { key });
+        return { clientToken: t.body.client_token, streamMetadata: t.body.stream_metadata };
+      });
+      await play(page, base, {
+        meta: { ...s.stream_metadata, session_token: expired.token },
+        clientToken: s.client_token,
+        refresh: true,
+      });
+      await playing(page);
+      await framesAdvance(page, 10);
+      const states = await page.evaluate(`globalThis.states`) as string[];
+      assert.ok(refreshes >= 1, "the player asked the app for fresh metadata");
+      assert.ok(states.includes("reconnecting"), states.join(" → "));
+      const stats = await page.evaluate(`globalThis.player.stats()`) as { reconnects: number };
+      assert.ok(stats.reconnects >= 1);
+      assert.equal(h.runtime.clientCount(s.session_id), 1);
+    });
+    // The browser is gone: the session has no client any more (the idle timeout runs from here).
+    await until(() => h.runtime.clientCount(s.session_id) === 0, 20_000, "the subscriber to leave");
+    const got = await h.req("GET", `/v1/sessions/${s.session_id}`, { key });
+    assert.equal(got.body.status, "active");
+    assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
+  });
+});
+
+Deno.test("sfu browser: Janus restarting mid-session: the player takes the new offer and the avatar plays on", async () => {
+  await withSfu(async ({ create, base, janus, h, key }) => {
+    const s = await create();
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      await play(page, base, { meta: s.stream_metadata, clientToken: s.client_token });
+      await playing(page);
+      await framesAdvance(page, 10);
+      await janus.kill();
+      await janus.restart();
+      await framesAdvance(page, 25);
+      assert.equal(await page.evaluate(`globalThis.player.state().state`), "playing");
+    });
+    const got = await h.req("GET", `/v1/sessions/${s.session_id}`, { key });
+    assert.equal(got.body.status, "active");
+    assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
+  });
+});
