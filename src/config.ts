@@ -426,12 +426,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     // On by default on one host; an API process serves it only when asked to (each start mints a demo key).
     demoPage: role === "all" ? v.SVC_DEMO_PAGE! : role === "api" && !!env.SVC_DEMO_PAGE && v.SVC_DEMO_PAGE!,
     // An API process learns which workers serve webrtc_sfu from their registrations: no SFU setting of its own.
-    sfu: role === "api" ? null : sfuConfig(v, role),
+    sfu: role === "api" ? null : sfuConfig(v),
   };
 }
 
 /** The `webrtc_sfu` settings: null without `SVC_SFU_JANUS_URL`. */
-function sfuConfig(v: Parsed, role: Role): SfuConfig | null {
+function sfuConfig(v: Parsed): SfuConfig | null {
   const iceUrls = v.SVC_TURN_URLS ?? [];
   if (!v.SVC_SFU_JANUS_URL) {
     for (
@@ -448,7 +448,7 @@ function sfuConfig(v: Parsed, role: Role): SfuConfig | null {
     }
     return null;
   }
-  if (role !== "api" && !v.SVC_SFU_ADMIN_SECRET) {
+  if (!v.SVC_SFU_ADMIN_SECRET) {
     throw new ConfigError(
       "invalid configuration: SVC_SFU_ADMIN_SECRET is required with SVC_SFU_JANUS_URL (Janus's api_secret and the plugins' admin_key)",
     );
