@@ -9,7 +9,8 @@
  *    bare, route, … in every round. Each route's throughput is given as a ratio to the mean of the two
  *    bare runs around it, with wrk's latency percentiles. Rows: authenticated `GET /v1/sessions/{id}` (one
  *    session, and 20 sessions in turn), client-token, end of an ended session (409), an unknown session
- *    (404), no key (401) and an unknown key (401). Ends of live sessions are timed 50 at once (a real end
+ *    (404), no key (401) and an unknown key (401), and the framework's floor: a minimal `OpenAPIHono` app
+ *    (one route, zod-validated parameter, no middleware, no storage) run the same way. Ends of live sessions are timed 50 at once (a real end
  *    tears a session down, so it cannot be repeated by wrk).
  * 2. **One request at a time** (the figures this bench printed before): a client in the same process as
  *    the service times each canonical request, without and with the media plane.
@@ -30,6 +31,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig, loadConfigFromEnv } from "../src/config.ts";
 import { silentLogger } from "../src/log.ts";
 import { compose as startService, openKv } from "../src/app/compose.ts";
@@ -204,6 +206,32 @@ async function serveBare(readyFile: string): Promise<void> {
   });
 }
 
+/**
+ * Child mode `--hono`: the framework's floor, a minimal `OpenAPIHono` app with one `createRoute` route
+ * (`GET /v1/sessions/{session_id}`, zod-validated parameter, constant JSON), no middleware, no storage.
+ */
+async function serveMinimalHono(readyFile: string): Promise<void> {
+  const app = new OpenAPIHono();
+  const route = createRoute({
+    method: "get",
+    path: "/v1/sessions/{session_id}",
+    request: { params: z.object({ session_id: z.string().max(255) }) },
+    responses: {
+      200: {
+        description: "a session",
+        content: { "application/json": { schema: z.object({ session_id: z.string(), status: z.string() }) } },
+      },
+    },
+  });
+  app.openapi(route, (c) => c.json({ session_id: c.req.valid("param").session_id, status: "active" }, 200));
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+  await Deno.writeTextFile(readyFile, JSON.stringify({ url: `http://127.0.0.1:${server.addr.port}` }));
+  Deno.addSignalListener("SIGTERM", async () => {
+    await server.shutdown();
+    Deno.exit(0);
+  });
+}
+
 /** A server child process pinned to one core. */
 interface Child {
   ready: Ready;
@@ -212,7 +240,7 @@ interface Child {
 }
 
 async function spawnChild(
-  mode: "--serve" | "--bare",
+  mode: "--serve" | "--bare" | "--hono",
   options: { core: number; dir: string; env?: Record<string, string>; cpuProfDir?: string },
 ): Promise<Child> {
   const readyFile = `${options.dir}/ready${mode}-${crypto.randomUUID()}.json`;
@@ -324,6 +352,8 @@ interface Target {
   paths?: string[];
   /** Expected status of every answer. */
   status: number;
+  /** The server process measured, when not the service (its CPU time per request is reported). */
+  pid?: number;
 }
 
 function luaScript(t: Target): string {
@@ -444,6 +474,7 @@ export async function runThroughputBench(options: {
     cpuProfDir: options.profileDir,
   });
   const bare = await spawnChild("--bare", { core: options.core, dir });
+  const floor = await spawnChild("--hono", { core: options.core, dir });
   try {
     const { url, api_key: key } = service.ready;
     const auth = { authorization: `Bearer ${key}` };
@@ -520,6 +551,12 @@ export async function runThroughputBench(options: {
         headers: { authorization: `Bearer ${unknownKey}` },
         status: 401,
       },
+      {
+        name: "floor: a minimal OpenAPIHono app (one route, zod param)",
+        url: `${floor.ready.url}/v1/sessions/${live[0]}`,
+        status: 200,
+        pid: floor.pid,
+      },
     ];
     if (options.profileDir && !options.only) targets.splice(1); // profile the authenticated GET alone
     if (options.only) {
@@ -550,7 +587,7 @@ export async function runThroughputBench(options: {
     let before = await runWrk(bareTarget, wrkOptions, bare.pid);
     for (let round = 0; round < options.rounds; round++) {
       for (const t of targets) {
-        const r = await runWrk(t, wrkOptions, service.pid);
+        const r = await runWrk(t, wrkOptions, t.pid ?? service.pid);
         const after = await runWrk(bareTarget, wrkOptions, bare.pid);
         const list = samples.get(t.name) ?? [];
         list.push({ r, bare: (before.rps + after.rps) / 2, bareCpu: (before.cpu_us! + after.cpu_us!) / 2 });
@@ -591,6 +628,7 @@ export async function runThroughputBench(options: {
   } finally {
     await service.stop();
     await bare.stop();
+    await floor.stop();
     await engine.close();
     if (!Deno.env.get("BENCH_KEEP")) await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
@@ -678,6 +716,8 @@ if (import.meta.main) {
     await serveService(Deno.args[1]);
   } else if (Deno.args[0] === "--bare") {
     await serveBare(Deno.args[1]);
+  } else if (Deno.args[0] === "--hono") {
+    await serveMinimalHono(Deno.args[1]);
   } else {
     const { values } = parseArgs({
       args: Deno.args,
