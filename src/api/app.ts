@@ -17,6 +17,8 @@ import type { TokenService } from "../auth/tokens.ts";
 import type { AppEnv } from "./env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
+import { RateLimiter } from "../kv/rate_limit.ts";
+import { apiKeyCacheFor } from "../kv/api_key_cache.ts";
 import { requestContext } from "./middleware/request_context.ts";
 import { boundedBody } from "./middleware/body.ts";
 import { noStore } from "./middleware/no_store.ts";
@@ -45,6 +47,8 @@ export interface AppDeps {
   config: Config;
   tokens: TokenService;
   logger: Logger;
+  /** Id of this process (the rate limiter publishes its demand under it). */
+  instanceId: string;
   /** The API side (`SVC_ROLE` all or api): the `/v1` routes, the docs, the catalog, the demo page. */
   api?: {
     sessions: SessionService;
@@ -66,6 +70,11 @@ export interface App {
   app: OpenAPIHono<AppEnv>;
   /** The OpenAPI 3.1 document emitted from the route definitions. */
   document(): Record<string, unknown>;
+  /**
+   * Resolves once the control plane's background KV work (key-cache polls, rate-limit syncs) has
+   * settled: await it before closing the KV handle.
+   */
+  settled(): Promise<void>;
 }
 
 /** The OpenAPI document's top-level fields. */
@@ -117,8 +126,12 @@ export function createApp(deps: AppDeps): App {
   app.use("/v1/*", noStore());
   app.use("/demo/api/*", noStore());
   app.get("/healthz", (c) => c.json({ status: "ok" }, 200));
+  // The rate limiter of this API process (none when `SVC_RATE_LIMIT_PER_MINUTE=0`).
+  const limiter = deps.api && config.rateLimit.perMinute > 0
+    ? new RateLimiter({ kv, clock, policy: config.rateLimit, instanceId: deps.instanceId })
+    : null;
   if (deps.api) {
-    app.use("/v1/*", apiKeyAuth({ kv, clock, rateLimit: config.rateLimit }));
+    app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
     registerWebhookRoutes(app, { kv, clock });
@@ -145,5 +158,9 @@ export function createApp(deps: AppDeps): App {
 
   app.notFound((c) => errorResponse(c, new ApiError("SVC_ROUTE_NOT_FOUND"), config.docsUrl));
   app.onError((err, c) => errorResponse(c, toApiError(err, logger, c.get("requestId")), config.docsUrl));
-  return { app, document };
+  const settled = async () => {
+    await limiter?.settled();
+    await apiKeyCacheFor(kv).settled();
+  };
+  return { app, document, settled };
 }

@@ -289,12 +289,13 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       cleanup.push(() => revokeApiKey(kv, DEMO_PROJECT_ID, keyId, clock.now()));
     }
 
-    const { app, document } = createApp({
+    const { app, document, settled } = createApp({
       kv,
       clock,
       config,
       tokens,
       logger,
+      instanceId,
       api: sessions
         ? { sessions, demo: demo ? { apiKey: demo.apiKey, engine: demo.engine } : undefined }
         : undefined,
@@ -302,6 +303,8 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
         ? { worker, media: media ?? undefined, auth: auth && config.workerUrl ? auth : undefined }
         : undefined,
     });
+    // The control plane's background KV reads and writes settle before the KV handle closes.
+    cleanup.push(() => settled());
 
     let publicUrl = config.publicUrl;
     const capacity = config.media.capacity;

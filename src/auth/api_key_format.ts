@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import { crc32 } from "node:zlib";
 import { randomBase62, toBase62 } from "../ids.ts";
 
@@ -26,6 +27,11 @@ export function generateApiKey(): string {
   return `${API_KEY_PREFIX}${random}${checksum(random)}`;
 }
 
+/** True when `key` has the prefix, length and alphabet of a key (the checksum is not checked). */
+export function hasApiKeyShape(key: string): boolean {
+  return PATTERN.test(key);
+}
+
 /** True when `key` has the prefix, length, alphabet and a valid checksum. */
 export function isWellFormedApiKey(key: string): boolean {
   if (!PATTERN.test(key)) return false;
@@ -33,8 +39,15 @@ export function isWellFormedApiKey(key: string): boolean {
   return key.endsWith(checksum(random));
 }
 
-/** Lowercase hex SHA-256 of the key plaintext: the only form in which a key is stored. */
-export async function hashApiKey(key: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+/**
+ * Lowercase hex SHA-256 of the key plaintext: the only form in which a key is stored. Synchronous
+ * (node:crypto, a few µs): every authenticated request hashes the presented key.
+ */
+export function hashApiKeySync(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+/** {@link hashApiKeySync}, as a promise (for callers written against the earlier WebCrypto version). */
+export function hashApiKey(key: string): Promise<string> {
+  return Promise.resolve(hashApiKeySync(key));
 }

@@ -30,6 +30,6 @@ export class LocalWorkerClient {
   }
 
   stream(record: SessionRecord): Promise<StreamEndpoints> {
-    return this.worker.stream(record.project_id, record.session_id);
+    return this.worker.stream(record.project_id, record.session_id, record);
   }
 }

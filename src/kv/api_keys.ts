@@ -8,7 +8,8 @@ import { generateApiKey, hashApiKey } from "../auth/api_key_format.ts";
 import type { Scope } from "../auth/scopes.ts";
 import { newKeyId } from "../ids.ts";
 import { casLoop, kvOp } from "./guard.ts";
-import { apiKeyHashKey, apiKeyKey, apiKeyPrefix } from "./keys.ts";
+import { apiKeyHashKey, apiKeyKey, apiKeyPrefix, apiKeyRevocationKey } from "./keys.ts";
+import { apiKeyCacheFor } from "./api_key_cache.ts";
 
 /** A stored API key (never the plaintext). */
 export interface ApiKeyRecord {
@@ -26,7 +27,10 @@ export interface ApiKeyRecord {
   created_by: string;
 }
 
-/** The hash index entry read on every authenticated request (one KV read per request). */
+/**
+ * The hash index entry that authenticates a request; processes keep the entries they read in memory
+ * (see `api_key_cache.ts`).
+ */
 export interface ApiKeyIndex {
   project_id: string;
   key_id: string;
@@ -84,7 +88,7 @@ export async function createApiKey(
   });
 }
 
-/** Looks up the index entry of a key by the SHA-256 of its plaintext. */
+/** Looks up the index entry of a key by the SHA-256 of its plaintext (a KV read; see `api_key_cache.ts`). */
 export async function findApiKeyByHash(kv: Deno.Kv, keyHash: string): Promise<ApiKeyIndex | null> {
   return await kvOp(async () => (await kv.get<ApiKeyIndex>(apiKeyHashKey(keyHash))).value);
 }
@@ -96,7 +100,9 @@ export async function getApiKey(kv: Deno.Kv, projectId: string, keyId: string): 
 
 /**
  * Revokes a key permanently. Idempotent: revoking a revoked key returns the original `revoked_at`.
- * Returns null when the project has no such key.
+ * Returns null when the project has no such key. The same atomic operation writes the revocation epoch
+ * (`["api_key_revocation"]`), which every process's key cache polls; this process's cache drops the key
+ * at once.
  */
 export async function revokeApiKey(
   kv: Deno.Kv,
@@ -132,8 +138,10 @@ export async function revokeApiKey(
             revoked_at: now,
           } satisfies ApiKeyIndex,
         )
+        .set(apiKeyRevocationKey, now)
         .commit();
       result = revoked;
+      if (res.ok) apiKeyCacheFor(kv).noteRevocation(res.versionstamp);
       return res.ok;
     });
     return result;

@@ -14,10 +14,11 @@
  * | `["project", pid, "session", session_id]` | {@link import("./sessions.ts").SessionRecord} |
  * | `["project", pid, "live_sessions"]` | number of sessions holding a concurrency slot |
  * | `["project", pid, "idempotency", idempotency_key]` | {@link import("./idempotency.ts").IdempotencyRecord} |
- * | `["project", pid, "rate_limit", key_id]` | GCRA theoretical arrival time (ms) |
  * | `["project", pid, "webhook_secret"]` | {@link import("./webhook_secrets.ts").WebhookSecretRecord} |
  * | `["project", pid, "webhook_event", event_id]` | {@link import("./webhook_outbox.ts").WebhookEventRecord} |
  * | `["project", pid, "webhook_gone", url_sha256_hex]` | {@link import("./webhook_outbox.ts").GoneUrlRecord} |
+ * | `["api_key_revocation"]` | time of the last revocation; its versionstamp is the revocation epoch (see `api_key_cache.ts`) |
+ * | `["rate_demand", instance_id]` | {@link import("./rate_limit.ts").DemandRecord}: an API instance's recent request rates per key |
  * | `["owner_lease", instance_id]` | {@link import("./owner_leases.ts").OwnerLease} |
  * | `["owned_session", instance_id, pid, session_id]` | `true`: a live session the instance runs |
  * | `["owner_load", instance_id]` | number of live sessions placed on the instance (its load) |
@@ -55,13 +56,15 @@ export const idempotencyKey = (projectId: string, key: string): Deno.KvKey => [
   "idempotency",
   key,
 ];
-/** Key of an API key's rate-limiter state. */
-export const rateLimitKey = (projectId: string, keyId: string): Deno.KvKey => [
-  "project",
-  projectId,
-  "rate_limit",
-  keyId,
-];
+/**
+ * Key written in the same atomic operation as every API key revocation: its versionstamp tells each
+ * process's key cache that cached entries may be stale.
+ */
+export const apiKeyRevocationKey: Deno.KvKey = ["api_key_revocation"];
+/** Key of an API instance's published request rates (the rate limiter's shared view). */
+export const rateDemandKey = (instanceId: string): Deno.KvKey => ["rate_demand", instanceId];
+/** Prefix of every instance's published request rates. */
+export const rateDemandPrefix: Deno.KvKey = ["rate_demand"];
 /** Key of a project's webhook signing secret. */
 export const webhookSecretKey = (projectId: string): Deno.KvKey => ["project", projectId, "webhook_secret"];
 /** Key of a webhook event (the outbox entry). */

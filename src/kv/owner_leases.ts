@@ -131,6 +131,11 @@ export async function listLiveInstances(
   return out;
 }
 
+/** Whether a lease's process serves the API: role `all` or `api` (no role: a lease written before roles, read as `all`). */
+export function servesApi(lease: OwnerLease): boolean {
+  return lease.role === undefined || lease.role === "all" || lease.role === "api";
+}
+
 /** Up to `limit` live sessions indexed under an instance. */
 export async function listOwnedSessions(
   kv: Deno.Kv,

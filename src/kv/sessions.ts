@@ -21,6 +21,7 @@ import { edge, freesSlot, type SessionStatus } from "../sessions/state.ts";
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
 import { idempotencyKey, liveSessionsKey, ownedSessionKey, ownerLoadKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
+import { forgetSession } from "./session_cache.ts";
 
 export type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 export { LIVE_STATUSES, SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
@@ -98,7 +99,7 @@ export async function insertSession(
             expireIn: 26 * 3600_000,
           });
         }
-        const res = await op.commit();
+        const res = await op.commit().finally(() => forgetSession(kv, record.project_id, record.session_id));
         if (!res.ok && idempotency) {
           const cur = await kv.get(idempotencyKey(record.project_id, idempotency.key));
           if (cur.versionstamp !== idempotency.versionstamp) {
@@ -161,7 +162,8 @@ export async function transitionSession(
       }
       const event = lifecycleEvent(prev.status, next, now);
       if (event) addEventToOp(op, event, now);
-      const res = await op.commit();
+      // Reads through this process's session cache must see this write (read-your-own-writes).
+      const res = await op.commit().finally(() => forgetSession(kv, projectId, sessionId));
       outcome = { ok: true, record: next };
       return res.ok;
     });

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { forgetSession } from "../kv/session_cache.ts";
 import { kvOp } from "../kv/guard.ts";
 import { sessionKey } from "../kv/keys.ts";
 import type { EndedSession } from "../hosting/session_host.ts";
@@ -44,7 +45,8 @@ export async function claimUnansweredEnd(
     const entry = await kv.get<SessionRecord>(key);
     const cur = entry.value;
     if (!cur?.end_unanswered_until || cur.end_unanswered_until <= now) return null;
-    const ok = (await kv.atomic().check(entry).set(key, { ...cur, end_unanswered_until: null }).commit()).ok;
+    const ok = (await kv.atomic().check(entry).set(key, { ...cur, end_unanswered_until: null }).commit()
+      .finally(() => forgetSession(kv, rec.project_id, rec.session_id))).ok;
     return ok ? endAnswer(cur, cur.end_reason ?? "ended_by_api") : null;
   });
 }

@@ -21,6 +21,7 @@ import {
 import { retryUnavailable } from "../kv/guard.ts";
 import { getSession, insertSession, PlacementFullError, transitionSession } from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
+import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
 import type { ProviderType } from "../providers/types.ts";
@@ -235,7 +236,8 @@ export class SessionService {
 
   /** The public view of one session of the caller's project. */
   async get(caller: Caller, sessionId: string): Promise<SessionView> {
-    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    // At most a few ms old across processes; this process's own writes are always seen (session_cache.ts).
+    const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     return toView(rec);
   }
@@ -264,7 +266,7 @@ export class SessionService {
 
   /** Mints a fresh client token and session token for an active session. */
   async mintClientToken(caller: Caller, sessionId: string): Promise<MintedToken> {
-    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     if (!this.deps.tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
     if (rec.status !== "active") {

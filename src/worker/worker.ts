@@ -197,8 +197,9 @@ export class SessionWorker {
   }
 
   /** The endpoints of an `active` session of this worker (for a fresh client token). */
-  async stream(projectId: string, sessionId: string): Promise<StreamEndpoints> {
-    const rec = await getSession(this.deps.kv, projectId, sessionId);
+  async stream(projectId: string, sessionId: string, known?: SessionRecord): Promise<StreamEndpoints> {
+    // In one process the API has just read the record (`known`): the runtime below says whether it runs.
+    const rec = known ?? await getSession(this.deps.kv, projectId, sessionId);
     if (!rec || rec.status !== "active") throw notActive(rec);
     if (!this.deps.runtime.has(sessionId)) throw notActive({ ...rec, status: "ending" });
     return await this.endpoints(sessionId, rec.transport);

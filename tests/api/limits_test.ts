@@ -63,3 +63,33 @@ Deno.test("concurrent sessions: the per-project ceiling holds exactly under conc
     await engine.close();
   }
 });
+
+Deno.test("rate limit: SVC_RATE_LIMIT_PER_MINUTE=0 turns it off (no 429, no X-RateLimit-* headers)", async () => {
+  const h = await createHarness({ env: { SVC_RATE_LIMIT_PER_MINUTE: "0", SVC_RATE_LIMIT_BURST: "1" } });
+  try {
+    const key = await h.key("proj_a");
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () => h.req("GET", "/v1/api-keys", { key })),
+    );
+    assert.deepEqual([...new Set(results.map((r) => r.status))], [200]);
+    assert.equal(results[0].headers.get("x-ratelimit-limit"), null);
+    assert.equal(results[0].headers.get("x-ratelimit-remaining"), null);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("rate limit: X-RateLimit-Limit is the burst, X-RateLimit-Remaining the requests still admissible at once", async () => {
+  const h = await createHarness({ env: { SVC_RATE_LIMIT_PER_MINUTE: "60", SVC_RATE_LIMIT_BURST: "5" } });
+  try {
+    const key = await h.key("proj_a");
+    const seen: [string | null, string | null][] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await h.req("GET", "/v1/api-keys", { key });
+      seen.push([r.headers.get("x-ratelimit-limit"), r.headers.get("x-ratelimit-remaining")]);
+    }
+    assert.deepEqual(seen, [["5", "4"], ["5", "3"], ["5", "2"], ["5", "1"], ["5", "0"], ["5", "0"]]);
+  } finally {
+    await h.close();
+  }
+});

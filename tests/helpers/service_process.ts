@@ -12,8 +12,8 @@ export interface ServiceProcess {
   child: Deno.ChildProcess;
   /** Sends a signal (once). */
   kill(signal: Deno.Signal): void;
-  /** Waits for the exit; returns the status and everything it logged. */
-  exited(): Promise<{ status: Deno.CommandStatus; log: string }>;
+  /** Waits for the exit (killing the process at `timeoutMs`, default 60 s); returns the status and log. */
+  exited(timeoutMs?: number): Promise<{ status: Deno.CommandStatus; log: string }>;
 }
 
 /**
@@ -22,7 +22,7 @@ export interface ServiceProcess {
  */
 export async function startServiceProcess(
   env: Record<string, string>,
-  options: { permissions?: string[] } = {},
+  options: { permissions?: string[]; startTimeoutMs?: number } = {},
 ): Promise<ServiceProcess> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...(options.permissions ?? ["-A"]), "main.ts"],
@@ -43,11 +43,21 @@ export async function startServiceProcess(
   })();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let url = "";
-  for (let i = 0; i < 500 && !url; i++) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    log += value;
-    url = /"msg":"listening","url":"(http:\/\/[^"]+)"/.exec(log)?.[1] ?? "";
+  // A process that neither listens nor exits within the deadline is killed (its read then ends).
+  const startTimer = setTimeout(() => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited already */ }
+  }, options.startTimeoutMs ?? 60_000);
+  try {
+    for (let i = 0; i < 500 && !url; i++) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      log += value;
+      url = /"msg":"listening","url":"(http:\/\/[^"]+)"/.exec(log)?.[1] ?? "";
+    }
+  } finally {
+    clearTimeout(startTimer);
   }
   const rest = (async () => {
     for (;;) {
@@ -65,8 +75,14 @@ export async function startServiceProcess(
       signalled = true;
       child.kill(signal);
     },
-    async exited() {
-      const status = await child.status;
+    async exited(timeoutMs = 60_000) {
+      // A process still running at the deadline (a stuck shutdown) is killed, so no test waits forever.
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* exited already */ }
+      }, timeoutMs);
+      const status = await child.status.finally(() => clearTimeout(timer));
       await rest;
       await errDone;
       return { status, log };

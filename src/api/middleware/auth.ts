@@ -2,17 +2,19 @@
  * API key authentication, per-key rate limiting and per-route scope checks.
  *
  * The key is read from `Authorization: Bearer <key>` or `x-api-key: <key>`. A malformed key (prefix,
- * length, checksum) is refused before any storage lookup; a well-formed one is looked up by its SHA-256.
+ * length, checksum) is refused before any storage lookup; a well-formed one is looked up by its SHA-256,
+ * from memory when this process has read it recently (see `src/kv/api_key_cache.ts`: a revocation
+ * anywhere takes effect here within 0.5 s). The rate limiter runs in memory (see `src/kv/rate_limit.ts`).
+ * In the common case neither touches KV.
  *
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
-import { hashApiKey, isWellFormedApiKey } from "../../auth/api_key_format.ts";
+import { hasApiKeyShape, hashApiKeySync, isWellFormedApiKey } from "../../auth/api_key_format.ts";
 import type { Scope } from "../../auth/scopes.ts";
-import { findApiKeyByHash } from "../../kv/api_keys.ts";
-import { checkRateLimit, type RateLimitPolicy } from "../../kv/rate_limit.ts";
+import { apiKeyCacheFor } from "../../kv/api_key_cache.ts";
+import type { RateLimiter } from "../../kv/rate_limit.ts";
 import type { AppEnv } from "../env.ts";
 
 /** Extracts the presented key; `undefined` when none was sent, `null` when the header is unusable. */
@@ -28,29 +30,38 @@ export function presentedKey(
   return undefined;
 }
 
-/** Authenticates the request's API key and applies its rate limit. */
+/**
+ * Authenticates the request's API key and applies its rate limit (`limiter` null: no limit, and no
+ * `X-RateLimit-*` headers).
+ */
 export function apiKeyAuth(
-  deps: { kv: Deno.Kv; clock: Clock; rateLimit: RateLimitPolicy },
+  deps: { kv: Deno.Kv; limiter: RateLimiter | null; burst: number },
 ): MiddlewareHandler<AppEnv> {
+  const keys = apiKeyCacheFor(deps.kv);
+  const { limiter } = deps;
+  const limitHeader = String(deps.burst);
   return async function apiKeyAuth(c, next) {
     const key = presentedKey(c.req.header("authorization"), c.req.header("x-api-key"));
     if (key === undefined) throw new ApiError("SVC_AUTH_MISSING_CREDENTIALS");
-    if (key === null || !isWellFormedApiKey(key)) throw new ApiError("SVC_AUTH_INVALID_KEY");
-    const index = await findApiKeyByHash(deps.kv, await hashApiKey(key));
+    if (key === null || !hasApiKeyShape(key)) throw new ApiError("SVC_AUTH_INVALID_KEY");
+    const hash = hashApiKeySync(key);
+    let index = keys.peek(hash);
+    if (index === undefined) {
+      // The checksum spares KV a lookup of a mistyped key (a key found in memory passed it when read).
+      if (!isWellFormedApiKey(key)) throw new ApiError("SVC_AUTH_INVALID_KEY");
+      index = await keys.lookup(hash);
+    }
     if (!index || index.revoked_at !== null) throw new ApiError("SVC_AUTH_INVALID_KEY");
     c.set("caller", { projectId: index.project_id, keyId: index.key_id, scopes: index.scopes });
 
-    const decision = await checkRateLimit(
-      deps.kv,
-      index.project_id,
-      index.key_id,
-      deps.rateLimit,
-      deps.clock.now(),
-    );
-    c.header("X-RateLimit-Limit", String(deps.rateLimit.burst));
-    c.header("X-RateLimit-Remaining", String(decision.remaining));
-    if (!decision.allowed) {
-      throw new ApiError("SVC_RATE_LIMIT_EXCEEDED", undefined, { retryAfter: decision.retryAfterS });
+    if (limiter) {
+      let decision = limiter.check(index.key_id);
+      if (decision instanceof Promise) decision = await decision;
+      c.header("X-RateLimit-Limit", limitHeader);
+      c.header("X-RateLimit-Remaining", String(decision.remaining));
+      if (!decision.allowed) {
+        throw new ApiError("SVC_RATE_LIMIT_EXCEEDED", undefined, { retryAfter: decision.retryAfterS });
+      }
     }
     await next();
   };
