@@ -19,6 +19,8 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Whether lines of `level` are written (to skip building the fields of a line that would be dropped). */
+  enabled(level: LogLevel): boolean;
 }
 
 /** Where finished log lines go. A sink with `flush` buffers; `warn` and `error` lines call it. */
@@ -115,7 +117,13 @@ export function createLogger(
       if (urgent) sink.flush?.();
     };
   };
-  return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };
+  return {
+    debug: write("debug"),
+    info: write("info"),
+    warn: write("warn"),
+    error: write("error"),
+    enabled: (level) => ORDER[level] >= min,
+  };
 }
 
 /** A logger that drops everything. */
