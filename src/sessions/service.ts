@@ -244,7 +244,10 @@ export class SessionService {
 
   /** Ends an active session (graceful with the 10 s teardown timeout, or forced), through its owner. */
   async end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
-    const rec = await getSession(this.deps.kv, caller.projectId, sessionId);
+    // A terminal state read from the cache is final; a live one is moved by compare-and-set below (the
+    // host reads it again); an unknown one is read again from KV (it may have been created just now).
+    const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId) ??
+      await getSession(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     if (isEnded(rec.status)) {
       // The retry of an end answered 503 while its record could not be written gets that end.

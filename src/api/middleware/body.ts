@@ -34,6 +34,10 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
   return async function boundedBody(c, next) {
     const raw = c.req.raw;
     if (!raw.body) return await next();
+    // A body declared empty is let through as it is (wrapping its stream costs more than the request).
+    if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) {
+      return await next();
+    }
     const maxBytes = typeof limits.maxBytes === "number" ? limits.maxBytes : limits.maxBytes(c.req.path);
     const declared = raw.headers.get("content-length");
     if (declared !== null && !raw.headers.has("transfer-encoding") && Number(declared) > maxBytes) {
