@@ -244,6 +244,10 @@ Deno.test("docs assets: inherited property names are not files (404, flat body, 
     }
     const css = await h.req("GET", "/docs/assets/swagger-ui.css");
     assert.equal(css.status, 200);
+    const init = await h.req("GET", "/docs/assets/init.js");
+    assert.equal(init.status, 200);
+    assert.match(init.headers.get("content-type") ?? "", /^text\/javascript/);
+    assert.match(init.text, /SwaggerUIBundle\(/);
     assert.deepEqual(h.logs.filter((l) => l.includes('"level":"error"')), []);
   } finally {
     await h.close();

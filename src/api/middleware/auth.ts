@@ -18,14 +18,14 @@ import type { RateLimiter } from "../../kv/rate_limit.ts";
 import type { AppEnv } from "../env.ts";
 
 /** Extracts the presented key; `undefined` when none was sent, `null` when the header is unusable. */
-export function presentedKey(
-  authorization: string | undefined,
-  xApiKey: string | undefined,
-): string | null | undefined {
+export function presentedKey(header: (name: string) => string | undefined): string | null | undefined {
+  const authorization = header("authorization");
   if (authorization !== undefined) {
     const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
     return m ? m[1] : null;
   }
+  // Read only when there is no Authorization header (each header read is a call into the runtime).
+  const xApiKey = header("x-api-key");
   if (xApiKey !== undefined) return xApiKey.trim() || null;
   return undefined;
 }
@@ -41,7 +41,7 @@ export function apiKeyAuth(
   const { limiter } = deps;
   const limitHeader = String(deps.burst);
   return async function apiKeyAuth(c, next) {
-    const key = presentedKey(c.req.header("authorization"), c.req.header("x-api-key"));
+    const key = presentedKey((name) => c.req.header(name));
     if (key === undefined) throw new ApiError("SVC_AUTH_MISSING_CREDENTIALS");
     if (key === null || !hasApiKeyShape(key)) throw new ApiError("SVC_AUTH_INVALID_KEY");
     const hash = hashApiKeySync(key);
@@ -54,16 +54,20 @@ export function apiKeyAuth(
     if (!index || index.revoked_at !== null) throw new ApiError("SVC_AUTH_INVALID_KEY");
     c.set("caller", { projectId: index.project_id, keyId: index.key_id, scopes: index.scopes });
 
-    if (limiter) {
-      let decision = limiter.check(index.key_id);
-      if (decision instanceof Promise) decision = await decision;
+    if (!limiter) return await next();
+    let decision = limiter.check(index.key_id);
+    if (decision instanceof Promise) decision = await decision;
+    const remaining = String(decision.remaining);
+    if (!decision.allowed) {
       c.header("X-RateLimit-Limit", limitHeader);
-      c.header("X-RateLimit-Remaining", String(decision.remaining));
-      if (!decision.allowed) {
-        throw new ApiError("SVC_RATE_LIMIT_EXCEEDED", undefined, { retryAfter: decision.retryAfterS });
-      }
+      c.header("X-RateLimit-Remaining", remaining);
+      throw new ApiError("SVC_RATE_LIMIT_EXCEEDED", undefined, { retryAfter: decision.retryAfterS });
     }
     await next();
+    // Set on the answer once it is built (an error thrown further in has been made an answer by now):
+    // headers prepared before the answer cost Deno a slower Response construction (~3-5 µs).
+    c.res.headers.set("X-RateLimit-Limit", limitHeader);
+    c.res.headers.set("X-RateLimit-Remaining", remaining);
   };
 }
 

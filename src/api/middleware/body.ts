@@ -31,13 +31,21 @@ const TIMED_OUT = Symbol("timed out");
 
 /** Applies {@link BodyLimits} to the request body. */
 export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
-  return async function boundedBody(c, next) {
+  // Not async itself: a request without a body (most of them) passes through without a wait of its own.
+  return function boundedBody(c, next) {
     const raw = c.req.raw;
-    if (!raw.body) return await next();
-    // A body declared empty is let through as it is (wrapping its stream costs more than the request).
-    if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) {
-      return await next();
-    }
+    // No body, or one declared empty: let through as it is (wrapping its stream costs more than the request).
+    if (!raw.body) return next();
+    if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) return next();
+    return bound(c, next, raw, raw.body);
+  };
+
+  async function bound(
+    c: Parameters<MiddlewareHandler<AppEnv>>[0],
+    next: Parameters<MiddlewareHandler<AppEnv>>[1],
+    raw: Request,
+    rawBody: ReadableStream<Uint8Array>,
+  ): Promise<void> {
     const maxBytes = typeof limits.maxBytes === "number" ? limits.maxBytes : limits.maxBytes(c.req.path);
     const declared = raw.headers.get("content-length");
     if (declared !== null && !raw.headers.has("transfer-encoding") && Number(declared) > maxBytes) {
@@ -49,7 +57,7 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timeout: Promise<typeof TIMED_OUT> | null = null;
     const stop = () => clearTimeout(timer);
-    const source = raw.body.getReader();
+    const source = rawBody.getReader();
     let received = 0;
     let settled = false;
     const release = () => {
@@ -108,5 +116,5 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
     }
     // The route may have turned the failed read into another answer (e.g. "not valid JSON").
     if (failure) throw failure;
-  };
+  }
 }

@@ -40,21 +40,20 @@ const INIT_JS =
   // validatorUrl: null — no badge fetched from the public validator: the page works offline.
   `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true, validatorUrl: null });\n`;
 
-/** Registers /openapi.json, /docs, /docs/errors, /docs/assets/* and /healthz. */
+/** Registers /openapi.json, /docs, /docs/errors, and /docs/assets/* (`/healthz` is registered with the middleware, in app.ts). */
 export function registerDocsRoutes(app: OpenAPIHono<AppEnv>, document: () => unknown): void {
   app.get("/openapi.json", (c) => c.json(document()));
   app.get("/docs", (c) => c.html(REFERENCE_PAGE));
   app.get("/docs/errors", (c) => c.html(errorReferenceHtml()));
-  app.get(
-    "/docs/assets/init.js",
-    (c) => c.body(INIT_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
-  );
+  // One parametric route (a static route beside it would keep Hono's RegExpRouter from serving the app).
   app.get("/docs/assets/:file", async (c) => {
     const file = c.req.param("file");
+    if (file === "init.js") {
+      return c.body(INIT_JS, 200, { "content-type": "text/javascript; charset=utf-8" });
+    }
     const type = SWAGGER_ASSETS.get(file);
     if (!type) return c.notFound();
     const bytes = await Deno.readFile(`${swaggerDir()}/${file}`);
     return c.body(bytes, 200, { "content-type": type, "cache-control": "public, max-age=86400" });
   });
-  app.get("/healthz", (c) => c.json({ ok: true }));
 }
