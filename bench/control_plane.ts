@@ -254,7 +254,7 @@ async function spawnChild(
     readyFile,
   ];
   const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-  // The service's log (one access-log line per request at the default level) goes to a file, as a
+  // The service's log (an access summary every 10 s at the default level) goes to a file, as a
   // deployment's would go to a file or a collector.
   const cmd = `exec taskset -c ${options.core} ${[Deno.execPath(), ...denoArgs].map(quote).join(" ")} >${
     quote(log)

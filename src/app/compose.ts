@@ -25,6 +25,7 @@ import { TokenService } from "../auth/tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { openKv } from "../kv/open.ts";
+import { setReadHandle, sharesDatabase } from "../kv/read_handle.ts";
 import { DEMO_PROJECT_ID } from "../demo/constants.ts";
 import { InternalAuth } from "../hosting/internal_auth.ts";
 import { LocalWorkerClient } from "../hosting/local_host.ts";
@@ -186,6 +187,13 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     const tokens = new TokenService(tokenSecrets(config, o.tokenSecret, logger), clock);
     const kv = o.kv ?? await openKv(config.kv);
     if (!o.kv) cleanup.push(() => kv.close());
+    if (!o.kv && role !== "worker" && sharesDatabase(config.kv)) {
+      // The API's read caches read through a second handle, so they never queue behind this process's
+      // writes and their fsyncs (src/kv/read_handle.ts). Closed after the caches have settled.
+      const readKv = await openKv(config.kv);
+      cleanup.push(() => readKv.close());
+      setReadHandle(kv, readKv);
+    }
 
     const engineCa: string[] = [...(o.caCerts ?? [])];
     if (config.engineCaFile) engineCa.push(await Deno.readTextFile(config.engineCaFile));

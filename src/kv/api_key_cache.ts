@@ -21,13 +21,15 @@
  *
  * Deno KV on a local file delivers no `watch()` events written by other processes, so this polls.
  *
- * One cache per KV handle ({@link apiKeyCacheFor}): in a service process, one per process.
+ * One cache per KV handle ({@link apiKeyCacheFor}): in a service process, one per process. It reads through
+ * the handle's read handle when the process has one (`read_handle.ts`).
  *
  * @module
  */
 import type { ApiKeyIndex } from "./api_keys.ts";
 import { kvOp } from "./guard.ts";
 import { apiKeyHashKey, apiKeyRevocationKey } from "./keys.ts";
+import { readHandleOf } from "./read_handle.ts";
 
 /** Tuning of an {@link ApiKeyCache}. */
 export interface ApiKeyCacheOptions {
@@ -158,6 +160,7 @@ const caches = new WeakMap<Deno.Kv, ApiKeyCache>();
 /** The key cache of a KV handle (created on first use). */
 export function apiKeyCacheFor(kv: Deno.Kv): ApiKeyCache {
   let cache = caches.get(kv);
-  if (!cache) caches.set(kv, cache = new ApiKeyCache(kv));
+  // Reads go through the read handle, when there is one (src/kv/read_handle.ts).
+  if (!cache) caches.set(kv, cache = new ApiKeyCache(readHandleOf(kv)));
   return cache;
 }

@@ -12,12 +12,14 @@
  * flight (a read that started before the write can no longer fill the cache). So an instance that ended
  * a session never shows it active afterwards.
  *
- * One cache per KV handle (in a service process, one per process).
+ * One cache per KV handle (in a service process, one per process); it reads through the handle's read
+ * handle when the process has one (`read_handle.ts`), so a read never queues behind this process's writes.
  *
  * @module
  */
 import { kvOp } from "./guard.ts";
 import { sessionKey } from "./keys.ts";
+import { readHandleOf } from "./read_handle.ts";
 import type { SessionRecord } from "./sessions.ts";
 
 /** How long a session record read from KV is served from memory, ms. */
@@ -95,7 +97,8 @@ const caches = new WeakMap<Deno.Kv, SessionReadCache>();
 
 function cacheOf(kv: Deno.Kv): SessionReadCache {
   let cache = caches.get(kv);
-  if (!cache) caches.set(kv, cache = new SessionReadCache(kv));
+  // Reads go through the read handle, when there is one (src/kv/read_handle.ts).
+  if (!cache) caches.set(kv, cache = new SessionReadCache(readHandleOf(kv)));
   return cache;
 }
 
