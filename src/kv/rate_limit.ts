@@ -35,6 +35,7 @@ import type { Clock } from "../clock.ts";
 import { kvOp } from "./guard.ts";
 import { rateDemandKey, rateDemandPrefix } from "./keys.ts";
 import { listLiveInstances, servesApi } from "./owner_leases.ts";
+import { readHandleOf } from "./read_handle.ts";
 
 /** Limiter settings (per API key, fleet-wide). */
 export interface RateLimitPolicy {
@@ -262,12 +263,14 @@ export class RateLimiter {
       write.finally(() => this.#writes.delete(write));
     }
     let view: View;
+    // The view is read through the read handle (src/kv/read_handle.ts): it need not wait for the write above.
+    const reader = readHandleOf(kv);
     try {
       const [live, records] = await Promise.all([
-        listLiveInstances(kv, now),
+        listLiveInstances(reader, now),
         kvOp(async () => {
           const out: DemandRecord[] = [];
-          for await (const e of kv.list<DemandRecord>({ prefix: rateDemandPrefix })) out.push(e.value);
+          for await (const e of reader.list<DemandRecord>({ prefix: rateDemandPrefix })) out.push(e.value);
           return out;
         }),
       ]);
