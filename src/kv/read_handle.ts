@@ -21,7 +21,11 @@
 
 const handles = new WeakMap<Deno.Kv, Deno.Kv>();
 
-/** Makes `read` the handle the read caches of `kv` read through (both on one database). */
+/**
+ * Makes `read` the handle the read caches of `kv` read through (both on one database). Call it before the
+ * caches of `kv` are first used: they take their handle when created (compose.ts calls it right after
+ * opening KV).
+ */
 export function setReadHandle(kv: Deno.Kv, read: Deno.Kv): void {
   handles.set(kv, read);
 }
