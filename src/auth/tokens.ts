@@ -6,18 +6,19 @@
  * against the current secret and, during a rotation, the previous one. Expiry is checked against the
  * injected clock (hono's own `exp` check reads the wall clock, so it is switched off and done here).
  *
- * Minting signs with node:crypto's synchronous HMAC-SHA256 and a `KeyObject` made once per secret (the
+ * Minting signs synchronously with an HMAC-SHA256 instance keyed once per secret (`sha256.ts`; the
  * client-token route mints two tokens per request: hono's `sign` costs ~35 µs of CPU a token here, as a
- * WebCrypto round trip plus JS base64, against a few µs). Verification uses hono's `verify` with the
+ * WebCrypto round trip plus JS base64, against a few µs; node:crypto's `createHmac` would leave a native
+ * object per signature that only a full collection frees). Verification uses hono's `verify` with the
  * secret imported once as a `CryptoKey` (given a string, hono imports the key again for every call).
  * Tests check that both agree (a minted token verifies with hono and equals hono's own signature).
  *
  * @module
  */
-import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import { Buffer } from "node:buffer";
 import { verify } from "hono/jwt";
 import type { Clock } from "../clock.ts";
+import { HmacSha256 } from "./sha256.ts";
 
 /** Token lifetime, ms (5 minutes, from the interface specification). */
 export const TOKEN_TTL_MS = 5 * 60_000;
@@ -52,7 +53,7 @@ export class TokenService {
   readonly #current: string | null;
   readonly #previous: string | null;
   /** The current secret as a signing key. */
-  readonly #signingKey: KeyObject | null;
+  readonly #signingKey: HmacSha256 | null;
   /** The secrets imported as WebCrypto HMAC keys for verification, on first use. */
   #currentKey: Promise<CryptoKey> | null = null;
   #previousKey: Promise<CryptoKey> | null = null;
@@ -63,7 +64,7 @@ export class TokenService {
   ) {
     this.#current = secrets?.current ?? null;
     this.#previous = secrets?.previous ?? null;
-    this.#signingKey = this.#current === null ? null : createSecretKey(Buffer.from(this.#current, "utf8"));
+    this.#signingKey = this.#current === null ? null : new HmacSha256(this.#current);
   }
 
   /** A fresh random secret for the embedded default (lives as long as the process). */
@@ -130,7 +131,7 @@ export class TokenService {
       jti: crypto.randomUUID(),
     };
     const signed = `${JWT_HEADER}.${Buffer.from(JSON.stringify(claims), "utf8").toString("base64url")}`;
-    const signature = createHmac("sha256", this.#signingKey).update(signed).digest("base64url");
+    const signature = this.#signingKey.base64url(signed);
     return Promise.resolve({ token: `${signed}.${signature}`, expiresAt: exp * 1000 });
   }
 
