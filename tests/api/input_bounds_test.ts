@@ -289,3 +289,44 @@ Deno.test("ids too long for storage: path ids answer 404 and the cursor 400, nev
     await h.close();
   }
 });
+
+Deno.test("body limit: a POST declared empty passes without its body stream being made; declared bodies stay bounded", async () => {
+  const { Hono } = await import("hono");
+  const { boundedBody } = await import("../../src/api/middleware/body.ts");
+  const app = new Hono();
+  app.use("*", boundedBody({ maxBytes: 16, timeoutMs: 1000 }));
+  app.all("/x", async (c) => c.text(String((await c.req.raw.text()).length)));
+  // as the service's onError does: the error's own status
+  app.onError((err, c) => c.text(err.message, (err as { status?: 413 }).status ?? 500));
+  let made = 0;
+  const spied = (init: RequestInit) => {
+    const req = new Request("http://127.0.0.1/x", init);
+    const body = Object.getOwnPropertyDescriptor(Request.prototype, "body")!.get!;
+    Object.defineProperty(req, "body", { get: () => (made++, body.call(req)) });
+    return req;
+  };
+  // Declared empty: the middleware looks at the headers only (the route's own read is its business).
+  const app2 = new Hono();
+  app2.use("*", boundedBody({ maxBytes: 16, timeoutMs: 1000 }));
+  app2.post("/x", (c) => c.text("ok"));
+  const res = await app2.fetch(spied({ method: "POST", headers: { "content-length": "0" } }));
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), "ok");
+  assert.equal(made, 0, "no body stream made for a POST declared empty");
+  // A body that is declared is still bounded: over the limit answers 413 before the route reads it.
+  const big = await app.fetch(spied({ method: "POST", body: "x".repeat(64) }));
+  assert.equal(big.status, 413);
+  await big.body?.cancel();
+  const small = await app.fetch(spied({ method: "POST", body: "x".repeat(8) }));
+  assert.equal(await small.text(), "8");
+  // A body sent chunked beside a contradictory Content-Length: 0 is still bounded.
+  const chunked = await app.fetch(
+    spied({
+      method: "POST",
+      headers: { "content-length": "0", "transfer-encoding": "chunked" },
+      body: "x".repeat(64),
+    }),
+  );
+  assert.equal(chunked.status, 413);
+  await chunked.body?.cancel();
+});

@@ -34,9 +34,13 @@ export function boundedBody(limits: BodyLimits): MiddlewareHandler<AppEnv> {
   // Not async itself: a request without a body (most of them) passes through without a wait of its own.
   return function boundedBody(c, next) {
     const raw = c.req.raw;
-    // No body, or one declared empty: let through as it is (wrapping its stream costs more than the request).
+    // A body declared empty passes as it is, checked before `raw.body`: Deno builds a ReadableStream for
+    // the getter even then (~2.5 µs of a POST without a body, in the bench's profile).
+    if (raw.method !== "GET" && raw.method !== "HEAD") {
+      if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) return next();
+    }
+    // No body: let through as it is (wrapping its stream costs more than the request).
     if (!raw.body) return next();
-    if (raw.headers.get("content-length") === "0" && !raw.headers.has("transfer-encoding")) return next();
     return bound(c, next, raw, raw.body);
   };
 
