@@ -782,7 +782,9 @@ if (import.meta.main) {
         `Throughput and latency under ${values.connections} connections (wrk, service on core ${values.core}, ` +
           `wrk on core ${
             values["wrk-core"]
-          }; ratio = route / bare Deno.serve measured alternately; medians of ${quick ? 1 : values.rounds} rounds, ` +
+          }; ratio = route / bare Deno.serve measured alternately; medians of ${
+            quick ? 1 : values.rounds
+          } rounds, ` +
           `p99_max_ms the worst round's p99; rate limiter ${values["no-limit"] ? "off" : "on"}):`,
       );
       console.table(rows);
