@@ -15,7 +15,7 @@
  * 2. **One request at a time** (the figures this bench printed before): a client in the same process as
  *    the service times each canonical request, without and with the media plane.
  *
- * The service's rate limiter stays on (at 1,000,000/min, so that its cost is measured without refusals);
+ * The service's rate limiter stays on (at 100,000,000/min, so that its cost is measured without refusals);
  * `--no-limit` runs it with `SVC_RATE_LIMIT_PER_MINUTE=0`. `--profile DIR` runs the service under
  * `--cpu-prof` while wrk drives `GET /v1/sessions/{id}`, and prints where its CPU time goes.
  *
@@ -83,7 +83,7 @@ export async function runControlPlaneBench(
     SVC_KV: `${dir}/svc.kv`,
     SVC_REFERENCE_ENGINE_PORT: "0",
     SVC_REFERENCE_ENGINE_DIR: `${dir}/engine`,
-    SVC_RATE_LIMIT_PER_MINUTE: "1000000",
+    SVC_RATE_LIMIT_PER_MINUTE: "100000000",
     SVC_RATE_LIMIT_BURST: "100000",
     SVC_MAX_CONCURRENT_SESSIONS: String(options.sessions + 10),
     SVC_MEDIA_ENABLED: String(options.media),
@@ -466,7 +466,7 @@ export async function runThroughputBench(options: {
     SVC_MAX_CONCURRENT_SESSIONS: "1000",
     SVC_SESSION_JOIN_WINDOW_S: "3600",
     SVC_SESSION_IDLE_TIMEOUT_S: "3600",
-    SVC_RATE_LIMIT_PER_MINUTE: options.limit ? "1000000" : "0",
+    SVC_RATE_LIMIT_PER_MINUTE: options.limit ? "100000000" : "0",
     SVC_RATE_LIMIT_BURST: "100000",
   };
   const service = await spawnChild("--serve", {

@@ -204,7 +204,7 @@ const VARIABLES = {
   SVC_TOKEN_SECRET: { schema: secret, default: undefined },
   SVC_TOKEN_SECRET_PREVIOUS: { schema: secret, default: undefined },
   SVC_TOKEN_SECRET_EPHEMERAL: { schema: bool, default: "true" },
-  SVC_RATE_LIMIT_PER_MINUTE: { schema: int(0, 1_000_000), default: "600" },
+  SVC_RATE_LIMIT_PER_MINUTE: { schema: int(0, 100_000_000), default: "600" },
   SVC_RATE_LIMIT_BURST: { schema: int(1, 100_000), default: "60" },
   SVC_MAX_CONCURRENT_SESSIONS: { schema: int(1, 100_000), default: "10" },
   SVC_PROVIDER_CONNECT_TIMEOUT_MS: { schema: int(100, 60_000), default: "8000" },

@@ -48,7 +48,7 @@ Deno.test("config: embedded defaults", () => {
   assert.equal(c.demoPage, true);
 });
 
-Deno.test("config: lifecycle and webhook settings are validated within their bounds", () => {
+Deno.test("config: lifecycle, webhook and rate-limit settings are validated within their bounds", () => {
   const c = loadConfig({
     SVC_SESSION_JOIN_WINDOW_S: "5",
     SVC_SESSION_IDLE_TIMEOUT_S: "3600",
@@ -56,7 +56,9 @@ Deno.test("config: lifecycle and webhook settings are validated within their bou
     SVC_OWNER_LEASE_S: "3",
     SVC_WEBHOOK_RETRY_SCHEDULE: "100ms, 1s,1m,48h",
     SVC_WEBHOOK_ALLOW_PRIVATE: "true",
+    SVC_RATE_LIMIT_PER_MINUTE: "100000000",
   });
+  assert.deepEqual(c.rateLimit, { perMinute: 100_000_000, burst: 60 });
   assert.deepEqual(c.lifetimes, { joinWindowMs: 5_000, idleTimeoutMs: 3_600_000, maxDurationMs: 86_400_000 });
   assert.deepEqual(c.webhooks.retrySchedule, [100, 1000, 60_000, 172_800_000]);
   assert.equal(c.webhooks.allowPrivate, true);
@@ -74,6 +76,9 @@ Deno.test("config: lifecycle and webhook settings are validated within their bou
     ["SVC_WEBHOOK_RETRY_SCHEDULE", "5x"],
     ["SVC_WEBHOOK_RETRY_SCHEDULE", "49h"],
     ["SVC_WEBHOOK_RETRY_SCHEDULE", Array(21).fill("1s").join(",")],
+    ["SVC_RATE_LIMIT_PER_MINUTE", "100000001"],
+    ["SVC_RATE_LIMIT_PER_MINUTE", "-1"],
+    ["SVC_RATE_LIMIT_BURST", "0"],
   ];
   for (const [name, value] of bad) {
     assert.throws(
