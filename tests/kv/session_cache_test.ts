@@ -148,3 +148,24 @@ Deno.test("session cache: a failed read rejects its callers and caches nothing",
   assert.equal(await t.n(0), 0);
   assert.equal(await t.n(1), 0);
 });
+
+Deno.test("session cache: a rider whose entry expires while its read is in flight is answered by that read", async () => {
+  using t = await setup(2);
+  await t.n(0);
+  await t.n(1);
+  t.clock.t += 1;
+  await t.n(1); // used
+  t.clock.t += 5;
+  const held = t.hold();
+  const first = t.n(0); // reads 0 with 1 riding along
+  await held.taken;
+  t.reads.length = 0;
+  await t.write(1, 3); // committed after the read: the rider's readers get what the read saw
+  const rider = t.n(1); // 1's entry has expired too: it joins the read in flight
+  held.release();
+  assert.equal(await first, 0);
+  assert.equal(await rider, 0);
+  assert.deepEqual(t.reads, [], "no second read");
+  t.clock.t += 6;
+  assert.equal(await t.n(1), 3);
+});
