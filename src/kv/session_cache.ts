@@ -4,7 +4,7 @@
  * {@link SESSION_READ_MAX_AGE_MS} ago is served from memory, and a read also refreshes up to nine other
  * records in use that are past half that age (one `getMany`), so a caller polling many sessions costs about
  * one KV round trip per ten records. In `deno task bench:api`, `GET` of 20 sessions in turn went from
- * 0.166× to 0.26-0.29× the bare `Deno.serve` with it (a KV read costs ~35 µs of CPU, ~250 µs when it
+ * 0.166× to 0.24-0.33× the bare `Deno.serve` with it (a KV read costs ~35 µs of CPU, ~250 µs when it
  * wakes the idle SQLite thread, and ~13 µs per further key in the same `getMany`).
  *
  * Staleness: a record served may miss a change committed by another process at most
