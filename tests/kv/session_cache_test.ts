@@ -37,7 +37,15 @@ async function setup(sessions: number) {
   const cache = new SessionReadCache(kv, { maxAgeMs: 5, now: () => clock.t });
   const n = async (i: number) => ((await cache.read(P, sid(i))) as unknown as { n: number } | null)?.n;
   const write = (i: number, value: number) => kv.set(sessionKey(P, sid(i)), { session_id: sid(i), n: value });
-  return { kv, cache, reads, clock, n, write, hold, [Symbol.dispose]: () => kv.close() };
+  /** Sessions 0 and 1 read, 1 served again since (so it rides along), both expired: reading 0 carries 1. */
+  const withRiderDue = async () => {
+    await n(0);
+    await n(1);
+    clock.t += 1;
+    await n(1);
+    clock.t += 5;
+  };
+  return { kv, cache, reads, clock, n, write, hold, withRiderDue, [Symbol.dispose]: () => kv.close() };
 }
 
 Deno.test("session cache: served from memory for maxAge after the read, read again after it", async () => {
@@ -113,11 +121,7 @@ Deno.test("session cache: entries not served since their read, or younger than h
 
 Deno.test("session cache: a rider written through this handle while the read is in flight is not cached stale", async () => {
   using t = await setup(2);
-  await t.n(0);
-  await t.n(1);
-  t.clock.t += 1;
-  await t.n(1); // used
-  t.clock.t += 5;
+  await t.withRiderDue();
   const held = t.hold();
   const first = t.n(0); // reads 0 with 1 riding along
   await held.taken;
@@ -131,11 +135,7 @@ Deno.test("session cache: a rider written through this handle while the read is 
 
 Deno.test("session cache: a failed read rejects its callers and caches nothing", async () => {
   using t = await setup(2);
-  await t.n(0);
-  await t.n(1);
-  t.clock.t += 1;
-  await t.n(1);
-  t.clock.t += 5;
+  await t.withRiderDue();
   const getMany = t.kv.getMany;
   t.kv.getMany = (() => Promise.reject(new Error("disk gone"))) as unknown as typeof getMany;
   await assert.rejects(t.n(0), { code: "SVC_SESSION_STATE_UNAVAILABLE" });
@@ -151,11 +151,7 @@ Deno.test("session cache: a failed read rejects its callers and caches nothing",
 
 Deno.test("session cache: a rider whose entry expires while its read is in flight is answered by that read", async () => {
   using t = await setup(2);
-  await t.n(0);
-  await t.n(1);
-  t.clock.t += 1;
-  await t.n(1); // used
-  t.clock.t += 5;
+  await t.withRiderDue();
   const held = t.hold();
   const first = t.n(0); // reads 0 with 1 riding along
   await held.taken;
