@@ -16,7 +16,8 @@
  * reused buffer; the only allocation of a call is its output string. Measured in a loop (`taskset -c 0`):
  * an API-key hash 0.6 µs, against 0.8 µs for node:crypto and 1.7 µs for noble's one-shot `sha256()`.
  *
- * The functions are synchronous and share module state, which is safe on one JS thread.
+ * The functions are synchronous and share module state, which is safe on one JS thread. After each message
+ * the reused buffers are zeroed, so a presented API key is not kept in memory past its hash.
  *
  * @module
  */
@@ -27,10 +28,24 @@ const encoder = new TextEncoder();
 /** Reused encoding buffer: texts that fit (keys, token payloads) are encoded without an allocation. */
 const scratch = new Uint8Array(2048);
 
-/** UTF-8 bytes of `text`: a view of the reused buffer when it fits (valid until the next call). */
+/** Bytes of the scratch buffer written by the last {@link utf8} call (wiped by {@link wipeScratch}). */
+let scratchUsed = 0;
+
+/** UTF-8 bytes of `text`: a view of the reused buffer when it fits (valid until {@link wipeScratch}). */
 function utf8(text: string): Uint8Array {
   const { read, written } = encoder.encodeInto(text, scratch);
+  scratchUsed = written;
   return read === text.length ? scratch.subarray(0, written) : encoder.encode(text);
+}
+
+/**
+ * Zeroes what the last message left in reused memory: an API key's plaintext must not outlive its request
+ * in a module-level buffer (the hash instance's block buffer holds it too; `destroy()` wipes that, and
+ * the next `_cloneInto` makes the instance usable again).
+ */
+function wipeScratch(): void {
+  scratch.fill(0, 0, scratchUsed);
+  scratchUsed = 0;
 }
 
 const pristine = sha256.create();
@@ -42,7 +57,18 @@ export function sha256Hex(text: string): string {
   pristine._cloneInto(working);
   working.update(utf8(text));
   working.digestInto(digest);
+  working.destroy();
+  wipeScratch();
   return digest.toHex();
+}
+
+/**
+ * Non-zero bytes left in the reused memory after the last message (the scratch buffer and the block buffer
+ * of the SHA-256 working instance, a protected field of noble's): 0 when the wiping works. For tests.
+ */
+export function residueForTests(): number {
+  const block = (working as unknown as { buffer: Uint8Array }).buffer;
+  return scratch.reduce((n, b) => n + (b ? 1 : 0), 0) + block.reduce((n, b) => n + (b ? 1 : 0), 0);
 }
 
 type Mac = ReturnType<typeof hmac.create>;
@@ -64,7 +90,8 @@ export class HmacSha256 {
   base64url(text: string): string {
     this.#pristine._cloneInto(this.#working);
     this.#working.update(utf8(text));
-    this.#working.digestInto(this.#mac);
+    this.#working.digestInto(this.#mac); // HMAC's digestInto destroys (wipes) its inner hashes itself
+    wipeScratch();
     return this.#mac.toBase64({ alphabet: "base64url", omitPadding: true });
   }
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
-import { HmacSha256, sha256Hex } from "../../src/auth/sha256.ts";
+import { HmacSha256, residueForTests, sha256Hex } from "../../src/auth/sha256.ts";
 import { generateApiKey, hashApiKeySync } from "../../src/auth/api_key_format.ts";
 
 const nodeSha = (s: string) => createHash("sha256").update(s, "utf8").digest("hex");
@@ -77,4 +77,14 @@ Deno.test("HmacSha256: two keys used in turn keep their own state, and hashing b
     assert.equal(mb, nodeHmac("key-b", t));
     assert.equal(a.base64url(t), ma);
   }
+});
+
+Deno.test("sha256Hex and HmacSha256: no plaintext is left in reused memory after a message", () => {
+  const key = generateApiKey();
+  assert.equal(sha256Hex(key), nodeSha(key));
+  assert.equal(residueForTests(), 0, "after an API-key hash");
+  const mac = new HmacSha256("tok-secret");
+  assert.equal(mac.base64url("header.payload"), nodeHmac("tok-secret", "header.payload"));
+  assert.equal(residueForTests(), 0, "after a signature");
+  assert.equal(sha256Hex(key), nodeSha(key), "the wiped instance still hashes right");
 });
