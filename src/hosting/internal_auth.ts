@@ -39,12 +39,24 @@ async function sha256Hex(body: Uint8Array<ArrayBuffer>): Promise<string> {
 
 /** Signs and verifies internal calls and worker registrations. */
 export class InternalAuth {
-  readonly #keys: Promise<{ request: CryptoKey; advert: CryptoKey }>;
+  readonly #secret: string;
+  #derived: Promise<{ request: CryptoKey; advert: CryptoKey }> | null = null;
   readonly #seen = new Map<string, number>();
 
   constructor(secret: string, readonly clock: Clock) {
-    this.#keys = (async () => {
-      const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
+    this.#secret = secret;
+  }
+
+  /**
+   * The two HMAC keys, derived on first use rather than in the constructor: a process that never signs or
+   * verifies (an API process answering only public routes) starts no WebCrypto work, and none is left
+   * running when such a process is disposed right after it started.
+   */
+  get #keys(): Promise<{ request: CryptoKey; advert: CryptoKey }> {
+    return this.#derived ??= (async () => {
+      const base = await crypto.subtle.importKey("raw", enc.encode(this.#secret), "HKDF", false, [
+        "deriveKey",
+      ]);
       const derive = (info: string) =>
         crypto.subtle.deriveKey(
           { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(32), info: enc.encode(info) },
