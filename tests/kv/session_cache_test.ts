@@ -45,7 +45,26 @@ async function setup(sessions: number) {
     await n(1);
     clock.t += 5;
   };
-  return { kv, cache, reads, clock, n, write, hold, withRiderDue, [Symbol.dispose]: () => kv.close() };
+  /** {@link withRiderDue}, then a read of 0 carrying 1, held in flight once it has taken its snapshot. */
+  const riderReadHeld = async () => {
+    await withRiderDue();
+    const held = hold();
+    const first = n(0);
+    await held.taken;
+    return { first, release: held.release };
+  };
+  return {
+    kv,
+    cache,
+    reads,
+    clock,
+    n,
+    write,
+    hold,
+    withRiderDue,
+    riderReadHeld,
+    [Symbol.dispose]: () => kv.close(),
+  };
 }
 
 Deno.test("session cache: served from memory for maxAge after the read, read again after it", async () => {
@@ -121,14 +140,11 @@ Deno.test("session cache: entries not served since their read, or younger than h
 
 Deno.test("session cache: a rider written through this handle while the read is in flight is not cached stale", async () => {
   using t = await setup(2);
-  await t.withRiderDue();
-  const held = t.hold();
-  const first = t.n(0); // reads 0 with 1 riding along
-  await held.taken;
+  const { first, release } = await t.riderReadHeld(); // reads 0 with 1 riding along
   assert.deepEqual(t.reads.at(-1), 2);
   await t.write(1, 9);
   t.cache.forget(P, sid(1));
-  held.release();
+  release();
   await first;
   assert.equal(await t.n(1), 9);
 });
@@ -151,14 +167,11 @@ Deno.test("session cache: a failed read rejects its callers and caches nothing",
 
 Deno.test("session cache: a rider whose entry expires while its read is in flight is answered by that read", async () => {
   using t = await setup(2);
-  await t.withRiderDue();
-  const held = t.hold();
-  const first = t.n(0); // reads 0 with 1 riding along
-  await held.taken;
+  const { first, release } = await t.riderReadHeld(); // reads 0 with 1 riding along
   t.reads.length = 0;
   await t.write(1, 3); // committed after the read: the rider's readers get what the read saw
   const rider = t.n(1); // 1's entry has expired too: it joins the read in flight
-  held.release();
+  release();
   assert.equal(await first, 0);
   assert.equal(await rider, 0);
   assert.deepEqual(t.reads, [], "no second read");
