@@ -26,6 +26,7 @@ import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
+import { registerSessionListRoute } from "./routes/session_list.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
@@ -140,6 +141,7 @@ export function createApp(deps: AppDeps): App {
     app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
+    registerSessionListRoute(app, { kv, clock });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });

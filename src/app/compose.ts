@@ -26,6 +26,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { openKv } from "../kv/open.ts";
 import { setReadHandle, sharesDatabase } from "../kv/read_handle.ts";
+import { setSessionRetention } from "../kv/session_retention.ts";
 import { DEMO_PROJECT_ID } from "../demo/constants.ts";
 import { InternalAuth } from "../hosting/internal_auth.ts";
 import { LocalWorkerClient } from "../hosting/local_host.ts";
@@ -187,6 +188,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     const tokens = new TokenService(tokenSecrets(config, o.tokenSecret, logger), clock);
     const kv = o.kv ?? await openKv(config.kv);
     if (!o.kv) cleanup.push(() => kv.close());
+    setSessionRetention(kv, config.sessionRetentionMs);
     if (!o.kv && role !== "worker" && sharesDatabase(config.kv)) {
       // The API's read caches read through a second handle, so they never queue behind this process's
       // writes and their fsyncs (src/kv/read_handle.ts). Closed after the caches have settled.

@@ -29,14 +29,15 @@ import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { EndedSession, SessionHost, StreamEndpoints } from "../hosting/session_host.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
-import type { EndReason } from "./end_reasons.ts";
 import type { SessionRecord } from "./record.ts";
 import { isEnded } from "./state.ts";
 import { claimUnansweredEnd } from "./end_answer.ts";
+import { type SessionView, toView } from "./view.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
 
 export type { EndedSession } from "../hosting/session_host.ts";
+export { type SessionView, toView } from "./view.ts";
 
 /** How many workers a create tries when the ones it picked turn out to be full. */
 const PLACEMENT_ATTEMPTS = 5;
@@ -69,19 +70,6 @@ export interface CreatedSession {
   status: SessionRecord["status"];
   stream_metadata: StreamMetadata;
   transport: SessionRecord["transport"];
-}
-
-/** The public view of a session (GET). */
-export interface SessionView {
-  session_id: string;
-  status: SessionRecord["status"];
-  provider_type: ProviderType;
-  transport: SessionRecord["transport"];
-  created_at?: number;
-  started_at?: number;
-  ended_at?: number;
-  /** Why the session ended or failed (absent while it is live). */
-  end_reason?: EndReason;
 }
 
 /** The client-token answer. */
@@ -393,18 +381,4 @@ export class SessionService {
       });
     }
   }
-}
-
-/** The public view of a record (no credentials, no tokens, no internal fields). */
-export function toView(rec: SessionRecord): SessionView {
-  return {
-    session_id: rec.session_id,
-    status: rec.status,
-    provider_type: rec.provider_type,
-    transport: rec.transport,
-    created_at: rec.created_at,
-    ...(rec.started_at !== null ? { started_at: rec.started_at } : {}),
-    ...(rec.ended_at !== null ? { ended_at: rec.ended_at } : {}),
-    ...(rec.end_reason !== null ? { end_reason: rec.end_reason } : {}),
-  };
 }
