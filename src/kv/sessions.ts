@@ -26,6 +26,7 @@ import { addEventToOp } from "./webhook_outbox.ts";
 import { forgetSession } from "./session_cache.ts";
 import { addIndexToOp, expiryOf } from "./session_index.ts";
 import { sessionRetentionOf } from "./session_retention.ts";
+import { recordEnd } from "../telemetry/metrics.ts";
 
 export type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 export { LIVE_STATUSES, SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
@@ -176,6 +177,8 @@ export async function transitionSession(
       // Reads through this process's session cache must see this write (read-your-own-writes).
       const res = await op.commit().finally(() => forgetSession(kv, projectId, sessionId));
       outcome = { ok: true, record: next };
+      // Exactly one process writes a session's terminal transition (compare-and-set): it counts the end.
+      if (res.ok && freesSlot(prev.status, to)) recordEnd(next);
       return res.ok;
     });
     return outcome;
