@@ -147,6 +147,24 @@ Deno.test({
         code: "SVC_RATE_LIMIT_CONCURRENT_SESSIONS",
         retryable: true,
       });
+      // The worker's gauges are read at each collection (every 500 ms): both sessions show while they run.
+      await until(
+        "both sessions in avatar.session.active",
+        () =>
+          ["external_engine", "vendor2"].every((provider) =>
+            otlp.points().some((p) =>
+              p.service === "avatar-worker" && p.metric === "avatar.session.active" && p.value === 1 &&
+              p.attributes["avatar.provider.type"] === provider &&
+              p.attributes["avatar.session.transport"] === "websocket_fmp4" &&
+              typeof p.attributes["avatar.worker.id"] === "string"
+            )
+          ) || undefined,
+      );
+      await until(
+        "the two taken slots in avatar.worker.free_slots",
+        () =>
+          otlp.points().some((p) => p.metric === "avatar.worker.free_slots" && p.value === 2) || undefined,
+      );
       for (const s of [a, b]) {
         const ended = await call("POST", `/v1/sessions/${s.body.session_id}/end`);
         assert.equal(ended.status, 200, ended.text);
