@@ -822,7 +822,7 @@ if (import.meta.main) {
       });
       console.log(
         `GET /v1/sessions, one project with 100 vs 100,000 sessions (KV file; 100,000 seeded in ${listing.seed_s.big} s; ` +
-          "one request at a time over loopback, the page after the first, through its cursor):",
+          "one request at a time over loopback, alternating between the two services, the page after the first, through its cursor):",
       );
       console.table(listing.rows);
       result.listing = listing;

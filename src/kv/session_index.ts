@@ -3,27 +3,35 @@
  * atomic operation as the session record, on its creation and on every transition, so the index never
  * disagrees with the records (saaskit's pattern: the record and its indexes land together or not at all).
  *
- * Each session has 8 entries, one per combination of its three facets — status, provider type, transport —
- * each either the session's value or `"*"` (any):
+ * Each session has 4 entries, keyed by its facets — status, provider type, transport — or `"*"` (any):
  *
  * ```text
- * ["project", pid, "session_index", status|"*", provider_type|"*", transport|"*", created_at, session_id]
- *   → the session's public view (what GET /v1/sessions/{id} answers)
+ * ["project", pid, "session_index", status, provider_type, transport, created_at, session_id]
+ * ["project", pid, "session_index", status, "*",           "*",       created_at, session_id]
+ * ["project", pid, "session_index", "*",    provider_type, transport, created_at, session_id]
+ * ["project", pid, "session_index", "*",    "*",           "*",       created_at, session_id]
+ *   → [status, provider_type, transport, started_at, ended_at, end_reason]  (with the key: the public view)
  * ```
  *
- * so every filter the listing offers is one ordered stream (or, for several statuses, one stream per
- * status, merged). A page reads at most `limit + 1` entries from each stream, newest first, from the cursor's
- * position on: its cost depends on the page size and the number of statuses asked for, never on how many
- * sessions the project has. A transition rewrites the 8 values and moves the 4 status-keyed entries (4
- * deletes, 8 sets: 12 mutations beside the record's own).
+ * Each filter of the listing reads a few of these streams, newest first, from the cursor's position on, and
+ * merges them: no filter, one stream; statuses only, one per status; provider type and/or transport (with or
+ * without statuses), one per combination of the values asked for and the values of the facet not asked for
+ * (at most 4 per status: 4 provider types × 1 transport). A page reads at most `limit + 1` entries of each
+ * stream: its cost depends on the page size and the filters, never on how many sessions the project has had.
+ * A transition moves the 2 status-keyed entries and rewrites the other 2 (2 deletes, 4 sets beside the
+ * record). The value is the fields that change, in a compact array; the rest of the view is in the key.
  *
  * @module
  */
 import { ANY_FACET, sessionIndexKey, sessionIndexPrefix } from "./keys.ts";
-import type { ProviderType } from "../providers/types.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../providers/types.ts";
 import type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
-import { type SessionView, toView } from "../sessions/view.ts";
+import type { EndReason } from "../sessions/end_reasons.ts";
+import type { SessionView } from "../sessions/view.ts";
+
+/** The transports a session runs on (the index's transport facet). */
+const INDEXED_TRANSPORTS: readonly ResolvedTransport[] = ["websocket_fmp4", "webrtc_sfu"];
 
 /** The fields of a record its index keys are made of. */
 type Indexed = Pick<
@@ -31,19 +39,46 @@ type Indexed = Pick<
   "project_id" | "session_id" | "status" | "provider_type" | "transport" | "created_at"
 >;
 
-/** The 8 index keys of a record. */
+/** An entry's value: what changes over a session's life, plus its provider type and transport. */
+export type IndexValue = [
+  SessionStatus,
+  ProviderType,
+  ResolvedTransport,
+  number | null,
+  number | null,
+  EndReason | null,
+];
+
+/** The 4 index keys of a record. */
 export function indexKeys(rec: Indexed): Deno.KvKey[] {
-  const keys: Deno.KvKey[] = [];
-  for (const status of [rec.status, ANY_FACET]) {
-    for (const provider of [rec.provider_type, ANY_FACET]) {
-      for (const transport of [rec.transport, ANY_FACET]) {
-        keys.push(
-          sessionIndexKey(rec.project_id, status, provider, transport, rec.created_at, rec.session_id),
-        );
-      }
-    }
-  }
-  return keys;
+  const key = (s: string, p: string, t: string) =>
+    sessionIndexKey(rec.project_id, s, p, t, rec.created_at, rec.session_id);
+  return [
+    key(rec.status, rec.provider_type, rec.transport),
+    key(rec.status, ANY_FACET, ANY_FACET),
+    key(ANY_FACET, rec.provider_type, rec.transport),
+    key(ANY_FACET, ANY_FACET, ANY_FACET),
+  ];
+}
+
+/** The value of a record's entries. */
+export function indexValue(rec: SessionRecord): IndexValue {
+  return [rec.status, rec.provider_type, rec.transport, rec.started_at, rec.ended_at, rec.end_reason];
+}
+
+/** The public view an entry stands for (what `GET /v1/sessions/{id}` answers for the session). */
+export function viewOf(key: Deno.KvKey, value: IndexValue): SessionView {
+  const [status, provider, transport, startedAt, endedAt, endReason] = value;
+  return {
+    session_id: key[7] as string,
+    status,
+    provider_type: provider,
+    transport,
+    created_at: key[6] as number,
+    ...(startedAt !== null ? { started_at: startedAt } : {}),
+    ...(endedAt !== null ? { ended_at: endedAt } : {}),
+    ...(endReason !== null ? { end_reason: endReason } : {}),
+  };
 }
 
 const keyId = (k: Deno.KvKey) => JSON.stringify(k);
@@ -51,7 +86,7 @@ const keyId = (k: Deno.KvKey) => JSON.stringify(k);
 /**
  * Adds the index writes of a record's new state to `op`: `prev` is the state it replaces (null for a new
  * record). Entries of `prev` that `next` no longer has (its old status) are deleted; every entry of `next`
- * is set to its new view, with `expireIn` (the retention of an ended session).
+ * is set to its new value, with `expireIn` (the retention of an ended session).
  */
 export function addIndexToOp(
   op: Deno.AtomicOperation,
@@ -64,8 +99,8 @@ export function addIndexToOp(
     const kept = new Set(keys.map(keyId));
     for (const k of indexKeys(prev)) if (!kept.has(keyId(k))) op.delete(k);
   }
-  const view = toView(next);
-  for (const k of keys) op.set(k, view, expireIn === undefined ? undefined : { expireIn });
+  const value = indexValue(next);
+  for (const k of keys) op.set(k, value, expireIn === undefined ? undefined : { expireIn });
 }
 
 /** The `expireIn` of a record in `status` (terminal ones are kept for `retentionMs`). */
@@ -103,6 +138,23 @@ export interface IndexPage {
   next: ListPosition | null;
   /** Index entries read for the page (for the bench). */
   entriesRead: number;
+  /** Streams read for the page. */
+  streams: number;
+}
+
+/** The streams (status, provider, transport facets) a query reads. */
+export function streamsOf(
+  q: Pick<IndexQuery, "statuses" | "providerType" | "transport">,
+): [string, string, string][] {
+  const statuses: string[] = q.statuses === null || SESSION_STATUSES.every((s) => q.statuses!.includes(s))
+    ? [ANY_FACET]
+    : [...new Set(q.statuses)];
+  if (q.providerType === null && q.transport === null) return statuses.map((s) => [s, ANY_FACET, ANY_FACET]);
+  const providers = q.providerType !== null ? [q.providerType] : PROVIDER_TYPES;
+  const transports = q.transport !== null ? [q.transport] : INDEXED_TRANSPORTS;
+  const out: [string, string, string][] = [];
+  for (const s of statuses) for (const p of providers) for (const t of transports) out.push([s, p, t]);
+  return out;
 }
 
 /** Newest first: `created_at` descending, then `session_id` descending (the index's reverse order). */
@@ -113,14 +165,10 @@ function newerFirst(a: SessionView, b: SessionView): number {
 
 /** Reads one page of a project's sessions from the index. */
 export async function listSessionIndex(kv: Deno.Kv, projectId: string, q: IndexQuery): Promise<IndexPage> {
-  const statuses = q.statuses === null || SESSION_STATUSES.every((s) => q.statuses!.includes(s))
-    ? [ANY_FACET]
-    : [...new Set(q.statuses)];
-  const provider = q.providerType ?? ANY_FACET;
-  const transport = q.transport ?? ANY_FACET;
   const take = q.limit + 1;
-  const streams = await Promise.all(statuses.map(async (status) => {
-    const prefix = sessionIndexPrefix(projectId, status, provider, transport);
+  const facets = streamsOf(q);
+  const streams = await Promise.all(facets.map(async ([s, p, t]) => {
+    const prefix = sessionIndexPrefix(projectId, s, p, t);
     let end: Deno.KvKey | undefined = q.createdBefore === null ? undefined : [...prefix, q.createdBefore];
     if (q.after && (q.createdBefore === null || q.after.createdAt < q.createdBefore)) {
       end = [...prefix, q.after.createdAt, q.after.sessionId];
@@ -135,8 +183,8 @@ export async function listSessionIndex(kv: Deno.Kv, projectId: string, q: IndexQ
       : { prefix };
     const out: SessionView[] = [];
     // One batch: the stream is read in one snapshot.
-    for await (const e of kv.list<SessionView>(selector, { reverse: true, limit: take, batchSize: take })) {
-      out.push(e.value);
+    for await (const e of kv.list<IndexValue>(selector, { reverse: true, limit: take, batchSize: take })) {
+      out.push(viewOf(e.key, e.value));
     }
     return out;
   }));
@@ -158,5 +206,6 @@ export async function listSessionIndex(kv: Deno.Kv, projectId: string, q: IndexQ
       ? { createdAt: last.created_at ?? 0, sessionId: last.session_id }
       : null,
     entriesRead,
+    streams: facets.length,
   };
 }

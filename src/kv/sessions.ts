@@ -7,8 +7,8 @@
  * project ceiling and each worker's capacity hold exactly under concurrent requests and across processes
  * sharing one KV.
  *
- * The same atomic operations keep the listing index (`session_index.ts`: 8 entries a session, holding its
- * public view) and set the retention of an ended session (`session_retention.ts`) on the record and its
+ * The same atomic operations keep the listing index (`session_index.ts`: 4 entries a session, standing for
+ * its public view) and set the retention of an ended session (`session_retention.ts`) on the record and its
  * entries. The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
  * session is live, see `owner_leases.ts`) and the webhook outbox (the event the state table names for the
  * transition, see `src/sessions/state.ts`), so a session's final state, its freed slots and its one terminal
