@@ -94,6 +94,9 @@ Deno.test({
         ...otel("avatar-api", false),
         SVC_MAX_CONCURRENT_SESSIONS: "2",
         SVC_WEBHOOK_ALLOW_PRIVATE: "true",
+        // A burst of 30 a key: this test's own calls stay under it; a loop of 60 GETs does not.
+        SVC_RATE_LIMIT_PER_MINUTE: "600",
+        SVC_RATE_LIMIT_BURST: "30",
       });
       stops.push(async () => {
         api.kill("SIGTERM");
@@ -165,6 +168,17 @@ Deno.test({
         () =>
           otlp.points().some((p) => p.metric === "avatar.worker.free_slots" && p.value === 2) || undefined,
       );
+      // Another key over its request rate: 60 GETs at once, some refused.
+      const reader = await call("POST", "/v1/api-keys", { name: "reader", scopes: ["sessions:read"] });
+      assert.equal(reader.status, 200, reader.text);
+      const statuses = await Promise.all(
+        Array.from({ length: 60 }, () =>
+          fetch(`${api.url}/v1/sessions/${a.body.session_id}`, {
+            headers: { authorization: `Bearer ${reader.body.api_key}` },
+          }).then(async (r) => (await r.body?.cancel(), r.status))),
+      );
+      assert.ok(statuses.includes(429) && statuses.includes(200), `${statuses}`);
+      const readerKey = reader.body.api_key as string;
       for (const s of [a, b]) {
         const ended = await call("POST", `/v1/sessions/${s.body.session_id}/end`);
         assert.equal(ended.status, 200, ended.text);
@@ -237,6 +251,13 @@ Deno.test({
           (p) =>
             attr(p, "error.type") === "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" &&
             attr(p, "http.route") === "/v1/sessions",
+        ],
+        [
+          "avatar-api",
+          "avatar.rate_limit.refusals",
+          (p) =>
+            attr(p, "error.type") === "SVC_RATE_LIMIT_EXCEEDED" &&
+            attr(p, "http.route") === "/v1/sessions/{session_id}" && p.value >= 1,
         ],
         [
           "avatar-worker",
@@ -380,6 +401,7 @@ Deno.test({
         hookPathCanary,
         hookQueryCanary,
         apiKey,
+        readerKey,
         internalSecret: TEST_INTERNAL_SECRET,
         tokenSecret: TEST_TOKEN_SECRET,
         kvToken: kv.token,
