@@ -22,10 +22,12 @@
  * 3. With `--fleet` (or `--fleet-only`): several service processes on one KV file, see `bench/fleet.ts`
  *    (the shared rate budget with 1 and 3 instances, revocation propagation, GET staleness across
  *    instances).
+ * 4. The session listing (`GET /v1/sessions`) with 100 and 100,000 sessions in the project, see
+ *    `bench/listing.ts` (`--listing-only` runs just that; `--no-listing` leaves it out).
  *
  * Run: `deno task bench:api [--seconds 5] [--rounds 3] [--connections 50] [--core 0] [--wrk-core 1]
  * [--quick] [--no-serial] [--no-limit] [--profile DIR] [--only 0,4] [--fleet|--fleet-only]
- * [--fleet-seconds 20] [--json FILE]` (`--only`: the rows
+ * [--fleet-seconds 20] [--listing-only|--no-listing] [--listing-iterations 300] [--json FILE]` (`--only`: the rows
  * to measure, by index).
  *
  * @module
@@ -740,6 +742,9 @@ if (import.meta.main) {
         fleet: { type: "boolean", default: false },
         "fleet-only": { type: "boolean", default: false },
         "fleet-seconds": { type: "string", default: "20" },
+        "listing-only": { type: "boolean", default: false },
+        "no-listing": { type: "boolean", default: false },
+        "listing-iterations": { type: "string", default: "300" },
         json: { type: "string" },
       },
     });
@@ -747,6 +752,7 @@ if (import.meta.main) {
     const hasWrk = (await new Deno.Command("sh", { args: ["-c", "command -v wrk && command -v taskset"] })
       .output()).success;
     const result: Record<string, unknown> = {};
+    const listingOnly = values["listing-only"]!;
     if (values.fleet || values["fleet-only"]) {
       const { runCoherenceBench, runRateBench } = await import("./fleet.ts");
       const seconds = quick ? 5 : Number(values["fleet-seconds"]);
@@ -761,7 +767,7 @@ if (import.meta.main) {
       console.table(coherence);
       result.fleet = { rate, coherence };
     }
-    if (values["fleet-only"]) {
+    if (values["fleet-only"] || listingOnly) {
       // nothing else
     } else if (!hasWrk) {
       console.log(
@@ -793,7 +799,7 @@ if (import.meta.main) {
       result.throughput = rows;
       result.ends = ends;
     }
-    if (!values["no-serial"] && !values.profile && !values["fleet-only"]) {
+    if (!values["no-serial"] && !values.profile && !values["fleet-only"] && !listingOnly) {
       const base = { sessions: Number(values.sessions), gets: quick ? 300 : Number(values.gets) };
       const rows = [
         ...await runControlPlaneBench({ ...base, media: false }),
@@ -808,6 +814,18 @@ if (import.meta.main) {
       console.table(split);
       console.log(`the split adds ${(split[1].p50_ms - split[0].p50_ms).toFixed(2)} ms to a create at p50`);
       result.split = split;
+    }
+    if (listingOnly || (!values["no-listing"] && !values["fleet-only"] && !values.profile)) {
+      const { runListingBench } = await import("./listing.ts");
+      const listing = await runListingBench({
+        iterations: quick ? 100 : Number(values["listing-iterations"]),
+      });
+      console.log(
+        `GET /v1/sessions, one project with 100 vs 100,000 sessions (KV file; 100,000 seeded in ${listing.seed_s.big} s; ` +
+          "one request at a time over loopback, alternating between the two services, the page after the first, through its cursor):",
+      );
+      console.table(listing.rows);
+      result.listing = listing;
     }
     if (values.json) await Deno.writeTextFile(values.json, JSON.stringify(result, null, 2));
   }

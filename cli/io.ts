@@ -25,6 +25,10 @@ export interface Io {
   readStdin(): Promise<string>;
   /** The `fetch` the API client uses (default: the global one). */
   fetch?: (request: Request) => Promise<Response>;
+  /** The terminal's size, when standard output is a terminal (`--watch` draws one screen). */
+  consoleSize?(): { columns: number; rows: number } | null;
+  /** Calls `handler` on Ctrl-C (SIGINT) instead of exiting; returns a function that removes it. */
+  onInterrupt?(handler: () => void): () => void;
 }
 
 /** Largest `--config` input read from standard input. */
@@ -46,6 +50,17 @@ export function denoIo(): Io {
     noColor: Deno.noColor,
     env: (name) => Deno.env.get(name),
     readTextFile: (path) => Deno.readTextFile(path),
+    consoleSize() {
+      try {
+        return Deno.stdout.isTerminal() ? Deno.consoleSize() : null;
+      } catch {
+        return null;
+      }
+    },
+    onInterrupt(handler) {
+      Deno.addSignalListener("SIGINT", handler);
+      return () => Deno.removeSignalListener("SIGINT", handler);
+    },
     async readStdin() {
       const chunks: Uint8Array[] = [];
       let size = 0;

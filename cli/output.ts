@@ -27,14 +27,34 @@ function colours(io: Io) {
 
 /** Prints a boxed table with a header row. A cell given as an array prints one line per item. */
 export function printTable(io: Io, head: string[], rows: (string | string[])[][]): void {
+  io.stdout(`${renderTable(io, head, rows)}\n`);
+}
+
+/** No rule between rows: one line a row (long lists, `--watch` screens). */
+const COMPACT_CHARS = { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" };
+
+/**
+ * A table as text: boxed with a header row; `compact` leaves out the rules between rows, so each row is
+ * one line.
+ */
+export function renderTable(
+  io: Io,
+  head: string[],
+  rows: (string | string[])[][],
+  options: { compact?: boolean } = {},
+): string {
   const c = colours(io);
-  const table = new Table({ head: head.map((h) => c.bold(h)), style: { head: [], border: [] } });
+  const table = new Table({
+    head: head.map((h) => c.bold(h)),
+    style: { head: [], border: [] },
+    ...(options.compact ? { chars: COMPACT_CHARS } : {}),
+  });
   table.push(
     ...rows.map((row) =>
       row.map((cell) => typeof cell === "string" ? printable(cell) : cell.map(printable).join("\n"))
     ),
   );
-  io.stdout(`${table.toString()}\n`);
+  return table.toString();
 }
 
 /** Prints one object as aligned `label  value` lines; rows whose value is `undefined` are left out. */

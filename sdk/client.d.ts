@@ -7,6 +7,7 @@
 import type { Client as FetchClient } from "openapi-fetch";
 import type { paths } from "./schema.d.ts";
 import type { RetryOptions } from "./retry.d.ts";
+import type { ListSessionsQuery, SessionPages } from "./session_pages.d.ts";
 import type {
   ApiKeyList,
   ClientToken,
@@ -96,6 +97,13 @@ export interface Client {
    * create never starts two sessions. Scope `sessions:write`.
    */
   createSession(body: CreateSessionRequest, options?: CreateSessionOptions): Promise<CreatedSession>;
+  /**
+   * `GET /v1/sessions` (non-canonical): the project's sessions, newest first, filtered by `status` (one or
+   * more), `provider_type`, `transport` and `created_after`/`created_before`. Await the result for the first
+   * page (`{ data, next_cursor }`), or iterate it with `for await` for every page (see {@link SessionPages}).
+   * Scope `sessions:read`.
+   */
+  listSessions(query?: ListSessionsQuery, options?: RequestOptions): SessionPages;
   /** `GET /v1/sessions/{session_id}`: a session's status (never its token). Scope `sessions:read`. */
   getSession(sessionId: string, options?: RequestOptions): Promise<Session>;
   /**

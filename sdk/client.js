@@ -8,6 +8,7 @@ import createFetchClient from "openapi-fetch";
 import { errorFromAnswer, invalidResponse, networkError } from "./api_error.js";
 import { isValidIdempotencyKey, newIdempotencyKey } from "./idempotency_key.js";
 import { resolveRetryPolicy, withRetry } from "./retry.js";
+import { sessionPages } from "./session_pages.js";
 
 /** @import { Client, ClientOptions, RequestOptions } from "./client.d.ts" */
 /** @import { paths } from "./schema.d.ts" */
@@ -149,6 +150,17 @@ export function createClient(options) {
         { operation: "createSession", safe: true },
         options,
         (init) => raw.POST("/v1/sessions", { ...init, params: { header: { "Idempotency-Key": key } }, body }),
+      );
+    },
+    listSessions(query = {}, options) {
+      return sessionPages(
+        (q) =>
+          call(
+            { operation: "listSessions", safe: true },
+            options,
+            (init) => raw.GET("/v1/sessions", { ...init, params: { query: q } }),
+          ),
+        query,
       );
     },
     async getSession(sessionId, options) {

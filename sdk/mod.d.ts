@@ -71,6 +71,7 @@ export type {
   ListApiKeysQuery,
   RequestOptions,
 } from "./client.d.ts";
+export type { ListSessionsQuery, SessionPages } from "./session_pages.d.ts";
 export type { ApiErrorInit, ApiErrorJson, ErrorCode, SdkErrorCode } from "./api_error.d.ts";
 export type { RetryEvent, RetryOptions, RetryPolicy, RetryTarget } from "./retry.d.ts";
 export type { VerifiedWebhook, VerifyWebhookOptions } from "./webhooks.d.ts";

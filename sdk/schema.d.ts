@@ -55,7 +55,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List sessions (non-canonical)
+         * @description Non-canonical: not part of the interface specification; integrations must not depend on it. One page of the project's sessions, newest first, optionally filtered by status (one or more), provider type, transport and creation time. Only the caller's project's sessions are ever listed. Ended sessions are kept `SVC_SESSION_RETENTION_DAYS` (default 30) after they end (see docs/api.md#listing-sessions). Scope: `sessions:read`.
+         */
+        get: operations["listSessions"];
         put?: never;
         /**
          * Create and start a session
@@ -559,6 +563,12 @@ export interface components {
             stream_metadata: components["schemas"]["StreamMetadata"];
             transport: components["schemas"]["Transport"];
         };
+        SessionList: {
+            /** @description Sessions, newest first (by `created_at`, then `session_id`), each as `GET /v1/sessions/{session_id}` answers it (with `end_reason` once ended). */
+            data: components["schemas"]["Session"][];
+            /** @description Pass as `cursor` for the next page (with the same filters); null on the last page. */
+            next_cursor: string | null;
+        };
         WebhookSecret: {
             /** @description `whsec_` + base64 of 32 random bytes: the HMAC-SHA256 key of `webhook-signature` (v1). */
             secret: string;
@@ -917,6 +927,127 @@ export interface operations {
             };
             /** @description SVC_API_KEY_NOT_FOUND */
             404: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description Only sessions in one of these statuses. Repeat the parameter (`status=active&status=ending`) or separate values with commas. Unknown statuses answer 400. */
+                status?: ("created" | "activating" | "active" | "ending" | "ended" | "ended_with_warnings" | "failed")[];
+                /** @description Only sessions of this provider type. */
+                provider_type?: "vendor1_realtime" | "vendor2" | "external_engine" | "vendor3";
+                /** @description Only sessions running on this transport (the resolved one: `auto` is never stored). */
+                transport?: "websocket_fmp4" | "webrtc_sfu";
+                /** @description Only sessions created at or after this time (inclusive). */
+                created_after?: number;
+                /** @description Only sessions created before this time (exclusive). */
+                created_before?: number;
+                /** @description Page size, 1..100 (default 20). */
+                limit?: number;
+                /** @description `next_cursor` of the previous page, with the same filters. Opaque; a cursor that was altered, issued to another project or issued for other filters answers 400. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of sessions. */
+            200: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionList"];
+                };
+            };
+            /** @description SVC_INVALID_REQUEST */
+            400: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;

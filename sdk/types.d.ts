@@ -25,6 +25,8 @@ export type CreateSessionRequest = components["schemas"]["CreateSessionRequest"]
 export type CreatedSession = components["schemas"]["CreatedSession"];
 /** Answer of `getSession` (`GET /v1/sessions/{session_id}`): never the client token. */
 export type Session = components["schemas"]["Session"];
+/** One page of `listSessions` (`GET /v1/sessions`, non-canonical): sessions as `getSession` answers them. */
+export type SessionList = components["schemas"]["SessionList"];
 /** Answer of `endSession` (`POST /v1/sessions/{session_id}/end`). */
 export type EndedSession = components["schemas"]["EndedSession"];
 /** Answer of `createClientToken` (`POST /v1/sessions/{session_id}/client-token`). */

@@ -68,6 +68,13 @@ export interface Config {
   ownerLeaseMs: number;
   /** Budget of a graceful shutdown: ending the sessions and delivering their events. */
   shutdownTimeoutMs: number;
+  /** How long ended sessions (records and listing entries) are kept after they end; null: forever. */
+  sessionRetentionMs: number | null;
+  /**
+   * `OTEL_TRACES_SAMPLER` as set (null: unset), read to check that a process running sessions with
+   * tracing on uses a parent-based sampler (see `src/telemetry/tracing.ts`).
+   */
+  otelTracesSampler: string | null;
   /** Lifecycle webhook delivery. */
   webhooks: {
     timeoutMs: number;
@@ -229,6 +236,8 @@ const VARIABLES = {
   SVC_SESSION_MAX_DURATION_S: { schema: int(60, 86_400), default: "3600" },
   SVC_OWNER_LEASE_S: { schema: int(3, 600), default: "30" },
   SVC_SHUTDOWN_TIMEOUT_S: { schema: int(1, 300), default: "20" },
+  SVC_SESSION_RETENTION_DAYS: { schema: int(0, 36_500), default: "30" },
+  OTEL_TRACES_SAMPLER: { schema: z.string().max(64), default: undefined },
   SVC_WEBHOOK_TIMEOUT_MS: { schema: int(200, 30_000), default: "10000" },
   SVC_WEBHOOK_RETRY_SCHEDULE: {
     schema: z.string().transform((v, ctx) => {
@@ -405,6 +414,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     ownerLeaseMs: v.SVC_OWNER_LEASE_S! * 1000,
     shutdownTimeoutMs: v.SVC_SHUTDOWN_TIMEOUT_S! * 1000,
+    sessionRetentionMs: v.SVC_SESSION_RETENTION_DAYS! === 0
+      ? null
+      : v.SVC_SESSION_RETENTION_DAYS! * 86_400_000,
+    otelTracesSampler: v.OTEL_TRACES_SAMPLER ?? null,
     webhooks: {
       timeoutMs: v.SVC_WEBHOOK_TIMEOUT_MS!,
       retrySchedule: v.SVC_WEBHOOK_RETRY_SCHEDULE!,

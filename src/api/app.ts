@@ -26,6 +26,7 @@ import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
+import { registerSessionListRoute } from "./routes/session_list.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
@@ -34,6 +35,8 @@ import { registerSfuRoutes } from "./routes/sfu.ts";
 import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
+import { telemetry } from "../telemetry/state.ts";
+import { apiMetrics } from "../telemetry/api_metrics.ts";
 
 /** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/hosting/internal_api.ts). */
 const INTERNAL_PREFIX = "/internal/";
@@ -137,9 +140,12 @@ export function createApp(deps: AppDeps): App {
     ? new RateLimiter({ kv, clock, policy: config.rateLimit, instanceId: deps.instanceId })
     : null;
   if (deps.api) {
+    // Creates and rate-limit refusals (before authentication, so its refusals count); only with metrics on.
+    if (telemetry().metrics) app.use("/v1/*", apiMetrics());
     app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
+    registerSessionListRoute(app, { kv, clock });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });

@@ -19,5 +19,9 @@ export interface AppEnv {
     caller?: AuthenticatedCaller;
     /** The request body's bytes, on routes that take credentials (zeroed when the request is done). */
     rawBody?: Uint8Array<ArrayBuffer>;
+    /** The error code the request answered with (set by the error path; read by the telemetry). */
+    errorCode?: string;
+    /** The provider type a create asked for, once its body validated (read by the telemetry). */
+    providerType?: string;
   };
 }

@@ -90,6 +90,7 @@ export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c
 /** Writes the error response for `err`. */
 export function errorResponse(c: Context<AppEnv>, err: ApiError, docsUrl: string): Response {
   const requestId = c.get("requestId") ?? crypto.randomUUID();
+  c.set("errorCode", err.code);
   // Headers are set on the built response: a Response constructed with more than one header costs Deno
   // ~3 µs more than one built with its content type alone and given the others afterwards.
   const res = c.json(errorBody(err, requestId, docsUrl), err.status as 400);

@@ -26,6 +26,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { openKv } from "../kv/open.ts";
 import { setReadHandle, sharesDatabase } from "../kv/read_handle.ts";
+import { setSessionRetention } from "../kv/session_retention.ts";
 import { DEMO_PROJECT_ID } from "../demo/constants.ts";
 import { InternalAuth } from "../hosting/internal_auth.ts";
 import { LocalWorkerClient } from "../hosting/local_host.ts";
@@ -44,6 +45,10 @@ import { SessionService } from "../sessions/service.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
 import { SessionWorker } from "../worker/worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";
+import { ConfigError } from "../config.ts";
+import { telemetry } from "../telemetry/state.ts";
+import { samplerHonoursParent } from "../telemetry/tracing.ts";
+import { observeWorker } from "../telemetry/metrics.ts";
 import type { ReferenceEngineStats } from "../../engine/mod.ts";
 
 export { DEMO_PROJECT_ID, openKv };
@@ -161,6 +166,13 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
   };
 
   try {
+    // Deno's spans of engine upgrades and webhook deliveries would record credentials in their URLs; they
+    // are left unsampled (src/telemetry/tracing.ts), which only a parent-based sampler honours.
+    if (runsSessions && telemetry().tracing && !samplerHonoursParent(config.otelTracesSampler)) {
+      throw new ConfigError(
+        "invalid configuration: OTEL_TRACES_SAMPLER must be parentbased_always_on (or parentbased_traceidratio, parentbased_always_off, always_off) when tracing is on in a process that runs sessions: the URLs of engine connections and webhook deliveries carry credentials, and only a parent-based sampler keeps Deno's spans of them out of the export",
+      );
+    }
     // First, so that a missing ffmpeg stops start-up before anything is opened.
     const ownsMedia = runsSessions && config.media.enabled && !o.mediaFactory && !o.mediaPlane;
     const media = ownsMedia
@@ -187,6 +199,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     const tokens = new TokenService(tokenSecrets(config, o.tokenSecret, logger), clock);
     const kv = o.kv ?? await openKv(config.kv);
     if (!o.kv) cleanup.push(() => kv.close());
+    setSessionRetention(kv, config.sessionRetentionMs);
     if (!o.kv && role !== "worker" && sharesDatabase(config.kv)) {
       // The API's read caches read through a second handle, so they never queue behind this process's
       // writes and their fsyncs (src/kv/read_handle.ts). Closed after the caches have settled.
@@ -342,6 +355,16 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       random: o.random,
       tickMs: o.tickMs,
     });
+
+    if (worker) {
+      const w = worker;
+      cleanup.push(observeWorker({
+        workerId: instanceId,
+        capacity: () => capacity,
+        freeSlots: () => Math.max(0, capacity - w.size),
+        live: () => w.liveKinds(),
+      }));
+    }
 
     let server: Deno.HttpServer<Deno.NetAddr> | null = null;
     let url: string | null = null;

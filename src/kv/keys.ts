@@ -12,6 +12,7 @@
  * | `["api_key_hash", sha256_hex]` | {@link import("./api_keys.ts").ApiKeyIndex} |
  * | `["project", pid, "api_key", key_id]` | {@link import("./api_keys.ts").ApiKeyRecord} |
  * | `["project", pid, "session", session_id]` | {@link import("./sessions.ts").SessionRecord} |
+ * | `["project", pid, "session_index", status, provider_type, transport, created_at, session_id]` | {@link import("./session_index.ts").IndexValue}: with its key, the session's listing item; 4 entries a session (its facets, or `"*"` for any: `(s,p,t)`, `(s,*,*)`, `(*,p,t)`, `(*,*,*)`), see `session_index.ts` |
  * | `["project", pid, "live_sessions"]` | number of sessions holding a concurrency slot |
  * | `["project", pid, "idempotency", idempotency_key]` | {@link import("./idempotency.ts").IdempotencyRecord} |
  * | `["project", pid, "webhook_secret"]` | {@link import("./webhook_secrets.ts").WebhookSecretRecord} |
@@ -23,6 +24,7 @@
  * | `["owned_session", instance_id, pid, session_id]` | `true`: a live session the instance runs |
  * | `["owner_load", instance_id]` | number of live sessions placed on the instance (its load) |
  * | `["webhook_due", due_at_ms, pid, event_id]` | `true`: the event is due for an attempt at `due_at_ms` |
+ * | `["list_cursor_key"]` | {@link import("./list_cursor_key.ts").CursorKeyRecord}: the HMAC key that signs listing cursors |
  *
  * @module
  */
@@ -47,6 +49,38 @@ export const sessionKey = (projectId: string, sessionId: string): Deno.KvKey => 
 ];
 /** Prefix of a project's session records. */
 export const sessionPrefix = (projectId: string): Deno.KvKey => ["project", projectId, "session"];
+/** The "any value" facet of a listing index key. */
+export const ANY_FACET = "*";
+/**
+ * Key of a session's entry in the listing index. `status`, `providerType` and `transport` are the session's
+ * values or {@link ANY_FACET}; entries sort by `createdAt`, then `sessionId`.
+ */
+export const sessionIndexKey = (
+  projectId: string,
+  status: string,
+  providerType: string,
+  transport: string,
+  createdAt: number,
+  sessionId: string,
+): Deno.KvKey => [
+  "project",
+  projectId,
+  "session_index",
+  status,
+  providerType,
+  transport,
+  createdAt,
+  sessionId,
+];
+/** Prefix of one stream of the listing index (one combination of facet values). */
+export const sessionIndexPrefix = (
+  projectId: string,
+  status: string,
+  providerType: string,
+  transport: string,
+): Deno.KvKey => ["project", projectId, "session_index", status, providerType, transport];
+/** Key of the HMAC key that signs listing cursors (one per deployment, created on first use). */
+export const listCursorKeyKey: Deno.KvKey = ["list_cursor_key"];
 /** Key of a project's live-session counter. */
 export const liveSessionsKey = (projectId: string): Deno.KvKey => ["project", projectId, "live_sessions"];
 /** Key of an idempotency record. */

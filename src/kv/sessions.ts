@@ -7,7 +7,9 @@
  * project ceiling and each worker's capacity hold exactly under concurrent requests and across processes
  * sharing one KV.
  *
- * The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
+ * The same atomic operations keep the listing index (`session_index.ts`: 4 entries a session, standing for
+ * its public view) and set the retention of an ended session (`session_retention.ts`) on the record and its
+ * entries. The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
  * session is live, see `owner_leases.ts`) and the webhook outbox (the event the state table names for the
  * transition, see `src/sessions/state.ts`), so a session's final state, its freed slots and its one terminal
  * event land together or not at all.
@@ -22,6 +24,9 @@ import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
 import { idempotencyKey, liveSessionsKey, ownedSessionKey, ownerLoadKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
 import { forgetSession } from "./session_cache.ts";
+import { addIndexToOp, expiryOf } from "./session_index.ts";
+import { sessionRetentionOf } from "./session_retention.ts";
+import { recordEnd } from "../telemetry/metrics.ts";
 
 export type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
 export { LIVE_STATUSES, SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
@@ -88,6 +93,7 @@ export async function insertSession(
           .check({ key: sessionKey(record.project_id, record.session_id), versionstamp: null })
           .set(liveSessionsKey(record.project_id), live + 1)
           .set(sessionKey(record.project_id, record.session_id), record);
+        addIndexToOp(op, null, record);
         if (record.owner) {
           op.check(load)
             .set(ownerLoadKey(record.owner), (load.value ?? 0) + 1)
@@ -151,7 +157,13 @@ export async function transitionSession(
       }
       const prev = entry.value;
       const next: SessionRecord = { ...prev, ...patch, status: to };
-      const op = kv.atomic().check(entry).set(sessionKey(projectId, sessionId), next);
+      const expireIn = expiryOf(to, sessionRetentionOf(kv));
+      const op = kv.atomic().check(entry).set(
+        sessionKey(projectId, sessionId),
+        next,
+        expireIn === undefined ? undefined : { expireIn },
+      );
+      addIndexToOp(op, prev, next, expireIn);
       if (freesSlot(prev.status, to)) {
         op.check(counter).set(liveSessionsKey(projectId), Math.max(0, (counter.value ?? 1) - 1));
         if (prev.owner) {
@@ -165,6 +177,8 @@ export async function transitionSession(
       // Reads through this process's session cache must see this write (read-your-own-writes).
       const res = await op.commit().finally(() => forgetSession(kv, projectId, sessionId));
       outcome = { ok: true, record: next };
+      // Exactly one process writes a session's terminal transition (compare-and-set): it counts the end.
+      if (res.ok && freesSlot(prev.status, to)) recordEnd(next);
       return res.ok;
     });
     return outcome;

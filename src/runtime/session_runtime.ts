@@ -19,6 +19,9 @@ import type {
   ProviderType,
 } from "../providers/types.ts";
 import type { CredentialHolder } from "./credential_holder.ts";
+import { ATTR, SPAN } from "../telemetry/names.ts";
+import { recordEngineConnect } from "../telemetry/metrics.ts";
+import { errorType, inSpan, SpanKind, untraced } from "../telemetry/tracing.ts";
 
 /** The spec's teardown timeout for a graceful end. */
 export const TEARDOWN_TIMEOUT_MS = 10_000;
@@ -195,19 +198,31 @@ export class SessionRuntime {
       },
     };
     let connection: ProviderConnection;
+    const connectStarted = performance.now();
     try {
-      connection = await connector.connect({
-        sessionId: req.sessionId,
-        credentials: req.credentials,
-        timeoutMs: req.timeoutMs,
-        events,
-        metadata: {
-          ...(req.avatarId ? { avatar_id: req.avatarId } : {}),
-          ...(req.bgId ? { bg_id: req.bgId } : {}),
-        },
-      });
+      // The engine's URL may carry its credential (a query token, a signed URL): Deno's own span of the
+      // connection is left unsampled, and this span records the provider type only (src/telemetry/).
+      connection = await inSpan(
+        SPAN.engineConnect,
+        { kind: SpanKind.CLIENT, attributes: { [ATTR.providerType]: req.providerType } },
+        () =>
+          untraced(() =>
+            connector.connect({
+              sessionId: req.sessionId,
+              credentials: req.credentials,
+              timeoutMs: req.timeoutMs,
+              events,
+              metadata: {
+                ...(req.avatarId ? { avatar_id: req.avatarId } : {}),
+                ...(req.bgId ? { bg_id: req.bgId } : {}),
+              },
+            })
+          ),
+      );
+      recordEngineConnect(req.providerType, (performance.now() - connectStarted) / 1000, null);
     } catch (err) {
       req.credentials.zero();
+      recordEngineConnect(req.providerType, (performance.now() - connectStarted) / 1000, errorType(err));
       throw err;
     }
     this.#track(connection.released);
@@ -223,29 +238,35 @@ export class SessionRuntime {
     this.#live.set(req.sessionId, session);
     if (this.deps.media) {
       try {
-        session.media = await this.deps.media({
-          sessionId: req.sessionId,
-          projectId: req.projectId,
-          avatarId: req.avatarId,
-          bgId: req.bgId,
-          transport: req.transport ?? "websocket_fmp4",
-          connection,
-          fail: (reason, outcome) => {
-            if (session) {
-              void this.#selfEnd(
-                session,
-                { kind: "failed", reason },
-                outcome?.endReason ?? "render_failed",
-                outcome?.warning ?? "The avatar media plane failed.",
-              );
-            }
-          },
-          clientsChanged: (count) => {
-            if (!session || session.ending || session.clients === count) return;
-            session.clients = count;
-            for (const listener of this.#clientListeners) listener(req.sessionId, count);
-          },
-        });
+        const media = this.deps.media;
+        session.media = await inSpan(
+          SPAN.firstFrame,
+          { attributes: { [ATTR.transport]: req.transport } },
+          () =>
+            media({
+              sessionId: req.sessionId,
+              projectId: req.projectId,
+              avatarId: req.avatarId,
+              bgId: req.bgId,
+              transport: req.transport ?? "websocket_fmp4",
+              connection,
+              fail: (reason, outcome) => {
+                if (session) {
+                  void this.#selfEnd(
+                    session,
+                    { kind: "failed", reason },
+                    outcome?.endReason ?? "render_failed",
+                    outcome?.warning ?? "The avatar media plane failed.",
+                  );
+                }
+              },
+              clientsChanged: (count) => {
+                if (!session || session.ending || session.clients === count) return;
+                session.clients = count;
+                for (const listener of this.#clientListeners) listener(req.sessionId, count);
+              },
+            }),
+        );
         if (session.ending) {
           // The engine went away while the media plane started: release it at once.
           await session.media.stop({ graceful: false, timeoutMs: 0 });

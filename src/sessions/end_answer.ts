@@ -8,6 +8,8 @@
 import { forgetSession } from "../kv/session_cache.ts";
 import { kvOp } from "../kv/guard.ts";
 import { sessionKey } from "../kv/keys.ts";
+import { expiryOf } from "../kv/session_index.ts";
+import { sessionRetentionOf } from "../kv/session_retention.ts";
 import type { EndedSession } from "../hosting/session_host.ts";
 import type { EndReason } from "./end_reasons.ts";
 import { durationS } from "./events.ts";
@@ -45,7 +47,13 @@ export async function claimUnansweredEnd(
     const entry = await kv.get<SessionRecord>(key);
     const cur = entry.value;
     if (!cur?.end_unanswered_until || cur.end_unanswered_until <= now) return null;
-    const ok = (await kv.atomic().check(entry).set(key, { ...cur, end_unanswered_until: null }).commit()
+    // The listing's entries do not hold this field; the record keeps its retention.
+    const expireIn = expiryOf(cur.status, sessionRetentionOf(kv));
+    const ok = (await kv.atomic().check(entry).set(
+      key,
+      { ...cur, end_unanswered_until: null },
+      expireIn === undefined ? undefined : { expireIn },
+    ).commit()
       .finally(() => forgetSession(kv, rec.project_id, rec.session_id))).ok;
     return ok ? endAnswer(cur, cur.end_reason ?? "ended_by_api") : null;
   });

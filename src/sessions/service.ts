@@ -29,14 +29,18 @@ import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { EndedSession, SessionHost, StreamEndpoints } from "../hosting/session_host.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
-import type { EndReason } from "./end_reasons.ts";
 import type { SessionRecord } from "./record.ts";
 import { isEnded } from "./state.ts";
 import { claimUnansweredEnd } from "./end_answer.ts";
+import { type SessionView, toView } from "./view.ts";
 import { resolveTransport, type Transport } from "./transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
+import { ATTR, SPAN } from "../telemetry/names.ts";
+import { recordStartDuration } from "../telemetry/metrics.ts";
+import { annotate, inSpan } from "../telemetry/tracing.ts";
 
 export type { EndedSession } from "../hosting/session_host.ts";
+export { type SessionView, toView } from "./view.ts";
 
 /** How many workers a create tries when the ones it picked turn out to be full. */
 const PLACEMENT_ATTEMPTS = 5;
@@ -69,19 +73,6 @@ export interface CreatedSession {
   status: SessionRecord["status"];
   stream_metadata: StreamMetadata;
   transport: SessionRecord["transport"];
-}
-
-/** The public view of a session (GET). */
-export interface SessionView {
-  session_id: string;
-  status: SessionRecord["status"];
-  provider_type: ProviderType;
-  transport: SessionRecord["transport"];
-  created_at?: number;
-  started_at?: number;
-  ended_at?: number;
-  /** Why the session ended or failed (absent while it is live). */
-  end_reason?: EndReason;
 }
 
 /** The client-token answer. */
@@ -122,8 +113,25 @@ export class SessionService {
     credentials: CredentialHolder,
     idempotencyKey: string | undefined,
   ): Promise<{ session: CreatedSession; replayed: boolean }> {
+    const started = performance.now();
     try {
-      return await this.#create(caller, input, credentials, idempotencyKey);
+      return await inSpan(SPAN.create, {
+        attributes: {
+          [ATTR.projectId]: caller.projectId,
+          [ATTR.providerType]: input.provider_type,
+          [ATTR.transport]: input.transport,
+        },
+      }, async () => {
+        const out = await this.#create(caller, input, credentials, idempotencyKey);
+        if (!out.replayed) {
+          recordStartDuration(
+            (performance.now() - started) / 1000,
+            input.provider_type,
+            out.session.transport,
+          );
+        }
+        return out;
+      });
     } finally {
       credentials.zero();
     }
@@ -154,6 +162,7 @@ export class SessionService {
       const fingerprint = await this.#fingerprint(input);
       const outcome = await this.#claim(caller.projectId, idempotencyKey, fingerprint);
       if (outcome.kind === "replay") {
+        annotate({ [ATTR.sessionId]: outcome.sessionId, "avatar.idempotent_replay": true });
         return { session: await this.#replay(caller, outcome.sessionId), replayed: true };
       }
       claim = { key: idempotencyKey, versionstamp: outcome.versionstamp, record: outcome.record };
@@ -165,6 +174,7 @@ export class SessionService {
     };
 
     const sessionId = newSessionId();
+    annotate({ [ATTR.sessionId]: sessionId, [ATTR.transport]: transport });
     const record: SessionRecord = {
       session_id: sessionId,
       project_id: caller.projectId,
@@ -243,7 +253,13 @@ export class SessionService {
   }
 
   /** Ends an active session (graceful with the 10 s teardown timeout, or forced), through its owner. */
-  async end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
+  end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
+    return inSpan(SPAN.end, {
+      attributes: { [ATTR.projectId]: caller.projectId, [ATTR.sessionId]: sessionId },
+    }, () => this.#end(caller, sessionId, force));
+  }
+
+  async #end(caller: Caller, sessionId: string, force: boolean): Promise<EndedSession> {
     // A terminal state read from the cache is final; a live one is moved by compare-and-set below (the
     // host reads it again); an unknown one is read again from KV (it may have been created just now).
     const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId) ??
@@ -393,18 +409,4 @@ export class SessionService {
       });
     }
   }
-}
-
-/** The public view of a record (no credentials, no tokens, no internal fields). */
-export function toView(rec: SessionRecord): SessionView {
-  return {
-    session_id: rec.session_id,
-    status: rec.status,
-    provider_type: rec.provider_type,
-    transport: rec.transport,
-    created_at: rec.created_at,
-    ...(rec.started_at !== null ? { started_at: rec.started_at } : {}),
-    ...(rec.ended_at !== null ? { ended_at: rec.ended_at } : {}),
-    ...(rec.end_reason !== null ? { end_reason: rec.end_reason } : {}),
-  };
 }

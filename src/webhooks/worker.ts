@@ -27,6 +27,9 @@ import type { Logger } from "../log.ts";
 import { nextAttemptAt } from "./schedule.ts";
 import { webhookHeaders } from "./sign.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "./url_guard.ts";
+import { ATTR, SPAN } from "../telemetry/names.ts";
+import { recordWebhookAttempt } from "../telemetry/metrics.ts";
+import { inSpan, markFailed, serverOf, SpanKind, untraced } from "../telemetry/tracing.ts";
 
 /** `User-Agent` of deliveries. */
 export const WEBHOOK_USER_AGENT = "avatar-session-service-webhooks/1";
@@ -260,6 +263,12 @@ export class WebhookWorker {
         : { kind: "retry", at, status: result.status, error: result.error };
     } else outcome = result;
     const recorded = await recordAttempt(kv, claim, outcome, now, urlHash);
+    recordWebhookAttempt(
+      outcome.kind === "give_up" ? outcome.state : outcome.kind,
+      "status" in outcome ? outcome.status : null,
+      rec.type,
+      outcome.kind === "delivered" ? (now - rec.created_at) / 1000 : null,
+    );
     const fields = {
       event_id: rec.event_id,
       session_id: rec.session_id,
@@ -316,14 +325,32 @@ export class WebhookWorker {
       : Math.max(1, Math.min(settings.timeoutMs, deadline - this.#deps.clock.now()));
     const timer = setTimeout(() => ctl.abort(new DOMException("timeout", "TimeoutError")), budget);
     try {
-      const res = await this.#fetch(rec.url, {
-        method: "POST",
-        headers: { ...headers, "user-agent": WEBHOOK_USER_AGENT },
-        body: rec.body,
-        redirect: "manual",
-        signal: ctl.signal,
-        ...(this.#deps.httpClient ? { client: this.#deps.httpClient } : {}),
-      } as RequestInit);
+      // The URL is the customer's (its path or query may hold their secret): Deno's fetch span of it is left
+      // unsampled; this span records the destination's host and port only.
+      const res = await inSpan(SPAN.webhookDeliver, {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [ATTR.httpMethod]: "POST",
+          ...serverOf(rec.url),
+          [ATTR.webhookEventType]: rec.type,
+          [ATTR.sessionId]: rec.session_id,
+          [ATTR.projectId]: rec.project_id,
+        },
+      }, async (span) => {
+        const res = await untraced(() =>
+          this.#fetch(rec.url, {
+            method: "POST",
+            headers: { ...headers, "user-agent": WEBHOOK_USER_AGENT },
+            body: rec.body,
+            redirect: "manual",
+            signal: ctl.signal,
+            ...(this.#deps.httpClient ? { client: this.#deps.httpClient } : {}),
+          } as RequestInit)
+        );
+        span?.setAttribute(ATTR.httpStatus, res.status);
+        if (res.status >= 300) markFailed(span, String(res.status));
+        return res;
+      });
       await res.body?.cancel().catch(() => {});
       if (res.status >= 200 && res.status < 300) return { kind: "delivered", status: res.status };
       if (res.status === 410) {

@@ -31,6 +31,8 @@ import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journ
 import { claimUnansweredEnd, endAnswer, UNANSWERED_END_TTL_MS } from "../sessions/end_answer.ts";
 import type { TransitionResult } from "../kv/sessions.ts";
 import { kvOp } from "../kv/guard.ts";
+import { ATTR, SPAN } from "../telemetry/names.ts";
+import { inSpan, SpanKind } from "../telemetry/tracing.ts";
 
 /** How long an end answer waits for storage before answering 503 (the end is recorded later anyway). */
 export const END_RECORD_WAIT_MS = 2500;
@@ -69,6 +71,8 @@ export class SessionWorker {
   readonly #starting = new Map<string, Starting>();
   /** Ends under way, one per session: every caller waits for the same one. */
   readonly #stopping = new Map<string, Promise<EndedSession | null>>();
+  /** Provider type and transport of the sessions started here (for the telemetry's gauges). */
+  readonly #kinds = new Map<string, { providerType: string; transport: string }>();
 
   constructor(readonly deps: SessionWorkerDeps) {
     this.journal = new EndJournal({ kv: deps.kv, clock: deps.clock, logger: deps.logger, ...deps.journal });
@@ -102,6 +106,17 @@ export class SessionWorker {
     return this.deps.runtime.size;
   }
 
+  /** The provider type and transport of each session running here now. */
+  *liveKinds(): Iterable<{ providerType: string; transport: string }> {
+    for (const id of [...this.#kinds.keys()]) {
+      if (!this.deps.runtime.has(id) && !this.#starting.has(id)) this.#kinds.delete(id);
+    }
+    for (const s of this.deps.runtime.liveSessions()) {
+      const kind = this.#kinds.get(s.sessionId);
+      if (kind) yield kind;
+    }
+  }
+
   /** Resolves once the ends and records running in the background have settled. */
   async settled(): Promise<void> {
     while (this.#background.size) await Promise.allSettled([...this.#background]);
@@ -117,7 +132,20 @@ export class SessionWorker {
    * Resolves with its endpoints; throws the mapped {@link ApiError} (the record is then `failed`, or
    * `failed` as soon as storage allows). The credentials are zeroed whatever happens.
    */
-  async start(spec: StartSpec, credentials: CredentialHolder): Promise<StreamEndpoints> {
+  start(spec: StartSpec, credentials: CredentialHolder): Promise<StreamEndpoints> {
+    return inSpan(SPAN.start, {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        [ATTR.sessionId]: spec.sessionId,
+        [ATTR.projectId]: spec.projectId,
+        [ATTR.providerType]: spec.providerType,
+        [ATTR.transport]: spec.transport,
+        [ATTR.workerId]: this.deps.instanceId,
+      },
+    }, () => this.#start(spec, credentials));
+  }
+
+  async #start(spec: StartSpec, credentials: CredentialHolder): Promise<StreamEndpoints> {
     const { kv, clock, runtime, logger } = this.deps;
     const { projectId, sessionId } = spec;
     if (!this.hasCapacity()) {
@@ -137,6 +165,7 @@ export class SessionWorker {
     }
     const starting: Starting = { selfEnded: null };
     this.#starting.set(sessionId, starting);
+    this.#kinds.set(sessionId, { providerType: spec.providerType, transport: spec.transport });
     try {
       try {
         await runtime.start({

@@ -20,6 +20,7 @@ import type { MediaPlane } from "../../media/plane.ts";
 import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
 import type { AppEnv } from "../env.ts";
+import { telemetry } from "../../telemetry/state.ts";
 
 /** The media WebSocket's subprotocol. */
 export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
@@ -71,7 +72,13 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       Boolean,
     );
     const fromProtocol = offered.find((p) => p.startsWith(TOKEN_SUBPROTOCOL_PREFIX));
-    const token = fromProtocol ? fromProtocol.slice(TOKEN_SUBPROTOCOL_PREFIX.length) : c.req.query("token");
+    // With tracing on, Deno's span of this request records its URL: a `?token=` there would be exported,
+    // so only the subprotocol is accepted then (src/telemetry/tracing.ts).
+    const token = fromProtocol
+      ? fromProtocol.slice(TOKEN_SUBPROTOCOL_PREFIX.length)
+      : telemetry().tracing
+      ? undefined
+      : c.req.query("token");
 
     let refusal: { code: number; reason: string } | null = null;
     let target: WsFmp4Transport | null = null;

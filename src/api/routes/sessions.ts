@@ -141,6 +141,7 @@ export function registerSessionRoutes(app: OpenAPIHono<AppEnv>, deps: { sessions
   app.openapi(createSessionRoute, async (c) => {
     const caller = c.get("caller")!;
     const body = c.req.valid("json");
+    c.set("providerType", body.provider_type);
     // provider_connection_id nested where validation cannot see it (e.g. a header name).
     if (containsProviderConnectionId(body)) {
       throw new ApiError(
