@@ -226,6 +226,7 @@ function recorder() {
     onResponseDone() {},
     onInterrupt() {},
     onTranscript() {},
+    onToolCall() {},
     onClosed: (c) => closures.push(c),
   };
   return { closures, events };

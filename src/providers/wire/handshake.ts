@@ -43,14 +43,26 @@ export interface HandshakeSpec<R> {
   message(frame: Frame, socket: EngineSocket): HandshakeStep<R>;
   /** Maps a failure to the service's error. */
   mapFailure(failure: StartFailure): ApiError;
+  /**
+   * Refines the error an engine's message decided once the close that follows it is known (vendors close
+   * right after their error, and some say why only in the close reason). Default: {@link refineByClose}.
+   */
+  afterClose?(error: ApiError, closed: Closed): ApiError;
 }
 
-/** How long a failed start waits for the socket to be released. */
-const RELEASE_WAIT_MS = 2000;
+/**
+ * How long a failed start waits for the peer to complete the close handshake, then (after dropping the
+ * connection) for the socket's release: the error is answered after at most twice this, so a start that
+ * fails at its deadline still answers within `SVC_PROVIDER_CONNECT_TIMEOUT_MS` + 500 ms.
+ */
+const RELEASE_WAIT_MS = 200;
 
 /**
  * Runs a handshake. Resolves with the open socket (its frames after ready are queued for the connection's
  * handler) and what ready announced; rejects with an {@link ApiError}.
+ *
+ * Whatever fails before ready is mapped (and so logged by the bridge's map) once, and only when it ends the
+ * start: a close of a socket that became ready belongs to the live connection, not to the start.
  */
 export async function handshake<R>(
   spec: HandshakeSpec<R>,
@@ -76,37 +88,50 @@ export async function handshake<R>(
   const open = socket;
   return await new Promise((resolve, reject) => {
     let settled = false;
-    const fail = async (error: ApiError) => {
+    const onAbort = () => fail({ kind: "timeout" });
+    /** Ends the start with `failure` (mapped now) or with the bridge's own error. */
+    const fail = async (failure: StartFailure | { kind: "error"; error: ApiError }) => {
       if (settled) return;
       settled = true;
       stopTimer.abort();
+      signal.removeEventListener("abort", onAbort);
       open.setHandler(null);
-      open.close(1000);
-      if (!(await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS))) open.terminate();
+      const error = "error" in failure ? failure.error : spec.mapFailure(failure);
+      // A peer that let the deadline pass is not waited for: the connection is dropped at once.
+      if (failure.kind === "timeout") open.terminate();
+      else open.close(1000);
+      let released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+      if (!released) {
+        open.terminate();
+        released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+      }
+      if (released && failure.kind === "error") {
+        reject((spec.afterClose ?? refineByClose)(error, await open.closed));
+        return;
+      }
       reject(error);
     };
-    if (signal.aborted) return void fail(spec.mapFailure({ kind: "timeout" }));
-    signal.addEventListener("abort", () => fail(spec.mapFailure({ kind: "timeout" })), { once: true });
-    open.closed.then((c: Closed) =>
-      fail(spec.mapFailure({ kind: "closed", code: c.code, reason: c.reason }))
-    );
+    if (signal.aborted) return void fail({ kind: "timeout" });
+    signal.addEventListener("abort", onAbort, { once: true });
+    open.closed.then((c: Closed) => fail({ kind: "closed", code: c.code, reason: c.reason }));
     open.setHandler((frame) => {
       if (settled) return;
       let step: HandshakeStep<R>;
       try {
         step = spec.message(frame, open);
       } catch {
-        step = { fail: spec.mapFailure({ kind: "protocol" }) };
+        return void fail({ kind: "protocol" });
       }
       if (step === undefined) return;
-      if ("fail" in step) return void fail(step.fail);
+      if ("fail" in step) return void fail({ kind: "error", error: step.fail });
       settled = true;
       stopTimer.abort();
+      signal.removeEventListener("abort", onAbort);
       open.setHandler(null);
       resolve({ socket: open, ready: step.ready });
     });
     const problem = spec.opened(open);
-    if (problem) void fail(problem);
+    if (problem) void fail({ kind: "error", error: problem });
   });
 }
 
@@ -141,6 +166,12 @@ export const startErrors = {
       "SVC_PROVIDER_MISCONFIGURED",
       "The conversation engine does not accept the session's protocol version or audio format.",
     ),
+  /** The engine says the model the deployment asks for is missing or unknown (not worth retrying). */
+  model: () =>
+    new ApiError(
+      "SVC_PROVIDER_MISCONFIGURED",
+      "The conversation engine does not accept the configured model.",
+    ),
   /** The URL or credentials cannot be used at all. */
   unusable: () =>
     new ApiError("SVC_PROVIDER_MISCONFIGURED", "The conversation engine URL or headers are unusable."),
@@ -153,6 +184,16 @@ const QUOTA_WORDS =
 /** Whether a vendor's error code or text speaks of a quota or rate limit. */
 export function mentionsQuota(...texts: unknown[]): boolean {
   return texts.some((t) => typeof t === "string" && QUOTA_WORDS.test(t));
+}
+
+/**
+ * A downstream failure whose close reason speaks of a quota is the quota's (429): the engine's error said
+ * only that something failed.
+ */
+export function refineByClose(error: ApiError, closed: Closed): ApiError {
+  return error.code === "SVC_PROVIDER_DOWNSTREAM_FAILED" && mentionsQuota(closed.reason)
+    ? startErrors.quota()
+    : error;
 }
 
 /**
