@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { startVendor1Fake } from "../fakes/vendor1_realtime.ts";
 import { startVendor2Fake, type Vendor2Behavior } from "../fakes/vendor2.ts";
 import { startVendor3Fake, type Vendor3Behavior } from "../fakes/vendor3.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
+import { startFakeEngine } from "../helpers/fake_engine.ts";
+import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
 import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
 import { testTls, type VendorContext, withVendors } from "./_helpers.ts";
 
@@ -214,5 +215,19 @@ Deno.test("quota vendor3: a close whose reason alone says the quota is exceeded 
     );
   } finally {
     await fake.close();
+  }
+});
+
+// ---- external engine (protocol V0: error rate_limited, close 4029) ----
+
+Deno.test("quota external_engine: error rate_limited (fatal) then close 4029 during the session → engine_quota_exceeded", async () => {
+  const engine = await startFakeEngine(testTls, "ok");
+  try {
+    await quotaEnd({}, engineBody(engine.url), () => {
+      engine.sendAll({ type: "error", code: "rate_limited", message: "quota", fatal: true });
+      engine.closeAll(4029);
+    });
+  } finally {
+    await engine.close();
   }
 });
