@@ -52,8 +52,9 @@ export interface HandshakeSpec<R> {
 
 /**
  * How long a failed start waits for the peer to complete the close handshake, then (after dropping the
- * connection) for the socket's release: the error is answered after at most twice this, so a start that
- * fails at its deadline still answers within `SVC_PROVIDER_CONNECT_TIMEOUT_MS` + 500 ms.
+ * connection) for the socket's release. A start that fails at its deadline drops the connection at once and
+ * waits for its release once: it answers within `SVC_PROVIDER_CONNECT_TIMEOUT_MS` + this (Deno's own client,
+ * which cannot drop a connection, still completes its close handshake after the answer).
  */
 const RELEASE_WAIT_MS = 200;
 
@@ -97,13 +98,18 @@ export async function handshake<R>(
       signal.removeEventListener("abort", onAbort);
       open.setHandler(null);
       const error = "error" in failure ? failure.error : spec.mapFailure(failure);
-      // A peer that let the deadline pass is not waited for: the connection is dropped at once.
-      if (failure.kind === "timeout") open.terminate();
-      else open.close(1000);
-      let released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
-      if (!released) {
+      let released: boolean;
+      if (failure.kind === "timeout") {
+        // A peer that let the deadline pass is not waited for: the connection is dropped at once.
         open.terminate();
         released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+      } else {
+        open.close(1000);
+        released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+        if (!released) {
+          open.terminate();
+          released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+        }
       }
       if (released && failure.kind === "error") {
         reject((spec.afterClose ?? refineByClose)(error, await open.closed));
