@@ -25,8 +25,10 @@ export interface RouteEntry {
 interface Compiled {
   /** Every method some route serves. */
   methods: Set<string>;
-  /** Each route path's pattern and the methods served there. */
-  paths: { pattern: RegExp; methods: Set<string> }[];
+  /** Static route paths and the methods served there (one map lookup for most requests). */
+  exact: Map<string, Set<string>>;
+  /** Route paths with parameters or wildcards, as patterns. */
+  dynamic: { pattern: RegExp; methods: Set<string> }[];
 }
 
 /** A route path (`/v1/sessions/:session_id`, `/docs/*`) as a regular expression of whole paths. */
@@ -36,7 +38,7 @@ function pathPattern(path: string): RegExp {
     if (segment.startsWith(":")) return "[^/]+";
     return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   }).join("/");
-  return new RegExp(`^${source}/?$`);
+  return new RegExp(`^${source}$`);
 }
 
 function compile(routes: readonly RouteEntry[]): Compiled {
@@ -50,11 +52,14 @@ function compile(routes: readonly RouteEntry[]): Compiled {
     byPath.set(r.path, methods);
   }
   const methods = new Set<string>();
-  for (const m of byPath.values()) for (const x of m) methods.add(x);
-  return {
-    methods,
-    paths: [...byPath].map(([path, m]) => ({ pattern: pathPattern(path), methods: m })),
-  };
+  const exact = new Map<string, Set<string>>();
+  const dynamic: Compiled["dynamic"] = [];
+  for (const [path, m] of byPath) {
+    for (const x of m) methods.add(x);
+    if (/[:*]/.test(path)) dynamic.push({ pattern: pathPattern(path), methods: m });
+    else exact.set(path, m);
+  }
+  return { methods, exact, dynamic };
 }
 
 /** Guards methods against the app's routes (read on the first request, once every route is registered). */
@@ -63,9 +68,14 @@ export function methodGuard(routes: () => readonly RouteEntry[], docsUrl: string
   return function methodGuard(c, next) {
     compiled ??= compile(routes());
     const method = c.req.raw.method;
-    const path = new URL(c.req.raw.url).pathname;
+    const path = c.req.path;
     let allowed: Set<string> | null = null;
-    for (const p of compiled.paths) {
+    const exact = compiled.exact.get(path);
+    if (exact) {
+      if (exact.has(method)) return next();
+      allowed = new Set(exact);
+    }
+    for (const p of compiled.dynamic) {
       if (!p.pattern.test(path)) continue;
       if (p.methods.has(method)) return next();
       allowed ??= new Set();
