@@ -19,7 +19,9 @@ import { startFakeEngine } from "../helpers/fake_engine.ts";
 import { engineBody } from "../helpers/fixtures.ts";
 import { ManualClock } from "../helpers/manual_clock.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
-import { testTls, type VendorContext, withVendors } from "./_helpers.ts";
+import { testTls, toneChunks, type VendorContext, withVendors } from "./_helpers.ts";
+import { startReferenceEngine } from "../../engine/mod.ts";
+import { FakeTts } from "../engine/_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------- units
 
@@ -316,6 +318,41 @@ Deno.test("tool calls external_engine (V0): tool_call reaches the client; tool_r
       await until(() => engine.messages.some((m) => m.call_id === "c_bad"), 20_000, "the error result");
       assert.equal(engine.messages.find((m) => m.call_id === "c_bad")!.is_error, true);
       assert.ok(!c.texts.some((t) => t.call_id === "c_bad"));
+      await c.close();
+    }, { media: true });
+  } finally {
+    await engine.close();
+  }
+});
+
+Deno.test("tool calls end to end with the reference engine's demo tool: the user speaks, the engine calls the page's tool, the page answers, the avatar says the answer", async () => {
+  const engine = await startReferenceEngine({
+    tls: { certPem: testTls.certPem, keyPem: testTls.keyPem },
+    authToken: "demo-token-0123456789",
+    greeting: null,
+    tts: new FakeTts(300),
+    demoTool: "get_local_time",
+  });
+  try {
+    await withVendors({}, async (ctx) => {
+      const c = await client(ctx, engineBody(engine.url, {}, "demo-token-0123456789"));
+      // The user speaks for 0.4 s (24 kHz microphone frames of 20 ms), then is silent.
+      const speech = toneChunks(20, 20, 24000, 200, 8000);
+      const quiet = Array.from({ length: 50 }, () => new Int16Array(480));
+      for (const frame of [...quiet.slice(0, 5), ...speech, ...quiet]) {
+        c.ws.send(new Uint8Array(frame.buffer));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const callId = await toolCallOf(c, "get_local_time", { turn_id: "u_1", speech_ms: 400 });
+      answer(c, callId, "ten forty-two");
+      await c.until(
+        () =>
+          c.texts.some((t) =>
+            t.type === "transcript" && t.role === "agent" && /answered: ten forty-two/.test(t.text)
+          ),
+        30_000,
+        "the agent saying the tool's answer",
+      );
       await c.close();
     }, { media: true });
   } finally {
