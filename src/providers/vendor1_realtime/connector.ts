@@ -42,6 +42,7 @@ import {
   handshake,
   type HandshakeStep,
   mentionsQuota,
+  refineByClose,
   startErrors,
   type StartFailure,
   vendorStartFailure,
@@ -96,11 +97,9 @@ export class Vendor1RealtimeConnector implements ProviderConnector {
         url: vendor1Url(this.deps.vendors.vendor1RealtimeUrl, this.deps.vendors.vendor1RealtimeModel),
         headers: { Authorization: `Bearer ${String(c.client_secret)}` },
         opened: () => {},
-        message: (frame) => {
-          const step = sessionCreated(frame);
-          if (step && "fail" in step) failed(step.fail, "error");
-          return step;
-        },
+        message: (frame) => sessionCreated(frame),
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
         mapFailure: (f) => failed(startFailure(f), f.kind),
       })
     );

@@ -45,6 +45,7 @@ import {
   handshake,
   type HandshakeStep,
   mentionsQuota,
+  refineByClose,
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
@@ -90,11 +91,9 @@ export class Vendor2Connector implements ProviderConnector {
         url: vendor2Url(this.deps.vendors.vendor2Url, String(c.agent_id), String(c.access_token)),
         opened: (s) =>
           s.send(JSON.stringify({ type: "session_create", audio: { input_format: VENDOR2_INPUT_FORMAT } })),
-        message: (frame) => {
-          const step = sessionReady(frame);
-          if (step && "fail" in step) failed(step.fail, "error");
-          return step;
-        },
+        message: (frame) => sessionReady(frame),
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
         mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
       })
     );

@@ -48,6 +48,7 @@ import {
   handshake,
   type HandshakeStep,
   mentionsQuota,
+  refineByClose,
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
@@ -137,11 +138,9 @@ export class Vendor3Connector implements ProviderConnector {
         protocols: [VENDOR3_SUBPROTOCOL],
         protocolOptional: true,
         opened: (s) => s.send(JSON.stringify({ type: "conversation_initiation_client_data" })),
-        message: (frame, s) => {
-          const step = initiationMetadata(frame, s);
-          if (step && "fail" in step) failed(step.fail, "error");
-          return step;
-        },
+        message: (frame, s) => initiationMetadata(frame, s),
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
         mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
       });
       const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };

@@ -44,10 +44,11 @@ export interface HandshakeSpec<R> {
   /** Maps a failure to the service's error. */
   mapFailure(failure: StartFailure): ApiError;
   /**
-   * Refines the error an engine's message decided once the close that follows it is known (vendors close
-   * right after their error, and some say why only in the close reason). Default: {@link refineByClose}.
+   * The final error of a start an engine's message failed, once the close that follows it is known (vendors
+   * close right after their error, and some say why only in the close reason; `closed` is null when the
+   * socket was not released in time). Default: {@link refineByClose}.
    */
-  afterClose?(error: ApiError, closed: Closed): ApiError;
+  afterClose?(error: ApiError, closed: Closed | null): ApiError;
 }
 
 /**
@@ -111,8 +112,8 @@ export async function handshake<R>(
           released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
         }
       }
-      if (released && failure.kind === "error") {
-        reject((spec.afterClose ?? refineByClose)(error, await open.closed));
+      if (failure.kind === "error") {
+        reject((spec.afterClose ?? refineByClose)(error, released ? await open.closed : null));
         return;
       }
       reject(error);
@@ -196,8 +197,8 @@ export function mentionsQuota(...texts: unknown[]): boolean {
  * A downstream failure whose close reason speaks of a quota is the quota's (429): the engine's error said
  * only that something failed.
  */
-export function refineByClose(error: ApiError, closed: Closed): ApiError {
-  return error.code === "SVC_PROVIDER_DOWNSTREAM_FAILED" && mentionsQuota(closed.reason)
+export function refineByClose(error: ApiError, closed: Closed | null): ApiError {
+  return error.code === "SVC_PROVIDER_DOWNSTREAM_FAILED" && mentionsQuota(closed?.reason)
     ? startErrors.quota()
     : error;
 }
