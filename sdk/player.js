@@ -239,14 +239,7 @@ function createFmp4Player(options) {
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let retryTimer;
   let lastTrim = 0;
-  const toolCalls = createToolCalls({
-    onToolCall: options.onToolCall,
-    send: (/** @type {string} */ text) => {
-      if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-      ws.send(text);
-      return true;
-    },
-  });
+  const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
   /** When the first video frame was presented (requestVideoFrameCallback), if the browser says. */
   /** @type {number | null} */
   let firstFrameAt = null;

@@ -88,14 +88,7 @@ export function createWebRtcPlayer(options) {
   const send = (msg) => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
   };
-  const toolCalls = createToolCalls({
-    onToolCall: options.onToolCall,
-    send: (/** @type {string} */ text) => {
-      if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-      ws.send(text);
-      return true;
-    },
-  });
+  const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
 
   /** @param {RTCPeerConnection} pc */
   const gathered = (pc) =>

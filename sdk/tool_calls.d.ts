@@ -17,11 +17,11 @@ export interface ToolCalls {
 }
 
 /**
- * Creates the tool-call handling of one player: `send` sends a text message on its socket (false when it is
- * not open). A handler may answer with `call.respond(output)` or by returning the output (or a promise of
+ * Creates the tool-call handling of one player: `socket` returns its current socket (the media or SFU
+ * signalling WebSocket), if any. A handler may answer with `call.respond(output)` or by returning the output (or a promise of
  * it; a throw answers `is_error: true` with its message).
  */
 export declare function createToolCalls(options: {
   onToolCall?: (call: ToolCall) => unknown;
-  send: (text: string) => boolean;
+  socket: () => WebSocket | null;
 }): ToolCalls;

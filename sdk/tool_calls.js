@@ -31,8 +31,8 @@ const MAX_ANSWERED = 256;
 /**
  * The tool-call handling of one player.
  *
- * @param {{ onToolCall?: (call: ToolCall) => unknown; send: (text: string) => boolean }} options
- *   `send` sends one text message on the player's socket (false when it is not open).
+ * @param {{ onToolCall?: (call: ToolCall) => unknown; socket: () => WebSocket | null }} options
+ *   `socket` returns the player's current socket (the media or SFU signalling WebSocket), if any.
  */
 export function createToolCalls(options) {
   /** @type {string[]} */
@@ -50,7 +50,10 @@ export function createToolCalls(options) {
     /** @type {Record<string, unknown>} */
     const msg = { type: "tool_result", call_id: callId, output: output === undefined ? null : output };
     if (opts?.isError) msg.is_error = true;
-    return options.send(JSON.stringify(msg));
+    const ws = options.socket();
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(msg));
+    return true;
   };
 
   /** @param {unknown} err */

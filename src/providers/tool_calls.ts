@@ -59,6 +59,19 @@ export function toolOutputText(output: unknown): string {
   }
 }
 
+/**
+ * The `client_tool_result` both agent vendors take (Cartesia Managed Agents and ElevenLabs Agents name it and
+ * its fields alike): the call's id, the result as text, and whether it is an error.
+ */
+export function clientToolResult(toolCallId: string, result: ToolResult): Record<string, unknown> {
+  return {
+    type: "client_tool_result",
+    tool_call_id: toolCallId,
+    result: toolOutputText(result.output),
+    is_error: result.isError,
+  };
+}
+
 /** Parses a JSON-encoded arguments string (OpenAI's form); null when it is not a JSON object. */
 export function parseArguments(text: unknown): Record<string, unknown> | null {
   if (typeof text !== "string") return null;

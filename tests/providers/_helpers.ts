@@ -14,6 +14,7 @@ import { testTls } from "../helpers/fixtures.ts";
 import { createHarness, type Harness, type HarnessOptions, type JsonResponse } from "../helpers/harness.ts";
 import { smallRenderer } from "../helpers/media.ts";
 import { until } from "../fakes/server.ts";
+import { prng } from "../../src/media/motion.ts";
 import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
 
 export { testTls };
@@ -177,13 +178,7 @@ export async function streamSpeech(
     seed?: number;
   },
 ): Promise<void> {
-  let a = (o.seed ?? 7) >>> 0;
-  const random = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = prng(o.seed ?? 7);
   const frames = toneChunks(Math.round(o.seconds * 1000 / o.frameMs), o.frameMs, 24000, 300);
   const start = performance.now();
   let last = 0;

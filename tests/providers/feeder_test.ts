@@ -13,19 +13,8 @@ import {
   SILENCE_GAP_MS,
   SilenceFeeder,
 } from "../../src/providers/feeder.ts";
+import { prng } from "../../src/media/motion.ts";
 import { ManualClock } from "../helpers/manual_clock.ts";
-
-/** A seeded PRNG (mulberry32), so every run sees the same jitter. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** What the vendor received, in order: the user's frames and the feeder's silence, with their clock times. */
 interface Sent {

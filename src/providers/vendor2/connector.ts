@@ -32,7 +32,7 @@ import {
 } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
 import { SilenceFeeder } from "../feeder.ts";
-import { toolCall, toolOutputText } from "../tool_calls.ts";
+import { clientToolResult, toolCall } from "../tool_calls.ts";
 import type {
   ConnectorDeps,
   ConnectRequest,
@@ -213,13 +213,7 @@ class Vendor2Connection extends BridgeConnection {
         const call = toolCall(
           { callId: id, name: msg.tool_name, arguments: msg.parameters ?? {} },
           (r) => {
-            if (!wanted || this.closing) return;
-            this.sendJson({
-              type: "client_tool_result",
-              tool_call_id: id,
-              result: toolOutputText(r.output),
-              is_error: r.isError,
-            });
+            if (wanted && !this.closing) this.sendJson(clientToolResult(String(id), r));
           },
         );
         if (call) events.onToolCall(call);

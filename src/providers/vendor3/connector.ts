@@ -34,7 +34,7 @@ import {
   type WireAudioFormat,
 } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
-import { toolCall, toolOutputText } from "../tool_calls.ts";
+import { clientToolResult, toolCall } from "../tool_calls.ts";
 import { SILENCE_CHUNK_MS, SilenceFeeder } from "../feeder.ts";
 import type {
   ConnectorDeps,
@@ -294,13 +294,7 @@ class Vendor3Connection extends BridgeConnection {
         const call = toolCall(
           { callId: id, name: c.tool_name, arguments: c.parameters ?? {} },
           (r) => {
-            if (this.closing) return;
-            this.sendJson({
-              type: "client_tool_result",
-              tool_call_id: id,
-              result: toolOutputText(r.output),
-              is_error: r.isError,
-            });
+            if (!this.closing) this.sendJson(clientToolResult(String(id), r));
           },
         );
         if (call) events.onToolCall(call);
