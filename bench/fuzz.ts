@@ -6,8 +6,9 @@
  *
  * Prints the report and writes `bench/results/fuzz-<time>.json` (git-ignored). Exits 1 when any must-be-zero
  * figure (unexpected 5xx, malformed error bodies, bad success headers, transport errors, unexpected WebSocket
- * closes, error log lines, methods no route serves answered otherwise than 405/404) is not zero. `server_refusals` counts the bare 400s Deno's HTTP server itself gives a
- * POST or PUT asking for a protocol upgrade, before the service sees it (see docs/api.md#errors).
+ * closes, error log lines, methods no route serves answered otherwise than 405/404) is not zero.
+ * `server_refusals` counts the bare 400s Deno's HTTP server itself gives a request with a body asking for a
+ * protocol upgrade, before the service sees it (see docs/api.md#errors).
  *
  * @module
  */

@@ -81,7 +81,8 @@ export interface FuzzReport {
   transport_errors: number;
   /**
    * Bare 400s (no body, no `X-Request-Id`, connection closed) from Deno's HTTP server itself, before the
-   * service sees the request: a POST or PUT asking for a protocol upgrade (`Upgrade` + `Connection: upgrade`).
+   * service sees the request: a request with a body asking for a protocol upgrade (`Upgrade` +
+   * `Connection: upgrade`).
    * Not reachable from the application; counted apart.
    */
   server_refusals: number;
@@ -637,14 +638,19 @@ const UPSTREAM_CODES = new Set([
   "SVC_RENDER_TIMEOUT",
 ]);
 
-/** Deno's HTTP server answers an upgrade request of a method with a body with a bare 400 (no handler). */
+/**
+ * Deno's HTTP server answers an upgrade request that carries a body, whatever its method, with a bare 400 (no
+ * handler runs). fetch gives every POST and PUT a body (`Content-Length: 0` at least); the raw sender gives one
+ * to any request whose `body` is set.
+ */
 export function isServerRefusal(
-  req: Pick<FuzzRequest, "method" | "headers">,
+  req: Pick<FuzzRequest, "method" | "headers" | "body">,
   res: { status: number; headers: Headers; text: string },
 ): boolean {
   const header = (name: string) =>
     Object.entries(req.headers).find(([k]) => k.toLowerCase() === name)?.[1]?.toLowerCase();
-  return (req.method === "POST" || req.method === "PUT") && header("upgrade") !== undefined &&
+  const hasBody = req.body !== undefined || req.method === "POST" || req.method === "PUT";
+  return hasBody && header("upgrade") !== undefined &&
     (header("connection") ?? "").split(",").some((t) => t.trim() === "upgrade") && res.status === 400 &&
     res.text === "" && !res.headers.has("x-request-id");
 }
