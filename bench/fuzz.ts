@@ -6,8 +6,9 @@
  *
  * Prints the report and writes `bench/results/fuzz-<time>.json` (git-ignored). Exits 1 when any must-be-zero
  * figure (unexpected 5xx, malformed error bodies, bad success headers, transport errors, unexpected WebSocket
- * closes, error log lines) is not zero. `server_refusals` counts the bare 400s Deno's HTTP server itself gives a
- * POST or PUT asking for a protocol upgrade, before the service sees it (see docs/api.md#errors).
+ * closes, error log lines, methods no route serves answered otherwise than 405/404) is not zero.
+ * `server_refusals` counts the bare 400s Deno's HTTP server itself gives a request with a body asking for a
+ * protocol upgrade, before the service sees it (see docs/api.md#errors).
  *
  * @module
  */
@@ -51,7 +52,8 @@ try {
   const file = new URL(`./results/fuzz-${result.at.replace(/[:.]/g, "-")}.json`, import.meta.url);
   await Deno.writeTextFile(file, JSON.stringify(result, null, 2) + "\n");
   failed = report.unexpected_five_xx + report.malformed_error_bodies + report.bad_success_headers +
-      report.transport_errors + report.websockets.unexpected + report.error_log_lines > 0;
+      report.transport_errors + report.websockets.unexpected + report.error_log_lines +
+      report.bad_method_answers > 0;
 } finally {
   await target.close();
 }

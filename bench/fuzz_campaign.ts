@@ -12,6 +12,8 @@
  *   `retry_after` (and `Retry-After`) exactly for retryable codes, no provider type value in the message;
  * - every `/v1` and demo API answer carries `Cache-Control: no-store`; every answer an `X-Request-Id`;
  * - a refused WebSocket closes with a documented code (4401, 4403, 4404, 4429), never an abrupt drop;
+ * - a method no route serves (any case: `get`, `TRACE`, `FOO`, `PUT`, …) answers 405 or 404, never
+ *   anything else (such requests go out over a raw connection: fetch upper-cases `get` and refuses `TRACE`);
  * - the service logs no error line.
  *
  * Deterministic for a seed; bounded in count and time. Used by `deno task fuzz` (bench/fuzz.ts) and, at a
@@ -79,10 +81,13 @@ export interface FuzzReport {
   transport_errors: number;
   /**
    * Bare 400s (no body, no `X-Request-Id`, connection closed) from Deno's HTTP server itself, before the
-   * service sees the request: a POST or PUT asking for a protocol upgrade (`Upgrade` + `Connection: upgrade`).
+   * service sees the request: a request with a body asking for a protocol upgrade (`Upgrade` +
+   * `Connection: upgrade`).
    * Not reachable from the application; counted apart.
    */
   server_refusals: number;
+  /** A method no route serves answered with something else than 405 or 404: must be 0. */
+  bad_method_answers: number;
   websockets: { tried: number; opened: number; close_codes: Record<string, number>; unexpected: number };
   /** Error lines in the service log: must be 0. */
   error_log_lines: number;
@@ -593,11 +598,29 @@ function decorate(r: Rng, t: FuzzTarget, req: FuzzRequest): FuzzRequest {
   if (r.chance(0.03)) headers["x-padding"] = "p".repeat(r.pick([1000, 8000]));
   let method = req.method;
   if (r.chance(0.08)) {
-    method = r.pick(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "PROPFIND", "FOO"]);
+    method = r.pick([
+      "GET",
+      "POST",
+      "PUT",
+      "PATCH",
+      "DELETE",
+      "HEAD",
+      "OPTIONS",
+      "PROPFIND",
+      "FOO",
+      "get",
+      "post",
+      "Get",
+      "delete",
+      "TRACE",
+      "trace",
+      "TRACK",
+    ]);
   }
   let body = req.body;
   if (body === undefined && r.chance(0.04)) body = r.pick(["{}", "x".repeat(70_000), "slow"]);
-  if ((method === "GET" || method === "HEAD") && body !== undefined) body = undefined; // fetch cannot send one
+  // fetch cannot send a GET or HEAD body (odd methods go out raw, body and all)
+  if ((method === "GET" || method === "HEAD") && body !== undefined) body = undefined;
   return { ...req, method, headers, body };
 }
 
@@ -615,14 +638,19 @@ const UPSTREAM_CODES = new Set([
   "SVC_RENDER_TIMEOUT",
 ]);
 
-/** Deno's HTTP server answers an upgrade request of a method with a body with a bare 400 (no handler). */
+/**
+ * Deno's HTTP server answers an upgrade request that carries a body, whatever its method, with a bare 400 (no
+ * handler runs). fetch gives every POST and PUT a body (`Content-Length: 0` at least); the raw sender gives one
+ * to any request whose `body` is set.
+ */
 export function isServerRefusal(
-  req: Pick<FuzzRequest, "method" | "headers">,
+  req: Pick<FuzzRequest, "method" | "headers" | "body">,
   res: { status: number; headers: Headers; text: string },
 ): boolean {
   const header = (name: string) =>
     Object.entries(req.headers).find(([k]) => k.toLowerCase() === name)?.[1]?.toLowerCase();
-  return (req.method === "POST" || req.method === "PUT") && header("upgrade") !== undefined &&
+  const hasBody = req.body !== undefined || req.method === "POST" || req.method === "PUT";
+  return hasBody && header("upgrade") !== undefined &&
     (header("connection") ?? "").split(",").some((t) => t.trim() === "upgrade") && res.status === 400 &&
     res.text === "" && !res.headers.has("x-request-id");
 }
@@ -679,9 +707,17 @@ export interface Answer {
 
 const UTF8 = new TextEncoder();
 
+/** The methods the service's routes serve (any other answers 405 or 404). */
+const SERVED_METHODS = new Set(["GET", "HEAD", "POST", "DELETE"]);
+
+/** Whether fetch sends `method` as it is (it upper-cases `get`/`post`/… and refuses TRACE, TRACK, CONNECT). */
+const fetchSends = (method: string) =>
+  /^[A-Z]+$/.test(method) && !["TRACE", "TRACK", "CONNECT"].includes(method);
+
 /** Sends one request; returns its answer. */
 export async function send(base: string, req: FuzzRequest): Promise<Answer> {
   if (req.body === "slow" || req.body === "flood") return await sendStreamed(base, req, req.body);
+  if (!fetchSends(req.method)) return await sendRaw(base, req);
   const res = await fetch(base + req.path, {
     method: req.method,
     headers: req.headers,
@@ -730,6 +766,27 @@ async function sendStreamed(base: string, req: FuzzRequest, kind: "slow" | "floo
   } finally {
     close();
     await upload;
+  }
+}
+
+/** Sends a request over a raw connection, the method exactly as given (with its body, if any). */
+async function sendRaw(base: string, req: FuzzRequest): Promise<Answer> {
+  const url = new URL(base);
+  const conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) });
+  const timer = setTimeout(() => conn.close(), 60_000);
+  try {
+    const body = typeof req.body === "string" ? UTF8.encode(req.body) : req.body as Uint8Array | undefined;
+    const head = [`${req.method} ${req.path} HTTP/1.1`, `Host: ${url.host}`, "Connection: close"];
+    for (const [k, v] of Object.entries(req.headers)) head.push(`${k}: ${v}`);
+    if (body) head.push(`Content-Length: ${body.length}`);
+    await conn.write(UTF8.encode(head.join("\r\n") + "\r\n\r\n"));
+    if (body) await conn.write(body).catch(() => 0); // the answer may come before the whole body
+    return await readAnswer(conn);
+  } finally {
+    clearTimeout(timer);
+    try {
+      conn.close();
+    } catch { /* closed */ }
   }
 }
 
@@ -783,6 +840,7 @@ export async function runFuzz(t: FuzzTarget, options: FuzzOptions): Promise<Fuzz
     bad_success_headers: 0,
     transport_errors: 0,
     server_refusals: 0,
+    bad_method_answers: 0,
     websockets: { tried: 0, opened: 0, close_codes: {}, unexpected: 0 },
     error_log_lines: 0,
     samples: [],
@@ -826,6 +884,10 @@ export async function runFuzz(t: FuzzTarget, options: FuzzOptions): Promise<Fuzz
         continue;
       }
       const where = `${req.method} ${req.path.slice(0, 100)} → ${res.status} ${res.text.slice(0, 200)}`;
+      if (!SERVED_METHODS.has(req.method) && res.status !== 405 && res.status !== 404) {
+        report.bad_method_answers++;
+        sample(`method: ${where}`);
+      }
       if (res.status >= 500) {
         report.five_xx++;
         let code = "(no code)";

@@ -25,6 +25,8 @@ Options:
   --greeting <text>      greeting spoken when a session starts
   --no-greeting          no greeting
   --voice <voice>        espeak-ng voice (default en-us)
+  --demo-tool <name>     before each answer, call the client tool <name> (tool_call, arguments
+                         {turn_id, speech_ms}) and say what it answered (answer mode)
   --output-rate <hz>     sample rate of the engine's audio, ${MIN_SAMPLE_RATE}-${MAX_SAMPLE_RATE} (default 24000)
   --auth-failure http_401|close_4001
                          how a bad token is refused: HTTP 401 before the upgrade (default), or
@@ -48,6 +50,8 @@ export interface EngineCliOptions {
   mode: ConversationMode;
   /** Greeting text; undefined keeps the engine's default; null disables it. */
   greeting: string | null | undefined;
+  /** The client tool each answer calls first, or null. */
+  demoTool: string | null;
   /** espeak-ng voice. */
   voice: string;
   /** Output sample rate in Hz. */
@@ -91,6 +95,7 @@ export function parseEngineArgs(args: string[]): EngineCliParse {
         mode: { type: "string" },
         greeting: { type: "string" },
         "no-greeting": { type: "boolean" },
+        "demo-tool": { type: "string" },
         voice: { type: "string" },
         "output-rate": { type: "string" },
         "auth-failure": { type: "string" },
@@ -133,6 +138,10 @@ export function parseEngineArgs(args: string[]): EngineCliParse {
   if (authFailure !== "http_401" && authFailure !== "close_4001") {
     return { kind: "error", message: "--auth-failure must be http_401 or close_4001" };
   }
+  const demoTool = values["demo-tool"] ?? null;
+  if (demoTool !== null && !/^[A-Za-z0-9_.-]{1,64}$/.test(demoTool)) {
+    return { kind: "error", message: "--demo-tool must be 1-64 letters, digits, '_', '.' or '-'" };
+  }
   const tlsDir = values["tls-dir"] ?? ".data/reference-engine";
   if (tlsDir === "") return { kind: "error", message: "--tls-dir must not be empty" };
 
@@ -146,6 +155,7 @@ export function parseEngineArgs(args: string[]): EngineCliParse {
       tlsDir,
       mode,
       greeting: values["no-greeting"] ? null : values.greeting,
+      demoTool,
       voice,
       outputRate,
       authFailure,

@@ -6,6 +6,10 @@
  * and then plays the user's own words back, resampled to the output rate. There is no speech recognition, so
  * no user transcript is produced.
  *
+ * With a demo tool (`--demo-tool <name>`), each answer first calls that tool of the session's client
+ * (`tool_call`, protocol §4.2) and says what it answered (`tool_result`, §4.1), so a tool can be tried end to
+ * end: engine → service → the page's `onToolCall` → back.
+ *
  * @module
  */
 
@@ -55,6 +59,29 @@ export interface ConversationOptions {
   gapMs?: number;
   /** Structured log sink. */
   log?: (event: string, fields?: Record<string, unknown>) => void;
+  /** Name of a client tool each answer calls first (and whose result it says), or null for none. */
+  demoTool?: string | null;
+  /** How long the engine waits for a tool's result, default 15 s (the bridge answers within 10 s). */
+  toolTimeoutMs?: number;
+}
+
+/** What a client tool answered (`tool_result`). */
+export interface ToolOutcome {
+  output: unknown;
+  isError: boolean;
+}
+
+/**
+ * The sentence the engine says about a tool's result: its output (text as it is, anything else as JSON),
+ * shortened to 120 characters.
+ *
+ * @param name the tool's name
+ * @param outcome what the client answered
+ */
+export function toolSentence(name: string, outcome: ToolOutcome): string {
+  const raw = typeof outcome.output === "string" ? outcome.output : JSON.stringify(outcome.output ?? null);
+  const text = raw.length > 120 ? `${raw.slice(0, 117)}...` : raw;
+  return outcome.isError ? `Your ${name} tool failed: ${text}.` : `Your ${name} tool answered: ${text}.`;
 }
 
 interface ResponseJob {
@@ -87,6 +114,8 @@ export class Conversation {
   readonly #gapMs: number;
   readonly #log: (event: string, fields?: Record<string, unknown>) => void;
   readonly #tasks = new Set<Promise<void>>();
+  readonly #pendingTools = new Map<string, (outcome: ToolOutcome) => void>();
+  #nextToolCall = 1;
   #active: ResponseJob | null = null;
   #nextResponse = 0;
   #nextTurn = 1;
@@ -169,10 +198,45 @@ export class Conversation {
     this.#stopActive("cancelled");
   }
 
+  /**
+   * Records a `tool_result`: the answer to a call this conversation made (others are ignored).
+   *
+   * @param message the bridge message
+   */
+  handleToolResult(message: BridgeMessage): void {
+    const callId = typeof message.call_id === "string" ? message.call_id : "";
+    const resolve = this.#pendingTools.get(callId);
+    if (!resolve) {
+      this.#log("tool_result_ignored", { call_id: callId.slice(0, 64) });
+      return;
+    }
+    this.#pendingTools.delete(callId);
+    resolve({ output: message.output ?? null, isError: message.is_error === true });
+  }
+
+  /** Calls a client tool and waits for its result (an error outcome after the timeout or the close). */
+  #callTool(name: string, args: Record<string, unknown>): Promise<ToolOutcome> {
+    const callId = `call_${this.#nextToolCall++}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#pendingTools.delete(callId);
+        resolve({ output: "no answer", isError: true });
+      }, this.#o.toolTimeoutMs ?? 15_000);
+      this.#pendingTools.set(callId, (outcome) => {
+        clearTimeout(timer);
+        resolve(outcome);
+      });
+      this.#o.output.sendJson({ type: "tool_call", call_id: callId, name, arguments: args });
+      this.#log("tool_call", { call_id: callId, name });
+    });
+  }
+
   /** Stops everything: no message is sent afterwards. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    for (const resolve of this.#pendingTools.values()) resolve({ output: "closed", isError: true });
+    this.#pendingTools.clear();
     const job = this.#active;
     this.#active = null;
     if (job) {
@@ -224,15 +288,19 @@ export class Conversation {
       this.#respond(turnId, null, () => Promise.resolve(playback()));
       return;
     }
-    const text = answerText(speechMs);
-    this.#respond(turnId, text, async () => {
-      const spoken = await tts.synthesize(text, outputSampleRate);
+    const tool = this.#o.demoTool;
+    this.#respond(turnId, answerText(speechMs), async (job) => {
+      if (tool) {
+        const outcome = await this.#callTool(tool, { turn_id: turnId, speech_ms: speechMs });
+        job.text = `${answerText(speechMs)} ${toolSentence(tool, outcome)}`;
+      }
+      const spoken = await tts.synthesize(job.text!, outputSampleRate);
       return concatPcm([spoken, new Int16Array(samplesForMs(this.#gapMs, outputSampleRate)), playback()]);
     });
   }
 
   /** Prepares audio, then sends `response.started`, the paced frames, the transcript and `response.done`. */
-  #respond(reason: string, text: string | null, build: () => Promise<Int16Array>): void {
+  #respond(reason: string, text: string | null, build: (job: ResponseJob) => Promise<Int16Array>): void {
     if (this.#closed) return;
     const job: ResponseJob = { id: `r_${this.#nextResponse++}`, text, sender: null, abandoned: false };
     this.#active = job;
@@ -243,10 +311,14 @@ export class Conversation {
     task.finally(() => this.#tasks.delete(task));
   }
 
-  async #run(job: ResponseJob, reason: string, build: () => Promise<Int16Array>): Promise<void> {
+  async #run(
+    job: ResponseJob,
+    reason: string,
+    build: (job: ResponseJob) => Promise<Int16Array>,
+  ): Promise<void> {
     let audio: Int16Array;
     try {
-      audio = await build();
+      audio = await build(job);
     } catch (err) {
       if (this.#active === job) this.#active = null;
       if (job.abandoned || this.#closed) return;

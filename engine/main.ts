@@ -51,6 +51,7 @@ export async function main(args: string[]): Promise<number> {
       authToken: token,
       mode: o.mode,
       ...(o.greeting !== undefined ? { greeting: o.greeting } : {}),
+      demoTool: o.demoTool,
       voice: o.voice,
       tts: new EspeakTts({ voice: o.voice }),
       outputSampleRate: o.outputRate,

@@ -87,7 +87,33 @@ export type EngineMessage =
   | { type: "error"; code: ErrorCode; message: string; fatal: boolean; event_id?: string }
   | { type: "ping"; id: number }
   | { type: "pong"; id?: unknown }
-  | { type: "session.end"; reason: string };
+  | { type: "session.end"; reason: string }
+  | ToolCallMessage;
+
+/**
+ * `tool_call` (§4.2): the engine asks the session's client to run a tool; the bridge answers with a
+ * `tool_result` of the same `call_id` (an error result when no client answers within 10 s or none is
+ * connected).
+ */
+export interface ToolCallMessage {
+  type: "tool_call";
+  /** The engine's id of the call (1–256 characters), echoed by `tool_result`. */
+  call_id: string;
+  /** The tool's name (1–256 characters). */
+  name: string;
+  /** The call's arguments: a JSON object. */
+  arguments: Record<string, unknown>;
+}
+
+/** `tool_result` (§4.1): what the client answered to a `tool_call`. */
+export interface ToolResultMessage {
+  type: "tool_result";
+  call_id: string;
+  /** Any JSON value the client gave. */
+  output: unknown;
+  /** The tool failed (`output` says why). */
+  is_error: boolean;
+}
 
 /** `session.start`, the bridge's first frame (§2). */
 export interface SessionStartMessage {
@@ -108,7 +134,8 @@ export type BridgeMessageV0 =
   | { type: "response.cancel"; response_id: string; played_ms: number; reason: string }
   | { type: "ping"; id: number }
   | { type: "pong"; id?: unknown }
-  | { type: "session.end"; reason: string };
+  | { type: "session.end"; reason: string }
+  | ToolResultMessage;
 
 /** A parsed bridge message: any JSON object with a string `type`. */
 export interface BridgeMessage {

@@ -29,6 +29,8 @@ export interface ReferenceEngineOptions {
   mode?: ConversationMode;
   /** Greeting spoken when a session is ready; null disables it. Default: a short English greeting. */
   greeting?: string | null;
+  /** A client tool each answer calls first and whose result it says (`--demo-tool`); default none. */
+  demoTool?: string | null;
   /** espeak-ng voice of the default synthesiser, default `"en-us"`. Ignored when `tts` is given. */
   voice?: string;
   /** Rate of the engine's audio, default 24000 (8000–48000). */
@@ -183,6 +185,7 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
       tts,
       vad: options.vad,
       leadMs: options.leadMs,
+      demoTool: options.demoTool ?? null,
       log,
       ...options.timings,
     });

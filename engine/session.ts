@@ -51,6 +51,8 @@ export interface EngineSessionOptions extends SessionTimings {
   vad?: Omit<VadOptions, "sampleRate">;
   /** Lead of response audio over real time, default 200 ms. */
   leadMs?: number;
+  /** A client tool each answer calls first (see `Conversation`), or null. */
+  demoTool?: string | null;
   /** Structured log sink. */
   log: (event: string, fields?: Record<string, unknown>) => void;
 }
@@ -243,6 +245,7 @@ export class EngineSession {
       stats: this.stats,
       vad: this.#o.vad,
       leadMs: this.#o.leadMs,
+      demoTool: this.#o.demoTool ?? null,
       log: (event, fields) => this.#o.log(event, { engine_session_id: this.#o.engineSessionId, ...fields }),
     });
     this.#conversation.start();
@@ -263,6 +266,9 @@ export class EngineSession {
         return;
       case "response.cancel":
         this.#conversation?.handleResponseCancel(message);
+        return;
+      case "tool_result":
+        this.#conversation?.handleToolResult(message);
         return;
       case "session.end":
         this.#o.log("session_end_received", {

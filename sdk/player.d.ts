@@ -54,6 +54,21 @@ export interface TranscriptLine {
   final: boolean;
 }
 
+/** A tool call of the session's conversation engine, handed to `onToolCall` (see `tool_calls.js`). */
+export interface ToolCall {
+  /** The engine's id of the call. */
+  callId: string;
+  /** The tool's name. */
+  name: string;
+  /** The call's arguments. */
+  arguments: Record<string, unknown>;
+  /**
+   * Answers the call (once): `output` is any JSON value (absent: `null`); `isError` marks a failure. False
+   * when it was answered already or the connection is gone.
+   */
+  respond(output?: unknown, options?: { isError?: boolean }): boolean;
+}
+
 /** `stream_metadata` of a create or client-token answer (the fields the player reads). */
 export interface StreamMetadata {
   /** The media WebSocket of a `websocket_fmp4` session. */
@@ -83,6 +98,14 @@ export interface CreatePlayerOptions {
   onState?: (state: PlayerState) => void;
   /** Called with transcript lines, if the engine sends any. */
   onTranscript?: (line: TranscriptLine) => void;
+  /**
+   * Called with each tool call of the engine's agent (`{"type":"tool_call"}` on the player's socket).
+   * Answer in one line, `call.respond(output)` (`{ isError: true }` for a failure), or return the output
+   * (or a promise of it; a throw answers an error with its message). Unanswered calls are answered with an
+   * error by the service after 10 s; without this handler the player leaves them to the session's other
+   * pages.
+   */
+  onToolCall?: (call: ToolCall) => unknown;
   /**
    * Returns a fresh client token and `stream_metadata` (from your backend, which calls
    * `POST /v1/sessions/{session_id}/client-token`); used whenever the player reconnects. It must resolve
@@ -127,6 +150,8 @@ export interface AvatarPlayer {
   stats(): PlayerStats;
   /** Starts or stops streaming the microphone. */
   setMicrophone(on: boolean): Promise<void>;
+  /** Answers a tool call by id (as `call.respond` does); false when answered already or disconnected. */
+  respondToolCall(callId: string, output?: unknown, options?: { isError?: boolean }): boolean;
   /** Disconnects and releases the microphone and the media resources. */
   close(): void;
 }

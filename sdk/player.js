@@ -44,6 +44,7 @@ export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
 const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 
 import { createWebRtcPlayer } from "./player_webrtc.js";
+import { createToolCalls } from "./tool_calls.js";
 
 /**
  * @typedef {"connecting" | "buffering" | "playing" | "reconnecting" | "ended" | "failed"} PlayerStateName
@@ -87,6 +88,8 @@ import { createWebRtcPlayer } from "./player_webrtc.js";
  * @property {string} clientToken `client_token` of the session (valid 5 minutes, needed to connect).
  * @property {(state: PlayerState) => void} [onState] Called on every state change.
  * @property {(line: TranscriptLine) => void} [onTranscript] Called with transcript lines, if the engine sends any.
+ * @property {(call: import("./tool_calls.js").ToolCall) => unknown} [onToolCall] Called with each tool call of
+ *   the engine; answer with `call.respond(output)`, or return the output (or a promise of it).
  * @property {() => Promise<{ clientToken: string; mediaUrl?: string; streamMetadata?: StreamMetadata }>} [refreshToken]
  *   Returns a fresh client token and `stream_metadata` (from your backend, which calls
  *   `POST /v1/sessions/{id}/client-token`); used to reconnect. Any other shape fails the player with a
@@ -113,6 +116,8 @@ import { createWebRtcPlayer } from "./player_webrtc.js";
  * @property {() => PlayerState} state The current state.
  * @property {() => PlayerStats} stats Playback counters.
  * @property {(on: boolean) => Promise<void>} setMicrophone Starts or stops streaming the microphone.
+ * @property {(callId: string, output?: unknown, options?: { isError?: boolean }) => boolean} respondToolCall
+ *   Answers a tool call by id (as `call.respond` does).
  * @property {() => void} close Disconnects and releases the microphone and the media resources.
  */
 
@@ -234,6 +239,7 @@ function createFmp4Player(options) {
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let retryTimer;
   let lastTrim = 0;
+  const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
   /** When the first video frame was presented (requestVideoFrameCallback), if the browser says. */
   /** @type {number | null} */
   let firstFrameAt = null;
@@ -431,6 +437,9 @@ function createFmp4Player(options) {
       case "transcript":
         options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
         break;
+      case "tool_call":
+        toolCalls.handle(msg);
+        break;
       case "ended":
         setState({ reason: String(msg.reason ?? "session_ended") });
         break;
@@ -599,6 +608,11 @@ function createFmp4Player(options) {
       if (on) await startMic();
       else stopMic();
     },
+    respondToolCall: (
+      /** @type {string} */ callId,
+      /** @type {unknown} */ output,
+      /** @type {{ isError?: boolean } | undefined} */ opts,
+    ) => toolCalls.respond(callId, output, opts),
     close: () => {
       if (closed) return;
       teardown();

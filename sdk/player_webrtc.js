@@ -18,6 +18,8 @@
  * @module
  */
 
+import { createToolCalls } from "./tool_calls.js";
+
 /** Subprotocol of the SFU signalling WebSocket. */
 export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
 
@@ -86,6 +88,7 @@ export function createWebRtcPlayer(options) {
   const send = (msg) => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
   };
+  const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
 
   /** @param {RTCPeerConnection} pc */
   const gathered = (pc) =>
@@ -207,6 +210,9 @@ export function createWebRtcPlayer(options) {
         break;
       case "transcript":
         options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
+        break;
+      case "tool_call":
+        toolCalls.handle(msg);
         break;
       case "error":
         setState({ reason: String(msg.code ?? "error") });
@@ -369,6 +375,11 @@ export function createWebRtcPlayer(options) {
       if (on) await publish();
       else unpublish();
     },
+    respondToolCall: (
+      /** @type {string} */ callId,
+      /** @type {unknown} */ output,
+      /** @type {{ isError?: boolean } | undefined} */ opts,
+    ) => toolCalls.respond(callId, output, opts),
     close: () => {
       if (closed) return;
       teardown();

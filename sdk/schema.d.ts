@@ -319,10 +319,10 @@ export interface components {
             };
         };
         /**
-         * @description Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, render_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#end-reasons.
+         * @description Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, engine_quota_exceeded, render_failed, sfu_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#end-reasons.
          * @enum {string}
          */
-        EndReason: "ended_by_api" | "ended_by_api_forced" | "no_client_joined" | "idle_timeout" | "max_duration" | "engine_ended" | "engine_failed" | "render_failed" | "sfu_failed" | "owner_lost" | "service_shutdown" | "start_failed";
+        EndReason: "ended_by_api" | "ended_by_api_forced" | "no_client_joined" | "idle_timeout" | "max_duration" | "engine_ended" | "engine_failed" | "engine_quota_exceeded" | "render_failed" | "sfu_failed" | "owner_lost" | "service_shutdown" | "start_failed";
         SessionFailedEvent: {
             /** @enum {string} */
             type: "session.failed";
@@ -341,7 +341,7 @@ export interface components {
                  * @description The error the start failed with.
                  * @enum {string}
                  */
-                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_METHOD_NOT_ALLOWED" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
                 /**
                  * Format: int64
                  * @description Unix epoch milliseconds
@@ -373,7 +373,7 @@ export interface components {
              * @description Machine-readable error code (see the error reference).
              * @enum {string}
              */
-            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_METHOD_NOT_ALLOWED" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
             /** @description Human-readable, provider-agnostic message. */
             message: string;
             /**

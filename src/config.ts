@@ -96,6 +96,11 @@ export interface Config {
 export interface VendorEndpoints {
   /** vendor1_realtime: the realtime WebSocket URL (wss://). */
   vendor1RealtimeUrl: string;
+  /**
+   * vendor1_realtime: the model sent as the URL's `model` query parameter (`SVC_VENDOR1_REALTIME_MODEL`),
+   * unless `vendor1RealtimeUrl` already has one.
+   */
+  vendor1RealtimeModel: string;
   /** vendor2: the agents WebSocket base URL (wss://); the agent id is appended as a path segment. */
   vendor2Url: string;
   /** vendor3: the conversation WebSocket URL (wss://) of public agents. */
@@ -220,6 +225,12 @@ const VARIABLES = {
   SVC_REFERENCE_ENGINE_PORT: { schema: int(0, 65535), default: "8788" },
   SVC_REFERENCE_ENGINE_DIR: { schema: z.string().min(1), default: ".data/reference-engine" },
   SVC_VENDOR1_REALTIME_URL: { schema: wssUrl, default: "wss://api.openai.com/v1/realtime" },
+  SVC_VENDOR1_REALTIME_MODEL: {
+    schema: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
+      error: "must be a model name: 1-128 letters, digits, '.', '_', ':' or '-'",
+    }),
+    default: "gpt-realtime",
+  },
   SVC_VENDOR2_URL: { schema: wssUrl, default: "wss://api.cartesia.ai/v1/agents/websocket" },
   SVC_VENDOR3_URL: { schema: wssUrl, default: "wss://api.elevenlabs.io/v1/convai/conversation" },
   SVC_VENDOR3_API_URL: { schema: httpsUrl, default: "https://api.elevenlabs.io" },
@@ -399,6 +410,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     vendors: {
       vendor1RealtimeUrl: v.SVC_VENDOR1_REALTIME_URL!,
+      vendor1RealtimeModel: v.SVC_VENDOR1_REALTIME_MODEL!,
       vendor2Url: v.SVC_VENDOR2_URL!,
       vendor3Url: v.SVC_VENDOR3_URL!,
       vendor3ApiUrl: v.SVC_VENDOR3_API_URL!,

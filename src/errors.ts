@@ -40,7 +40,7 @@ export const ERROR_CATALOG = {
     retryable: false,
     spec: true,
     when:
-      "provider_type is unknown, provider_config does not hold exactly the key matching provider_type, a provider field breaks its rules, provider_connection_id is present anywhere in the body, or the conversation engine refused the session's audio format or protocol version.",
+      "provider_type is unknown, provider_config does not hold exactly the key matching provider_type, a provider field breaks its rules, provider_connection_id is present anywhere in the body, or the conversation engine refused the session's audio format or protocol version, or said the model the deployment asks for (SVC_VENDOR1_REALTIME_MODEL) is missing or unknown.",
     message: "The provider configuration is invalid.",
   },
   SVC_RENDER_MISCONFIGURED: {
@@ -115,6 +115,14 @@ export const ERROR_CATALOG = {
     spec: false,
     when: "No route matches the method and path.",
     message: "No such route.",
+  },
+  SVC_METHOD_NOT_ALLOWED: {
+    status: 405,
+    retryable: false,
+    spec: false,
+    when:
+      "The path exists but none of its routes serves the request's method (methods are case-sensitive: `get` is not `GET`); the `Allow` header lists the methods it serves. A method no route serves on a path no route has answers 404 SVC_ROUTE_NOT_FOUND.",
+    message: "This route does not serve the request's method.",
   },
   SVC_REQUEST_TIMEOUT: {
     status: 408,

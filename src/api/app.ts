@@ -22,6 +22,7 @@ import { RateLimiter } from "../kv/rate_limit.ts";
 import { apiKeyCacheFor } from "../kv/api_key_cache.ts";
 import { requestContext } from "./middleware/request_context.ts";
 import { boundedBody } from "./middleware/body.ts";
+import { methodGuard } from "./middleware/methods.ts";
 import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
@@ -123,6 +124,8 @@ export function createApp(deps: AppDeps): App {
   });
 
   app.use("*", requestContext(logger));
+  // Before anything reads or rebuilds the request: a method no route serves answers 405 (or 404).
+  app.use("*", methodGuard(() => app.routes, config.docsUrl));
   // Every route's body is bounded; the internal API's start body carries the public body plus its envelope.
   const internalMaxBodyBytes = config.maxBodyBytes + 8192;
   app.use(

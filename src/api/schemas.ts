@@ -97,8 +97,7 @@ export const SessionIdParam = z.object({
 export const SessionStatus = z.enum(SESSION_STATUSES).openapi("SessionStatus");
 /** End reasons. */
 export const EndReason = z.enum(END_REASONS).openapi("EndReason", {
-  description:
-    "Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, render_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#end-reasons.",
+  description: `Why the session ended or failed: ${END_REASONS.join(", ")}. See docs/api.md#end-reasons.`,
 });
 /** Provider types. */
 export const ProviderType = z.enum(PROVIDER_TYPES).openapi("ProviderType");

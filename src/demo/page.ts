@@ -202,6 +202,13 @@ $("start").addEventListener("click", async () => {
     },
     onState: setState,
     onTranscript: (line) => { if (line.final) log(line.role, (line.role === "agent" ? "Avatar: " : "You: ") + line.text); },
+    // The agent's tool calls (the reference engine run with --demo-tool get_local_time, a vendor agent's
+    // client tools): get_local_time answers the page's time; any other tool is answered as unknown.
+    onToolCall: (call) => {
+      log("note", "Tool call: " + call.name + " " + JSON.stringify(call.arguments));
+      if (call.name === "get_local_time") return new Date().toLocaleTimeString();
+      throw new Error("this page has no tool named " + call.name);
+    },
   });
   window.demoPlayer = player;
   statsTimer = setInterval(() => {

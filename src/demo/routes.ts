@@ -33,8 +33,8 @@ export interface DemoDeps {
   call(request: Request): Promise<Response>;
 }
 
-/** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js`). */
-const PLAYER_FILES = ["player.js", "player_webrtc.js"];
+/** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js` and `tool_calls.js`). */
+const PLAYER_FILES = ["player.js", "player_webrtc.js", "tool_calls.js"];
 
 /**
  * The vendor engines the page offers, with the fields it takes for each: browser-safe, short-lived
@@ -79,7 +79,7 @@ function providerOf(
 const REFERENCE_OPTION = /<option value="reference"[^>]*>[^<]*<\/option>\s*/;
 
 /**
- * Registers `/sdk/player.js` and `/sdk/player_webrtc.js` (always) and the demo page with its backend (when
+ * Registers `/sdk/player.js`, `/sdk/player_webrtc.js` and `/sdk/tool_calls.js` (always) and the demo page with its backend (when
  * `demo` is given).
  */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {

@@ -19,7 +19,7 @@
  */
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { ProviderConnection } from "../providers/types.ts";
+import type { ProviderConnection, ToolCall } from "../providers/types.ts";
 import type { SessionMedia } from "../runtime/session_runtime.ts";
 import type { EndReason } from "../sessions/end_reasons.ts";
 import { AUDIO_BLOCK, AUDIO_RATE, audioEncoderArgs, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
@@ -29,6 +29,8 @@ import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
 import type { MediaTransport, TransportFactory, TransportKind } from "./transports/transport.ts";
+import { ClientMessages } from "./client_messages.ts";
+import { ToolCalls } from "./tool_calls.ts";
 
 /** Audio is kept at most this many blocks ahead of the clock (≈ 128 ms). */
 export const MAX_LEAD_BLOCKS = 6;
@@ -139,6 +141,9 @@ export class AvatarSessionMedia implements SessionMedia {
   /** The clock runs (after the warm-up). */
   #running = false;
   #failed: string | null = null;
+  /** The dispatcher of the clients' text messages (both transports' sockets hand theirs to it). */
+  readonly clientMessages = new ClientMessages();
+  readonly #toolCalls = new ToolCalls({ deliver: (m) => this.#transport?.control(m) ?? 0 });
   readonly #stats = {
     framesRendered: 0,
     framesEncoded: 0,
@@ -169,6 +174,7 @@ export class AvatarSessionMedia implements SessionMedia {
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
     this.#firstFrame.promise.catch(() => {});
+    this.clientMessages.on("tool_result", (m) => this.#toolCalls.result(m));
   }
 
   /**
@@ -500,6 +506,11 @@ export class AvatarSessionMedia implements SessionMedia {
     });
   }
 
+  /** The engine calls a client tool: to the connected clients, or an error result at once without any. */
+  onToolCall(call: ToolCall): void {
+    this.#toolCalls.call(call);
+  }
+
   /** The session's transport (the media routes attach their clients to it). */
   get transport(): MediaTransport | null {
     return this.#transport;
@@ -541,6 +552,7 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#stopped = true;
     clearTimeout(this.#timer);
     this.#queue.clear();
+    this.#toolCalls.close();
     const closing = this.#transport?.close(this.#failed) ?? Promise.resolve();
     // Closing their input lets the encoders finish on their own; a graceful end gives them the whole
     // teardown budget before they are killed (and the end is reported with a warning).

@@ -27,6 +27,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import type { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { pcmSamples } from "./audio/format.ts";
+import { toolCall } from "./tool_calls.ts";
 import type { ConnectRequest, ProviderClosure, ProviderConnection, ProviderConnector } from "./types.ts";
 import { BridgeConnection, type ConnectionContext, KEEPALIVE_CLOSE_CODE } from "./wire/connection.ts";
 import { handshake, type HandshakeStep, startErrors, type StartFailure } from "./wire/handshake.ts";
@@ -293,7 +294,26 @@ class EngineConnection extends BridgeConnection {
       case "session.end":
         this.#engineEnded = typeof msg.reason === "string" ? msg.reason.slice(0, 64) : "engine_ended";
         return;
+      case "tool_call": {
+        const callId = msg.call_id;
+        const send = (r: { output: unknown; isError: boolean }) => {
+          if (this.closing) return;
+          this.#send({
+            type: "tool_result",
+            call_id: String(callId),
+            output: r.output ?? null,
+            is_error: r.isError,
+          });
+        };
+        const call = toolCall({ callId, name: msg.name, arguments: msg.arguments ?? {} }, send);
+        if (call) events.onToolCall(call);
+        else if (typeof callId === "string" && callId !== "") {
+          send({ output: "tool_call needs a name and an object of arguments", isError: true });
+        }
+        return;
+      }
       case "error":
+        if (msg.code === "rate_limited" && msg.fatal === true) this.noteQuota();
         this.ctx.logger.info("engine error", {
           session_id: this.ctx.sessionId,
           code: String(msg.code ?? "").slice(0, 64),
@@ -307,6 +327,7 @@ class EngineConnection extends BridgeConnection {
     if (c.code === CloseCode.normal) {
       return { kind: "ended_by_engine", reason: this.#engineEnded ?? "engine_closed" };
     }
+    if (c.code === CloseCode.rateLimited) return { kind: "quota_exhausted", reason: "engine_rate_limited" };
     return {
       kind: "failed",
       reason: c.code === KEEPALIVE_CLOSE_CODE

@@ -19,7 +19,33 @@ export type ProviderClosure =
   /** The engine ended the session normally (`session.end` then close 1000). */
   | { kind: "ended_by_engine"; reason: string }
   /** The connection failed (drop, error close, fatal error, keepalive timeout). */
-  | { kind: "failed"; reason: string };
+  | { kind: "failed"; reason: string }
+  /** The engine's quota or rate limit ended the session (its error or its close reason said so). */
+  | { kind: "quota_exhausted"; reason: string };
+
+/** What a client answered to a tool call (or the service, for a client that could not). */
+export interface ToolResult {
+  /** Any JSON value (a vendor that takes text gets a string as is, anything else as JSON). */
+  output: unknown;
+  /** The tool failed: the output says why. */
+  isError: boolean;
+}
+
+/**
+ * A call the engine's agent makes to a tool the session's client runs (a vendor's function or client tool,
+ * or a V0 `tool_call`). Whoever handles it answers exactly once with {@link ToolCall.respond}; later answers
+ * are ignored.
+ */
+export interface ToolCall {
+  /** The engine's id of the call. */
+  callId: string;
+  /** The tool's name. */
+  name: string;
+  /** The call's arguments (an object). */
+  arguments: Record<string, unknown>;
+  /** Sends the result to the engine in its own format (once; a no-op for calls that want no answer). */
+  respond(result: ToolResult): void;
+}
 
 /** Events a provider connection reports to its session. */
 export interface ProviderEvents {
@@ -33,6 +59,8 @@ export interface ProviderEvents {
   onInterrupt(responseId: string): void;
   /** A transcript line (full text so far for its turn). */
   onTranscript(line: { role: "user" | "agent"; turnId: string; text: string; final: boolean }): void;
+  /** The agent calls a client tool: the session forwards it to its clients (or answers an error). */
+  onToolCall(call: ToolCall): void;
   /** The connection ended without the session asking for it. */
   onClosed(closure: ProviderClosure): void;
 }

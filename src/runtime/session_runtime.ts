@@ -17,7 +17,9 @@ import type {
   ProviderConnector,
   ProviderEvents,
   ProviderType,
+  ToolCall,
 } from "../providers/types.ts";
+import { TOOL_ERRORS } from "../providers/tool_calls.ts";
 import type { CredentialHolder } from "./credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordEngineConnect } from "../telemetry/metrics.ts";
@@ -35,7 +37,9 @@ export const MAX_EARLY_EVENTS = 1500;
  * A session's media plane (renderer, encoder, client sockets), attached by a {@link SessionMediaFactory}.
  * It receives the engine's events and reports what it rendered.
  */
-export interface SessionMedia extends Omit<ProviderEvents, "onClosed"> {
+export interface SessionMedia extends Omit<ProviderEvents, "onClosed" | "onToolCall"> {
+  /** Forwards a tool call to the session's clients; without it, tool calls get an error result at once. */
+  onToolCall?(call: ToolCall): void;
   /** Media chunks rendered so far. */
   chunksRendered(): number;
   /** Stops the media plane; resolves with a warning when it did not stop cleanly. */
@@ -85,7 +89,7 @@ export interface SelfEnded {
   sessionId: string;
   projectId: string;
   closure: ProviderClosure;
-  /** `engine_ended`, `engine_failed`, `render_failed` or `sfu_failed`. */
+  /** `engine_ended`, `engine_failed`, `engine_quota_exceeded`, `render_failed` or `sfu_failed`. */
   reason: EndReason;
   warning: string | null;
   chunksRendered: number;
@@ -192,8 +196,22 @@ export class SessionRuntime {
       onResponseDone: (id, status) => toMedia((m) => m.onResponseDone(id, status)),
       onInterrupt: (id) => toMedia((m) => m.onInterrupt(id)),
       onTranscript: (line) => toMedia((m) => m.onTranscript(line)),
+      onToolCall: (call) => {
+        // No media plane (none in this wiring, or it failed to start), or no room to keep the call until it
+        // is up: the engine gets its error result at once instead of waiting for its own timeout.
+        const noClient = () => call.respond({ output: TOOL_ERRORS.noClient, isError: true });
+        const media = session?.media;
+        if (session?.ending) return noClient();
+        if (media) return media.onToolCall ? media.onToolCall(call) : noClient();
+        if (!early || early.length >= MAX_EARLY_EVENTS) return noClient();
+        early.push((m) => m.onToolCall ? m.onToolCall(call) : noClient());
+      },
       onClosed: (closure) => {
-        const reason = closure.kind === "failed" ? "engine_failed" : "engine_ended";
+        const reason: EndReason = closure.kind === "failed"
+          ? "engine_failed"
+          : closure.kind === "quota_exhausted"
+          ? "engine_quota_exceeded"
+          : "engine_ended";
         if (session) void this.#selfEnd(session, closure, reason, null);
       },
     };

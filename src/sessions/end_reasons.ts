@@ -14,6 +14,7 @@ export const END_REASONS = [
   "max_duration",
   "engine_ended",
   "engine_failed",
+  "engine_quota_exceeded",
   "render_failed",
   "sfu_failed",
   "owner_lost",
@@ -33,6 +34,8 @@ export const END_REASON_DESCRIPTIONS: Record<EndReason, string> = {
   max_duration: "The session reached its maximum duration (`SVC_SESSION_MAX_DURATION_S`).",
   engine_ended: "The conversation engine ended the session (`session.end` then a normal close).",
   engine_failed: "The conversation engine connection failed (drop, error close, fatal error).",
+  engine_quota_exceeded:
+    "The conversation engine ended the session because the provider account's quota or rate limit is exhausted (its error or close said so; status `ended_with_warnings`). New sessions answer `429 SVC_RATE_LIMIT_PROVIDER_QUOTA` until the account is topped up.",
   render_failed: "The avatar media plane (renderer or encoder) failed.",
   sfu_failed:
     "A `webrtc_sfu` session's media server (SFU) became unreachable and did not come back within `SVC_SFU_RECOVERY_TIMEOUT_S` (status `ended_with_warnings`).",

@@ -515,8 +515,11 @@ export class SessionWorker {
   }
 
   async #recordSelfEnd(e: SelfEnded): Promise<void> {
-    const failed = e.closure.kind === "failed";
-    const warning = failed ? (e.warning ?? "The conversation engine connection was lost.") : e.warning;
+    const warning = e.closure.kind === "failed"
+      ? (e.warning ?? "The conversation engine connection was lost.")
+      : e.closure.kind === "quota_exhausted"
+      ? (e.warning ?? "The conversation engine's quota or rate limit is exhausted.")
+      : e.warning;
     await this.journal.record({
       projectId: e.projectId,
       sessionId: e.sessionId,
@@ -542,6 +545,7 @@ export class SessionWorker {
 function startFailure(e: SelfEnded): ApiError {
   if (e.reason === "render_failed") return new ApiError("SVC_RENDER_FAILED");
   if (e.reason === "sfu_failed") return new ApiError("SVC_SFU_CONNECTION_FAILED");
+  if (e.closure.kind === "quota_exhausted") return new ApiError("SVC_RATE_LIMIT_PROVIDER_QUOTA");
   return new ApiError(
     "SVC_PROVIDER_DOWNSTREAM_FAILED",
     e.closure.kind === "failed"

@@ -352,12 +352,14 @@ Deno.test("get session: unknown, malformed and other projects' ids answer 404", 
   }
 });
 
-Deno.test("unknown routes answer 404 SVC_ROUTE_NOT_FOUND with the error body", async () => {
+Deno.test("unknown routes answer 404 SVC_ROUTE_NOT_FOUND, a method a route does not serve 405, with the error body", async () => {
   const h = await createHarness();
   try {
     const key = await h.key("proj_a");
     checkErrorBody(await h.req("GET", "/v1/nothing", { key }), { status: 404, code: "SVC_ROUTE_NOT_FOUND" });
-    checkErrorBody(await h.req("PUT", "/v1/sessions", { key }), { status: 404, code: "SVC_ROUTE_NOT_FOUND" });
+    const put = await h.req("PUT", "/v1/sessions", { key });
+    checkErrorBody(put, { status: 405, code: "SVC_METHOD_NOT_ALLOWED" });
+    assert.equal(put.headers.get("allow"), "POST");
     checkErrorBody(await h.req("GET", "/nothing"), { status: 404, code: "SVC_ROUTE_NOT_FOUND" });
   } finally {
     await h.close();

@@ -15,6 +15,7 @@ Deno.test("cli: defaults", () => {
       tlsDir: ".data/reference-engine",
       mode: "answer",
       greeting: undefined,
+      demoTool: null,
       voice: "en-us",
       outputRate: 24000,
       authFailure: "http_401",
@@ -43,6 +44,8 @@ Deno.test("cli: every option", () => {
     "16000",
     "--auth-failure",
     "close_4001",
+    "--demo-tool",
+    "get_local_time",
   ]);
   assert.deepEqual(parsed, {
     kind: "run",
@@ -54,6 +57,7 @@ Deno.test("cli: every option", () => {
       tlsDir: "/tmp/x",
       mode: "echo",
       greeting: "Hi there",
+      demoTool: "get_local_time",
       voice: "en-gb",
       outputRate: 16000,
       authFailure: "close_4001",
@@ -77,6 +81,8 @@ Deno.test("cli: usage errors", () => {
       ["positional"],
       ["--token", "has space"],
       ["--auth-failure", "403"],
+      ["--demo-tool", "two words"],
+      ["--demo-tool", ""],
     ]
   ) {
     const parsed = parseEngineArgs(args);

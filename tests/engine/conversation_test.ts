@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { EspeakTts, type ReferenceEngineOptions, startReferenceEngine } from "../../engine/mod.ts";
-import { answerText } from "../../engine/conversation.ts";
+import { answerText, toolSentence } from "../../engine/conversation.ts";
 import { resampleLinear, rms } from "../../engine/pcm.ts";
 import {
   FakeTts,
@@ -105,6 +105,53 @@ Deno.test("conversation: a user turn gets a spoken answer followed by the user's
     assert.equal(s.user_turns, 1);
     assert.equal(s.user_speech_ms, 400);
     assert.equal(s.responses_completed, 1);
+  });
+});
+
+Deno.test("conversation: with a demo tool, the answer first calls the client's tool (tool_call) and says what its tool_result was", async () => {
+  const tts = new FakeTts(200);
+  await withEngine(await engineWith({ tts, demoTool: "get_local_time" }), async (_engine, connect) => {
+    const client = await connect();
+    client.start(16000);
+    await client.next("session.ready");
+    client.sendAudio(join(silence(100, 16000), tone(400, 16000, 8000, 200), silence(700, 16000)), 16000);
+    const call = await client.next("tool_call");
+    assert.deepEqual(call, {
+      type: "tool_call",
+      call_id: "call_1",
+      name: "get_local_time",
+      arguments: { turn_id: "u_1", speech_ms: 400 },
+    });
+    await sleep(100);
+    assert.equal(
+      client.received.filter((r) => r.kind === "json" && r.message.type === "response.started").length,
+      0,
+      "the answer waits for the tool",
+    );
+    client.send({ type: "tool_result", call_id: "call_9", output: "ignored" }); // not this engine's call
+    client.send({ type: "tool_result", call_id: "call_1", output: { time: "10:42" } });
+    const transcript = await client.next("transcript");
+    assert.equal(
+      transcript.text,
+      `${answerText(400)} ${toolSentence("get_local_time", { output: { time: "10:42" }, isError: false })}`,
+    );
+    assert.equal(
+      transcript.text,
+      'I heard you speak for 0.4 seconds. Here is what you said. Your get_local_time tool answered: {"time":"10:42"}.',
+    );
+    assert.equal(tts.calls.at(-1)?.text, transcript.text);
+    // a failed tool is said so
+    client.sendAudio(join(silence(100, 16000), tone(400, 16000, 8000, 200), silence(700, 16000)), 16000);
+    const second = await client.next("tool_call");
+    client.send({
+      type: "tool_result",
+      call_id: second.call_id,
+      output: "No client answered.",
+      is_error: true,
+    });
+    await client.waitFor((r) =>
+      r.kind === "json" && r.message.type === "transcript" && String(r.message.text).includes("failed")
+    );
   });
 });
 

@@ -7,7 +7,13 @@
  * (else an `invalid_value` error), unknown client events answered with an `error` event.
  *
  * The test drives the agent: {@link Vendor1Call.speak}, {@link Vendor1Call.userSpeaks} (server VAD's
- * `speech_started` and the cancellation of the response in flight), transcripts, hang-up and failures.
+ * `speech_started` and the cancellation of the response in flight), transcripts, hang-up and failures,
+ * function calls ({@link Vendor1Call.callFunction}) and a quota kill.
+ *
+ * The URL must name a model the fake knows, as the real service wants: a model-less URL is answered, after
+ * the 101, with `error` `missing_model` and close 4000 `invalid_request_error.missing_model`, an unknown
+ * model with `invalid_model` and close 4000 (captured against the vendor's API with a standard key,
+ * 2026-09-18, probes 11b and 11; the capture's text is quoted in vendor-audit.md's source OAI-capture).
  *
  * @module
  */
@@ -28,8 +34,24 @@ export type Vendor1Behavior =
   | "reject_429" // HTTP 429 at upgrade with Retry-After (rate limit)
   | "reject_503" // HTTP 503 at upgrade
   | "error_invalid_key" // accepts, then `error` invalid_api_key and close 1008
-  | "error_quota" // accepts, then `error` insufficient_quota and close 1008
+  | "error_quota" // accepts, then `error` insufficient_quota and close 4000 (see QUOTA_ERROR)
+  | "missing_model" // accepts, then answers as to a URL without a model (probe 11b), whatever the URL
   | "never_ready"; // accepts and says nothing
+
+/**
+ * The vendor's error object for spent credit, `insufficient_quota` ("You exceeded your current quota, please
+ * check your plan and billing details."), as its API reference's error-code guide gives it for 429 answers.
+ * Over the realtime socket no capture exists (vendor-audit.md: quota UNVERIFIABLE); the fake sends it as an
+ * `error` event and, as the capture shows for every fatal error, closes at once with code 4000 and the
+ * error's `<type>.<code>` as the reason.
+ */
+export const QUOTA_ERROR = {
+  type: "insufficient_quota",
+  code: "insufficient_quota",
+  message: "You exceeded your current quota, please check your plan and billing details.",
+  param: null,
+  event_id: null,
+} as const;
 
 /** Options of the fake. */
 export interface Vendor1Options {
@@ -41,6 +63,8 @@ export interface Vendor1Options {
   /** `interrupt_response` of the session's server VAD. */
   interruptResponse?: boolean;
   retryAfterS?: number;
+  /** Models the fake knows (default `gpt-realtime`). */
+  models?: string[];
 }
 
 /** One client connection, driven by the test. */
@@ -57,8 +81,17 @@ export class Vendor1Call {
   readonly truncations: { itemId: string; audioEndMs: number }[] = [];
   /** Codes of the errors the fake answered client events with. */
   readonly clientErrors: string[] = [];
+  /** `function_call_output` items the bridge created: call id → output text. */
+  readonly functionOutputs = new Map<string, string>();
+  /** Every `response.create` the bridge sent (the fake answers each with a short response). */
+  responseCreates = 0;
+  /** Every `response.cancel` the bridge sent. */
+  responseCancels = 0;
 
-  constructor(readonly ws: FakeSocket, readonly options: Required<Omit<Vendor1Options, "retryAfterS">>) {
+  constructor(
+    readonly ws: FakeSocket,
+    readonly options: Required<Omit<Vendor1Options, "retryAfterS" | "models">>,
+  ) {
     ws.onMessage = (msg) => this.#onClientEvent(msg);
   }
 
@@ -205,6 +238,86 @@ export class Vendor1Call {
     });
   }
 
+  /**
+   * A function call, as the vendor streams one inside a response (openai-node `realtime.ts`
+   * `ResponseFunctionCallArgumentsDoneEvent` {call_id, item_id, name, arguments (JSON text), output_index,
+   * response_id}; the item's `response.output_item.done` {item: {type: "function_call", status:
+   * "completed", call_id, name, arguments}} that openai-agents-js `openaiRealtimeBase.ts` reads), then the
+   * response's `response.done` unless `done: false`. Returns the call id.
+   */
+  callFunction(name: string, args: Record<string, unknown>, options: { done?: boolean } = {}): string {
+    const responseId = `resp_${++this.#response}`;
+    const itemId = `item_fc_${this.#response}`;
+    const callId = `call_${this.#response}`;
+    const argumentsText = JSON.stringify(args);
+    this.inFlight = responseId;
+    this.send({
+      type: "response.created",
+      response: { id: responseId, object: "realtime.response", status: "in_progress" },
+    });
+    this.send({
+      type: "response.output_item.added",
+      response_id: responseId,
+      output_index: 0,
+      item: {
+        id: itemId,
+        type: "function_call",
+        status: "in_progress",
+        name,
+        call_id: callId,
+        arguments: "",
+      },
+    });
+    this.send({
+      type: "response.function_call_arguments.delta",
+      response_id: responseId,
+      item_id: itemId,
+      output_index: 0,
+      call_id: callId,
+      delta: argumentsText,
+    });
+    this.send({
+      type: "response.function_call_arguments.done",
+      response_id: responseId,
+      item_id: itemId,
+      output_index: 0,
+      call_id: callId,
+      name,
+      arguments: argumentsText,
+    });
+    this.send({
+      type: "response.output_item.done",
+      response_id: responseId,
+      output_index: 0,
+      item: {
+        id: itemId,
+        type: "function_call",
+        object: "realtime.item",
+        status: "completed",
+        name,
+        call_id: callId,
+        arguments: argumentsText,
+      },
+    });
+    if (options.done !== false) this.responseDone(responseId);
+    return callId;
+  }
+
+  /** `response.done` (completed) of a response without audio. */
+  responseDone(responseId: string): void {
+    this.send({
+      type: "response.done",
+      response: { id: responseId, object: "realtime.response", status: "completed" },
+    });
+    if (this.inFlight === responseId) this.inFlight = null;
+  }
+
+  /** A quota kill mid-session: the {@link QUOTA_ERROR} event, then close 4000 with its `<type>.<code>`. */
+  quotaKill(): void {
+    this.send({ type: "error", error: QUOTA_ERROR });
+    this.ws.close(4000, `${QUOTA_ERROR.type}.${QUOTA_ERROR.code}`);
+  }
+
   /** The session's time limit: `error` session_expired, then close 1001 (what the vendor does at 60 minutes). */
   expire(): void {
     this.send({
@@ -272,8 +385,51 @@ export class Vendor1Call {
         });
         return;
       }
-      case "session.update":
+      case "conversation.item.create": {
+        // openai-node `ConversationItemCreateEvent` with a `RealtimeConversationItemFunctionCallOutput` item.
+        const item = (msg.item ?? {}) as Record<string, unknown>;
+        if (item.type === "function_call_output" && typeof item.call_id === "string") {
+          this.functionOutputs.set(item.call_id, String(item.output));
+        }
+        return;
+      }
+      case "response.create": {
+        this.responseCreates++;
+        if (this.inFlight) {
+          // The vendor refuses a second response while one runs (the reason openai-agents-js sequences its
+          // `response.create`s in `responseCreateSequencer.ts`).
+          this.clientErrors.push("conversation_already_has_active_response");
+          this.send({
+            type: "error",
+            error: {
+              type: "invalid_request_error",
+              code: "conversation_already_has_active_response",
+              message: "Conversation already has an active response in progress.",
+              param: null,
+              event_id: msg.event_id ?? null,
+            },
+          });
+          return;
+        }
+        const id = `resp_${++this.#response}`;
+        this.send({
+          type: "response.created",
+          response: { id, object: "realtime.response", status: "in_progress" },
+        });
+        this.responseDone(id);
+        return;
+      }
       case "response.cancel":
+        this.responseCancels++;
+        if (this.inFlight) {
+          this.send({
+            type: "response.done",
+            response: { id: this.inFlight, object: "realtime.response", status: "cancelled" },
+          });
+          this.inFlight = null;
+        }
+        return;
+      case "session.update":
       case "input_audio_buffer.commit":
       case "input_audio_buffer.clear":
         return;
@@ -310,6 +466,7 @@ export function startVendor1Fake(
   options: Vendor1Options,
 ): Vendor1Fake {
   const o = { behavior: "ok" as const, format: "pcm" as const, interruptResponse: true, ...options };
+  const models = options.models ?? ["gpt-realtime"];
   const calls: Vendor1Call[] = [];
   const server = serveFake(tls, (req, _seen, accept) => {
     const url = new URL(req.url);
@@ -339,10 +496,27 @@ export function startVendor1Fake(
       }, { status: 401 });
     }
     const [ws, response] = accept();
-    const call = new Vendor1Call(ws, o as Required<Omit<Vendor1Options, "retryAfterS">>);
+    const call = new Vendor1Call(ws, o as Required<Omit<Vendor1Options, "retryAfterS" | "models">>);
     calls.push(call);
+    const model = url.searchParams.get("model");
     ws.socket.addEventListener("open", () => {
-      if (behavior === "error_invalid_key") {
+      if (model === null || !models.includes(model) || behavior === "missing_model") {
+        // The capture's probes 11b (no model) and 11 (an unknown one), verbatim but for the event id.
+        const code = model === null || behavior === "missing_model" ? "missing_model" : "invalid_model";
+        call.send({
+          type: "error",
+          error: {
+            type: "invalid_request_error",
+            code,
+            message: code === "missing_model"
+              ? "You must provide a model parameter, for example wss://api.openai.com/v1/realtime?model=gpt-realtime-1.5"
+              : `Model "${model}" is not supported in realtime mode.`,
+            param: null,
+            event_id: null,
+          },
+        });
+        ws.close(4000, `invalid_request_error.${code}`);
+      } else if (behavior === "error_invalid_key") {
         call.send({
           type: "error",
           error: {
@@ -355,17 +529,8 @@ export function startVendor1Fake(
         });
         ws.close(1008, "invalid api key");
       } else if (behavior === "error_quota") {
-        call.send({
-          type: "error",
-          error: {
-            type: "insufficient_quota",
-            code: "insufficient_quota",
-            message: "You exceeded your current quota.",
-            param: null,
-            event_id: null,
-          },
-        });
-        ws.close(1008, "quota");
+        call.send({ type: "error", error: QUOTA_ERROR });
+        ws.close(4000, `${QUOTA_ERROR.type}.${QUOTA_ERROR.code}`);
       } else if (behavior === "ok") {
         call.sessionCreated();
       }

@@ -5,7 +5,9 @@
  * the first message, within 10 s, with only known fields, else `error` (fatal) and close 1008; then
  * `session_ready` echoing the input format; agent audio in the same format; `error` with `fatal` and closes
  * 1008/1011. Like the real service, it closes a socket that receives no audio for a while (its idle limit is
- * configurable here).
+ * configurable here). Client tools: `client_tool_call` {tool_call_id, tool_name, parameters,
+ * expects_response} out, `client_tool_result` {tool_call_id, result (≤ 4096 bytes), is_error} back (AsyncAPI
+ * and docs.cartesia.ai/agents/client-tools). Quota: the vendor's generic WebSocket error object (below).
  *
  * @module
  */
@@ -25,7 +27,24 @@ export type Vendor2Behavior =
   | "reject_429" // HTTP 429 at upgrade with Retry-After (concurrency limit)
   | "reject_503" // HTTP 503 at upgrade
   | "agent_failed" // session_create → error agent_failed (fatal) → close 1011
+  | "quota_error" // session_create → the generic quota error object (QUOTA_ERROR) → close 1008
   | "never_ready"; // accepts session_create and never answers
+
+/**
+ * The vendor's generic WebSocket error event for a plan limit, verbatim from docs.cartesia.ai
+ * `use-the-api/api-errors` ("WebSocket Error Event Object": `type`, `done`, `status_code`, `error_code`,
+ * `title`, `message`, `request_id`). The close after it is not documented; the fake closes 1008, the
+ * managed-agents contract's code for a fatal client-side error.
+ */
+export const QUOTA_ERROR = {
+  type: "error",
+  done: true,
+  status_code: 429,
+  error_code: "concurrency_limited",
+  title: "Too many concurrent requests",
+  message: "You have exceeded your plan's concurrency limit.",
+  request_id: "550e8400-e29b-41d4-a716-446655440000",
+} as const;
 
 /** Options of the fake. */
 export interface Vendor2Options {
@@ -50,6 +69,8 @@ export class Vendor2Call {
   readonly input: Int16Array[] = [];
   /** The session's input (and output) format. */
   format = "";
+  /** `client_tool_result`s the bridge sent, in order. */
+  readonly toolResults: Record<string, unknown>[] = [];
   #idle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly ws: FakeSocket, readonly options: Vendor2Options) {
@@ -102,6 +123,11 @@ export class Vendor2Call {
         this.ws.close(1011, "agent failed");
         return;
       }
+      if (this.options.behavior === "quota_error") {
+        this.ws.send(QUOTA_ERROR);
+        this.ws.close(1008, "concurrency limit");
+        return;
+      }
       if (this.options.behavior === "never_ready") return;
       this.format = this.options.format ?? String(audio!.input_format);
       this.ws.send({
@@ -120,7 +146,11 @@ export class Vendor2Call {
       this.#armIdle();
       return;
     }
-    if (msg.type === "dtmf_input" || msg.type === "client_tool_result") return;
+    if (msg.type === "client_tool_result") {
+      this.toolResults.push(msg);
+      return;
+    }
+    if (msg.type === "dtmf_input") return;
     this.ws.send({ type: "error", code: "invalid_event", message: "unknown event", fatal: false });
   }
 
@@ -174,6 +204,25 @@ export class Vendor2Call {
       tool_calls: [],
     });
     return turn;
+  }
+
+  /** The agent calls a client tool (AsyncAPI `client_tool_call`). Returns its id. */
+  callTool(name: string, parameters: Record<string, unknown>, expectsResponse = true): string {
+    const id = `call_${crypto.randomUUID().slice(0, 12)}`;
+    this.ws.send({
+      type: "client_tool_call",
+      tool_call_id: id,
+      tool_name: name,
+      parameters,
+      expects_response: expectsResponse,
+    });
+    return id;
+  }
+
+  /** The plan's limit hit mid-call: {@link QUOTA_ERROR}, then close 1008 (or only a close whose reason says so). */
+  quotaKill(options: { errorEvent?: boolean } = {}): void {
+    if (options.errorEvent !== false) this.ws.send(QUOTA_ERROR);
+    this.ws.close(1008, "You have exceeded your plan's concurrency limit.");
   }
 
   /** The agent hangs up: a normal close. */

@@ -11,7 +11,12 @@
  *   audio (`transport_receive_timeout`).
  * - REST `GET /v1/convai/conversation/get-signed-url?agent_id=…` with the `xi-api-key` header: a signed URL
  *   on this fake whose `conversation_signature` is `cvtkn_` + a ULID of the minting time (the form seen in
- *   the vendor's answers); 401 for a wrong key, 429 when told to.
+ *   the vendor's answers); 401 for a wrong key, 429 when told to, and `401 {"detail":{"status":
+ *   "quota_exceeded",…}}` for spent credit (see {@link MINT_QUOTA_BODY}).
+ * - Client tools: `client_tool_call` {client_tool_call: {tool_name, tool_call_id, parameters, event_id}}
+ *   out, `client_tool_result` {tool_call_id, result, is_error} back (agent.asyncapi.yaml
+ *   `ClientToolCallData`, `ClientToolResultPayload`).
+ * - Spent quota: the *flat* error and the close of {@link QUOTA_FLAT_ERROR}, before or after the metadata.
  *
  * @module
  */
@@ -33,7 +38,37 @@ export type Vendor3Behavior =
   | "mint_429" // the REST mint answers 429 with Retry-After
   | "mint_503" // the REST mint answers 503
   | "error_quota" // accepts, then `error` (quota_exceeded) and close 1008
+  | "quota_flat" // accepts, then the flat quota error and close 1002 (QUOTA_FLAT_ERROR), before the metadata
+  | "mint_quota" // the REST mint answers 401 quota_exceeded (MINT_QUOTA_BODY)
   | "never_ready"; // accepts and never sends the metadata
+
+/**
+ * How spent credit really arrives on the conversation socket: a *flat* `error` (no `error_event`), captured
+ * by a client of the vendor's Swift SDK (elevenlabs/elevenlabs-swift-sdk#160) and quoted again in
+ * elevenlabs/packages#911, followed by a close whose reason is the quota text: code 1002 ("received 1002
+ * (protocol error) This request exceeds your quota limit." is the server's own relay of that close; the
+ * vendor's JS SDK reported such ends as a normal disconnect, close 1000, per packages#911).
+ */
+export const QUOTA_FLAT_ERROR = {
+  type: "error",
+  message:
+    "received 1002 (protocol error) This request exceeds your quota limit.; then sent 1002 (protocol error) This request exceeds your quota limit.",
+} as const;
+/** The close reason of a quota kill (packages#911: `termination_reason`). */
+export const QUOTA_CLOSE_REASON = "This request exceeds your quota limit.";
+
+/**
+ * The vendor's REST answer for spent credit, `401 {"detail":{"status":"quota_exceeded","message":…}}`, as a
+ * real response captured it (home-assistant/core#160414, on the TTS endpoint; whether get-signed-url
+ * answers alike is not documented).
+ */
+export const MINT_QUOTA_BODY = {
+  detail: {
+    status: "quota_exceeded",
+    message:
+      "This request exceeds your quota of 10000. You have 0 credits remaining, while 91 credits are required for this request.",
+  },
+} as const;
 
 /** Options of the fake. */
 export interface Vendor3Options {
@@ -72,6 +107,8 @@ export class Vendor3Conversation {
   #event = 0;
   #ping = 0;
   readonly pongs: number[] = [];
+  /** `client_tool_result`s the bridge sent, in order. */
+  readonly toolResults: Record<string, unknown>[] = [];
   /** User audio received, decoded to PCM16 at the input rate. */
   readonly input: Int16Array[] = [];
   metadataSent = false;
@@ -158,6 +195,9 @@ export class Vendor3Conversation {
       case "pong":
         this.pongs.push(Number(msg.event_id));
         return;
+      case "client_tool_result":
+        this.toolResults.push(msg);
+        return;
       case "user_activity":
       case "user_message":
       case "contextual_update":
@@ -223,6 +263,25 @@ export class Vendor3Conversation {
     });
   }
 
+  /** The agent calls a client tool. Returns its id. */
+  callTool(name: string, parameters: Record<string, unknown>): string {
+    const id = `tool_call_${++this.#event}`;
+    this.ws.send({
+      type: "client_tool_call",
+      client_tool_call: { tool_name: name, tool_call_id: id, parameters, event_id: this.#event },
+    });
+    return id;
+  }
+
+  /**
+   * Spent credit mid-call: the flat {@link QUOTA_FLAT_ERROR} (unless `errorEvent: false`: only the close),
+   * then a close with {@link QUOTA_CLOSE_REASON} (1002, or 1000 as the JS SDK saw it).
+   */
+  quotaKill(options: { code?: number; errorEvent?: boolean } = {}): void {
+    if (options.errorEvent !== false) this.ws.send(QUOTA_FLAT_ERROR);
+    this.ws.close(options.code ?? 1002, QUOTA_CLOSE_REASON);
+  }
+
   /** The agent ends the call: a normal close. */
   end(): void {
     this.ws.close(1000, "Agent ended the conversation");
@@ -285,6 +344,7 @@ export function startVendor3Fake(
         });
       }
       if (options.behavior === "mint_503") return Response.json({ detail: "unavailable" }, { status: 503 });
+      if (options.behavior === "mint_quota") return Response.json(MINT_QUOTA_BODY, { status: 401 });
       if (req.headers.get("xi-api-key") !== options.apiKey) {
         return Response.json({ detail: { status: "invalid_api_key", message: "Invalid API key" } }, {
           status: 401,
@@ -318,6 +378,9 @@ export function startVendor3Fake(
     const [ws, response] = accept(offered.includes("convai") ? "convai" : undefined);
     const conversation = new Vendor3Conversation(ws, options);
     conversations.push(conversation);
+    if (options.behavior === "quota_flat") {
+      ws.socket.addEventListener("open", () => conversation.quotaKill(), { once: true });
+    }
     if (options.behavior === "error_quota") {
       ws.socket.addEventListener("open", () => {
         ws.send({

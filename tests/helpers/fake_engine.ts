@@ -16,7 +16,8 @@ export type FakeEngineBehavior =
   | "rate_limited" // accepts, then error rate_limited + close 4029
   | "never_ready" // accepts and never answers session.start
   | "ignore_end" // handshake, then never closes on session.end
-  | "ready_then_fail"; // handshake, then 50 ms later a fatal error and close 1011 (a quota cut-off)
+  | "ready_then_fail" // handshake, then 50 ms later a fatal error and close 1011 (an engine failure)
+  | "ready_then_rate_limited"; // handshake, then 50 ms later error rate_limited (fatal) and close 4029
 
 /** A running fake engine. */
 export interface FakeEngine {
@@ -29,6 +30,8 @@ export interface FakeEngine {
   audioBytes: number;
   /** Closes every open socket with `code` (engine-initiated end). */
   closeAll(code: number, sendEnd?: boolean): void;
+  /** Sends a JSON message on every open socket. */
+  sendAll(message: Record<string, unknown>): void;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,9 @@ export function startFakeEngine(
         if (sendEnd) s.send(JSON.stringify({ type: "session.end", reason: "agent_hangup" }));
         s.close(code);
       }
+    },
+    sendAll(message) {
+      for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.send(JSON.stringify(message));
     },
     async close() {
       for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.close(1001);
@@ -107,9 +113,18 @@ export function startFakeEngine(
               setTimeout(() => {
                 if (socket.readyState !== WebSocket.OPEN) return;
                 socket.send(
-                  JSON.stringify({ type: "error", code: "quota_exceeded", message: "cut", fatal: true }),
+                  JSON.stringify({ type: "error", code: "engine_failure", message: "cut", fatal: true }),
                 );
-                socket.close(1011, "quota exceeded");
+                socket.close(1011, "engine failure");
+              }, 50);
+            }
+            if (behavior === "ready_then_rate_limited") {
+              setTimeout(() => {
+                if (socket.readyState !== WebSocket.OPEN) return;
+                socket.send(
+                  JSON.stringify({ type: "error", code: "rate_limited", message: "quota", fatal: true }),
+                );
+                socket.close(4029, "rate limited");
               }, 50);
             }
         }

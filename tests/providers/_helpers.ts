@@ -14,6 +14,7 @@ import { testTls } from "../helpers/fixtures.ts";
 import { createHarness, type Harness, type HarnessOptions, type JsonResponse } from "../helpers/harness.ts";
 import { smallRenderer } from "../helpers/media.ts";
 import { until } from "../fakes/server.ts";
+import { prng } from "../../src/media/motion.ts";
 import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
 
 export { testTls };
@@ -158,4 +159,58 @@ export async function midReply(media: AvatarSessionMedia): Promise<void> {
   await until(() => media.stats().queuedSamples >= 2.5 * 48000, 20_000, "the reply queued");
   const from = media.stats().audioWritten;
   await until(() => media.stats().audioWritten >= from + 0.3 * 48000, 20_000, "some of the reply played");
+}
+
+/**
+ * Streams `seconds` of a continuous tone (24 kHz PCM16, the media plane's microphone format) as a browser
+ * on a poor network would: `frameMs` frames, each sent ±`jitterMs` (seeded) around when it was captured, and
+ * the frames due during one `stallMs` stall (from `stallAtMs`) sent together at its end. Resolves once the
+ * last frame went out.
+ */
+export async function streamSpeech(
+  ws: WebSocket,
+  o: {
+    seconds: number;
+    frameMs: number;
+    jitterMs: number;
+    stallAtMs: number;
+    stallMs: number;
+    seed?: number;
+  },
+): Promise<void> {
+  const random = prng(o.seed ?? 7);
+  const frames = toneChunks(Math.round(o.seconds * 1000 / o.frameMs), o.frameMs, 24000, 300);
+  const start = performance.now();
+  let last = 0;
+  for (let k = 0; k < frames.length; k++) {
+    let at = (k + 1) * o.frameMs + (random() * 2 - 1) * o.jitterMs;
+    if (at >= o.stallAtMs && at < o.stallAtMs + o.stallMs) at = o.stallAtMs + o.stallMs;
+    at = Math.max(at, last);
+    last = at;
+    const wait = start + at - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    ws.send(new Uint8Array(frames[k].buffer));
+  }
+}
+
+/**
+ * Where a tone sits in what a vendor received: the span from its first to its last loud sample, seconds, and
+ * the longest run of near-silence inside it, ms (silence spliced into the speech shows in both).
+ */
+export function toneSpan(samples: Int16Array, rate: number): { spanS: number; longestQuietMs: number } {
+  let first = -1;
+  let last = -1;
+  for (let i = 0; i < samples.length; i++) {
+    if (Math.abs(samples[i]) > 3000) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  let run = 0;
+  let longest = 0;
+  for (let i = first; i <= last && first >= 0; i++) {
+    run = Math.abs(samples[i]) < 200 ? run + 1 : 0;
+    longest = Math.max(longest, run);
+  }
+  return { spanS: first < 0 ? 0 : (last - first + 1) / rate, longestQuietMs: longest * 1000 / rate };
 }

@@ -226,6 +226,7 @@ function recorder() {
     onResponseDone() {},
     onInterrupt() {},
     onTranscript() {},
+    onToolCall() {},
     onClosed: (c) => closures.push(c),
   };
   return { closures, events };
@@ -287,6 +288,11 @@ Deno.test("connect deadline: a vendor that accepts TCP and TLS but never answers
 Deno.test("config: the vendor endpoints, their defaults and their rules", () => {
   const d = loadConfig({}).vendors;
   assert.equal(d.vendor1RealtimeUrl, "wss://api.openai.com/v1/realtime");
+  assert.equal(d.vendor1RealtimeModel, "gpt-realtime");
+  assert.equal(
+    loadConfig({ SVC_VENDOR1_REALTIME_MODEL: "gpt-realtime-mini" }).vendors.vendor1RealtimeModel,
+    "gpt-realtime-mini",
+  );
   assert.equal(d.vendor2Url, "wss://api.cartesia.ai/v1/agents/websocket");
   assert.equal(d.vendor3Url, "wss://api.elevenlabs.io/v1/convai/conversation");
   assert.equal(d.vendor3ApiUrl, "https://api.elevenlabs.io");
@@ -296,6 +302,7 @@ Deno.test("config: the vendor endpoints, their defaults and their rules", () => 
   for (
     const [name, value] of [
       ["SVC_VENDOR1_REALTIME_URL", "https://api.example.com/v1/realtime"],
+      ["SVC_VENDOR1_REALTIME_MODEL", "gpt realtime&x=1"],
       ["SVC_VENDOR2_URL", "ws://api.example.com/x"],
       ["SVC_VENDOR3_URL", "not a url"],
       ["SVC_VENDOR3_API_URL", "https://api.example.com/?q=1"],

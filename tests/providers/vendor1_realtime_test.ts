@@ -7,7 +7,7 @@
  * failure mapped to the contract's codes.
  */
 import assert from "node:assert/strict";
-import { startVendor1Fake, type Vendor1Behavior } from "../fakes/vendor1_realtime.ts";
+import { startVendor1Fake, type Vendor1Behavior, type Vendor1Options } from "../fakes/vendor1_realtime.ts";
 import { rms, toneHz, until } from "../fakes/server.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
@@ -40,6 +40,8 @@ Deno.test("vendor1_realtime: active through the API; the secret goes in Authoriz
       assert.equal(ended.status, 200, ended.text);
       assert.equal((await fake.call().ws.closed).code, 1000);
       assert.equal((await get(res.body.session_id)).status, "ended");
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(!h.logs.join("\n").includes("engine start failed"), "a normal end logs no start failure");
     });
   } finally {
     await fake.close();
@@ -139,6 +141,86 @@ Deno.test("vendor1_realtime: barge-in flushes the avatar's speech at once and tr
       });
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(media.stats().queuedSamples, before);
+      await c.close();
+    }, { media: true });
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("vendor1_realtime: the model goes in the URL's model query (SVC_VENDOR1_REALTIME_MODEL, default gpt-realtime); a URL that names one is kept", async () => {
+  const fake = startVendor1Fake(testTls, {
+    secret: SECRET,
+    models: ["gpt-realtime", "gpt-realtime-mini", "pinned"],
+  });
+  try {
+    await withVendors({ SVC_VENDOR1_REALTIME_URL: fake.url }, async ({ create }) => {
+      assert.equal((await create(body())).status, 200);
+      assert.equal(fake.server.requests.at(-1)!.url.search, "?model=gpt-realtime");
+    });
+    await withVendors(
+      { SVC_VENDOR1_REALTIME_URL: fake.url, SVC_VENDOR1_REALTIME_MODEL: "gpt-realtime-mini" },
+      async ({ create }) => {
+        assert.equal((await create(body())).status, 200);
+        assert.equal(fake.server.requests.at(-1)!.url.search, "?model=gpt-realtime-mini");
+      },
+    );
+    await withVendors(
+      {
+        SVC_VENDOR1_REALTIME_URL: `${fake.url}?model=pinned`,
+        SVC_VENDOR1_REALTIME_MODEL: "gpt-realtime-mini",
+      },
+      async ({ create }) => {
+        assert.equal((await create(body())).status, 200);
+        assert.equal(fake.server.requests.at(-1)!.url.search, "?model=pinned", "the configured URL's model");
+      },
+    );
+  } finally {
+    await fake.close();
+  }
+});
+
+const MODEL_FAILURES: [string, Partial<Vendor1Options>][] = [
+  ["an unknown model (invalid_model, close 4000)", { models: ["gpt-realtime-2"] }],
+  ["a missing model (missing_model, close 4000)", { behavior: "missing_model" }],
+];
+for (const [what, options] of MODEL_FAILURES) {
+  Deno.test(`vendor1_realtime: ${what} → 400 SVC_PROVIDER_MISCONFIGURED, not retryable, provider-agnostic`, async () => {
+    const fake = startVendor1Fake(testTls, { secret: SECRET, ...options });
+    try {
+      await withVendors({ SVC_VENDOR1_REALTIME_URL: fake.url }, async ({ create, h }) => {
+        const b = checkErrorBody(await create(body()), {
+          status: 400,
+          code: "SVC_PROVIDER_MISCONFIGURED",
+          retryable: false,
+        });
+        assert.equal(b.message, "The conversation engine does not accept the configured model.");
+        assert.equal((await h.kv.get(["project", "proj_vendor", "live_sessions"])).value, 0, "slot freed");
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+}
+
+Deno.test("vendor1_realtime: with interrupt_response false, speech_started still flushes the avatar's speech, and the bridge cancels the response", async () => {
+  const fake = startVendor1Fake(testTls, { secret: SECRET, interruptResponse: false });
+  try {
+    await withVendors({ SVC_VENDOR1_REALTIME_URL: fake.url }, async ({ create, wsUrl, plane }) => {
+      const res = await create(body());
+      const sid = res.body.session_id;
+      const c = MediaClientRecorder.withToken(wsUrl(sid), res.body.client_token);
+      await c.until(() => c.segments().length > 0, 20_000, "stream");
+      const call = fake.call();
+      call.speak(toneChunks(150, 20, 24000), "A long answer", { done: false });
+      const media = plane!.get(sid)!.media;
+      await midReply(media);
+      call.userSpeaks();
+      await until(() => media.stats().queuedSamples === 0, 20_000, "flush");
+      assert.ok(media.stats().interruptDroppedSamples > 48000, "most of the 3 s was dropped");
+      await c.until(() => c.texts.some((t) => t.type === "interrupt"), 20_000, "interrupt to the client");
+      await until(() => call.responseCancels === 1, 20_000, "response.cancel");
+      assert.deepEqual(call.clientErrors, []);
       await c.close();
     }, { media: true });
   } finally {

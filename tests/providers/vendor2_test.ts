@@ -11,7 +11,17 @@ import { startVendor2Fake, type Vendor2Behavior } from "../fakes/vendor2.ts";
 import { rms, toneHz, until } from "../fakes/server.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
-import { concat, decodeStreamAudio, loudMs, midReply, testTls, toneChunks, withVendors } from "./_helpers.ts";
+import {
+  concat,
+  decodeStreamAudio,
+  loudMs,
+  midReply,
+  streamSpeech,
+  testTls,
+  toneChunks,
+  toneSpan,
+  withVendors,
+} from "./_helpers.ts";
 
 const TOKEN = `eyJtoken${crypto.randomUUID().replaceAll("-", "")}`;
 const AGENT = "agent_Fo7pKNBUwLZxrTd6jvhpaE";
@@ -139,6 +149,27 @@ Deno.test("vendor2: while nobody talks the bridge streams silence, so the vendor
       assert.ok(fed.length >= 1.5 * 24000, `fed ${fed.length} samples of silence`);
       assert.ok(fed.every((s) => s === 0), "silence");
     });
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("vendor2: live speech in 100 ms frames with ±15 ms jitter and a 250 ms stall reaches the vendor whole: no silence spliced in", async () => {
+  const fake = startVendor2Fake(testTls, { token: TOKEN, agents: [AGENT] });
+  try {
+    await withVendors({ SVC_VENDOR2_URL: fake.url }, async ({ create, wsUrl }) => {
+      const res = await create(body());
+      const c = MediaClientRecorder.withToken(wsUrl(res.body.session_id), res.body.client_token);
+      await c.until(() => c.segments().length > 0, 20_000, "stream");
+      const call = fake.call();
+      await streamSpeech(c.ws, { seconds: 4, frameMs: 100, jitterMs: 15, stallAtMs: 2000, stallMs: 250 });
+      const heard = () => toneSpan(concat(call.input), call.rate);
+      await until(() => heard().spanS >= 3.9, 20_000, "the speech at the vendor");
+      const { spanS, longestQuietMs } = heard();
+      assert.ok(spanS <= 4 * 1.01, `4 s of speech took ${spanS} s at the vendor (≤ 1 % added)`);
+      assert.ok(longestQuietMs < 10, `a ${longestQuietMs} ms silence inside the speech`);
+      await c.close();
+    }, { media: true });
   } finally {
     await fake.close();
   }

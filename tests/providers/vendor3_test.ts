@@ -12,7 +12,17 @@ import { startVendor3Fake, type Vendor3Behavior, type Vendor3Options } from "../
 import { rms, toneHz, until } from "../fakes/server.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { MediaClientRecorder } from "../helpers/media.ts";
-import { concat, decodeStreamAudio, loudMs, midReply, testTls, toneChunks, withVendors } from "./_helpers.ts";
+import {
+  concat,
+  decodeStreamAudio,
+  loudMs,
+  midReply,
+  streamSpeech,
+  testTls,
+  toneChunks,
+  toneSpan,
+  withVendors,
+} from "./_helpers.ts";
 
 const API_KEY = `xi_${crypto.randomUUID().replaceAll("-", "")}`;
 const PUBLIC = "agent_public_01";
@@ -228,6 +238,34 @@ for (const [output, input] of FORMATS) {
     }
   });
 }
+
+Deno.test("vendor3: live speech in 100 ms frames with ±15 ms jitter and a 250 ms stall reaches the agent whole: no silence spliced in", async () => {
+  const fake = startVendor3Fake(testTls, OPTIONS);
+  try {
+    await withVendors(env(fake), async ({ create, wsUrl }) => {
+      const res = await create(publicBody());
+      const c = MediaClientRecorder.withToken(wsUrl(res.body.session_id), res.body.client_token);
+      await c.until(() => c.segments().length > 0, 20_000, "stream");
+      const conversation = fake.conversation();
+      await streamSpeech(c.ws, {
+        seconds: 4,
+        frameMs: 100,
+        jitterMs: 15,
+        stallAtMs: 2000,
+        stallMs: 250,
+        seed: 42,
+      });
+      const heard = () => toneSpan(concat(conversation.input), conversation.inputRate);
+      await until(() => heard().spanS >= 3.9, 20_000, "the speech at the agent");
+      const { spanS, longestQuietMs } = heard();
+      assert.ok(spanS <= 4 * 1.01, `4 s of speech took ${spanS} s at the agent (≤ 1 % added)`);
+      assert.ok(longestQuietMs < 10, `a ${longestQuietMs} ms silence inside the speech`);
+      await c.close();
+    }, { media: true });
+  } finally {
+    await fake.close();
+  }
+});
 
 Deno.test("vendor3: interruption flushes the avatar's speech at once; stale audio is dropped; the next reply plays", async () => {
   const fake = startVendor3Fake(testTls, OPTIONS);

@@ -8,6 +8,8 @@ import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
 import { getSession } from "../../src/kv/sessions.ts";
 import { JanusConnection } from "../../src/media/transports/webrtc_sfu/janus.ts";
+import { toolCall } from "../../src/providers/tool_calls.ts";
+import type { ToolResult } from "../../src/providers/types.ts";
 import { checkErrorBody } from "../helpers/fixtures.ts";
 import { freeTcpPort } from "../helpers/janus.ts";
 import { MediaClientRecorder, until } from "../helpers/media.ts";
@@ -278,4 +280,33 @@ Deno.test("sfu: a Janus that hangs (its socket open, nothing answering) is given
       Deno.kill(janus.pid, "SIGCONT");
     }
   }, { sfu: { recoveryTimeoutMs: 1500 } });
+});
+
+Deno.test("sfu: a tool call reaches the client on its signalling socket; the client's tool_result answers it (signalling unaffected)", async () => {
+  await withSfu(async ({ create, fake }) => {
+    const s = await create();
+    const c = new SignalRecorder(s.stream_metadata.sfu_endpoint, s.stream_metadata.session_token);
+    await until(() => c.of("offer").length === 1, 20_000, "the subscriber offer");
+    const results: ToolResult[] = [];
+    const call = toolCall(
+      { callId: "call_sfu_1", name: "get_weather", arguments: { city: "Lima" } },
+      (r) => results.push(r),
+    )!;
+    fake.of(s.session_id).events.onToolCall(call);
+    await until(() => c.of("tool_call").length === 1, 20_000, "tool_call");
+    assert.deepEqual(c.of("tool_call")[0], {
+      type: "tool_call",
+      call_id: "call_sfu_1",
+      name: "get_weather",
+      arguments: { city: "Lima" },
+    });
+    c.ws.send(JSON.stringify({ type: "tool_result", call_id: "call_sfu_1", output: { temp_c: 18 } }));
+    await until(() => results.length === 1, 20_000, "the result");
+    assert.deepEqual(results, [{ output: { temp_c: 18 }, isError: false }]);
+    // signalling still works on the same socket: an unknown type is ignored, nothing breaks
+    c.ws.send(JSON.stringify({ type: "unpublish" }));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(c.closeCode, null);
+    await c.close();
+  });
 });

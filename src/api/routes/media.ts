@@ -16,6 +16,7 @@ import type { TokenService } from "../../auth/tokens.ts";
 import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
+import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
@@ -82,6 +83,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
 
     let refusal: { code: number; reason: string } | null = null;
     let target: WsFmp4Transport | null = null;
+    let messages: ClientMessages | null = null;
     const verdict = token
       ? await deps.tokens.verify(token, { purposes: ["client", "media"], sessionId })
       : { ok: false as const, reason: "invalid" as const };
@@ -93,6 +95,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       const transport = live?.media.transport;
       if (live && live.projectId === verdict.claims.pid && transport instanceof WsFmp4Transport) {
         target = transport;
+        messages = live.media.clientMessages;
       } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
@@ -134,7 +137,8 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       deps.logger.info("media client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
         if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
-        // Text frames are reserved for control messages; unknown ones are ignored.
+        // Text frames are the client's messages (`tool_result`, …), by type; unknown ones are ignored.
+        else if (typeof e.data === "string") messages!.dispatch(e.data);
       };
       socket.onclose = (e) => {
         attached.detach();

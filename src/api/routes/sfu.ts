@@ -16,6 +16,7 @@ import type { TokenService } from "../../auth/tokens.ts";
 import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
+import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import { type SignalSocket, WebRtcSfuTransport } from "../../media/transports/webrtc_sfu/transport.ts";
 import type { AppEnv } from "../env.ts";
@@ -59,6 +60,7 @@ export function registerSfuRoutes(app: OpenAPIHono<AppEnv>, deps: SfuRouteDeps):
 
     let refusal: { code: number; reason: string } | null = null;
     let target: WebRtcSfuTransport | null = null;
+    let messages: ClientMessages | null = null;
     const verdict = token
       ? await deps.tokens.verify(token, { purposes: ["media"], sessionId })
       : { ok: false as const, reason: "invalid" as const };
@@ -69,6 +71,7 @@ export function registerSfuRoutes(app: OpenAPIHono<AppEnv>, deps: SfuRouteDeps):
       const transport = live?.media.transport;
       if (live && live.projectId === verdict.claims.pid && transport instanceof WebRtcSfuTransport) {
         target = transport;
+        messages = live.media.clientMessages;
       } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
@@ -97,7 +100,8 @@ export function registerSfuRoutes(app: OpenAPIHono<AppEnv>, deps: SfuRouteDeps):
       if (!attached) return;
       deps.logger.info("sfu client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
-        if (typeof e.data === "string") attached.receive(e.data);
+        // The session's client messages (`tool_result`, …) by type; the rest is signalling.
+        if (typeof e.data === "string" && messages!.dispatch(e.data) !== "handled") attached.receive(e.data);
       };
       socket.onclose = (e) => {
         attached.detach();

@@ -63,7 +63,8 @@ export interface EncodedAudioPacket {
 /** Control messages for clients (both transports deliver them as JSON text). */
 export type ControlMessage =
   | { type: "interrupt"; response_id: string }
-  | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean };
+  | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean }
+  | { type: "tool_call"; call_id: string; name: string; arguments: Record<string, unknown> };
 
 /** How a transport failure ends the session. */
 export interface TransportFailure {
@@ -104,8 +105,8 @@ export interface MediaTransport {
   video(frame: EncodedVideoFrame): void;
   /** An encoded audio packet, as soon as it is out of the encoder (it may be ahead of the clock). */
   audio(packet: EncodedAudioPacket): void;
-  /** A control message for every client. */
-  control(message: ControlMessage): void;
+  /** A control message for every client; returns how many clients it was sent to. */
+  control(message: ControlMessage): number;
   /**
    * Ends delivery: clients are told why (`failed` null: the session ended) and closed; the transport's
    * resources (sockets, SFU objects) are released.

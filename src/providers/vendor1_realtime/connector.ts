@@ -2,36 +2,49 @@
  * The vendor1 realtime bridge: the vendor's realtime WebSocket (GA interface) as a provider connection.
  *
  * - Credential: the caller's ephemeral client secret, in the `Authorization: Bearer` header of the upgrade
- *   (the vendor's server-side presentation), nowhere else; the URL is `SVC_VENDOR1_REALTIME_URL` as
- *   configured (the secret carries the session's model).
+ *   (the vendor's server-side presentation), nowhere else. URL: `SVC_VENDOR1_REALTIME_URL` with the model
+ *   `SVC_VENDOR1_REALTIME_MODEL` as its `model` query parameter (every official client sends one; a URL
+ *   that names a model already is used as it is). A vendor that says the model is missing or unknown
+ *   answers `400 SVC_PROVIDER_MISCONFIGURED`.
  * - Handshake: `session.created` announces the session's audio formats (PCM16 24 kHz, or G.711 µ-law/A-law
  *   8 kHz), which the bridge adopts; its server-side voice detection settings say whether speech cuts the
  *   agent off.
  * - Media: microphone PCM (24 kHz) → `input_audio_buffer.append`; `response.output_audio.delta` → the
  *   avatar's speech, one response per vendor response.
- * - Barge-in: `input_audio_buffer.speech_started` flushes the responses still playing; once the media plane
- *   reports how much of the cut response was heard, `conversation.item.truncate` tells the vendor.
+ * - Barge-in: `input_audio_buffer.speech_started` flushes the responses still playing, whatever the session's
+ *   `interrupt_response` (as the vendor's own agents SDK does; with `false` the vendor does not cancel its
+ *   response, so the bridge sends `response.cancel`); once the media plane reports how much of the cut
+ *   response was heard, `conversation.item.truncate` tells the vendor.
+ * - Tools: a completed function call (`response.function_call_arguments.done`, or the `function_call` item
+ *   of `response.output_item.done`) goes to the session's clients; its result comes back as
+ *   `conversation.item.create` (`function_call_output`) and, once no call is left open and no response is
+ *   running, `response.create`.
  * - Transcripts: the agent's audio transcript and the user's input transcription, per conversation item.
- * - Ending: a close with 1000, or 1001 at the vendor's session time limit, ends the session normally; any
- *   other close is an engine failure. Keepalive: WebSocket ping frames.
+ * - Ending: a close with 1000, or 1001 at the vendor's session time limit, ends the session normally; a
+ *   quota `error` followed by a close ends it as `engine_quota_exceeded`; any other close is an engine
+ *   failure. Keepalive: WebSocket ping frames.
  *
  * @module
  */
 import { decodeAgentAudio, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
+import { parseArguments, toolCall, toolOutputText } from "../tool_calls.ts";
 import type {
   ConnectorDeps,
   ConnectRequest,
   ProviderClosure,
   ProviderConnection,
   ProviderConnector,
+  ToolResult,
 } from "../types.ts";
 import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
 import {
   handshake,
   type HandshakeStep,
   mentionsQuota,
+  refineByClose,
   startErrors,
+  type StartFailure,
   vendorStartFailure,
 } from "../wire/handshake.ts";
 import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
@@ -41,6 +54,26 @@ import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
 const str = (v: unknown): string => typeof v === "string" ? v : "";
+
+/**
+ * Error codes (and close reasons, `invalid_request_error.<code>`) of a missing or unknown model: a
+ * model-less URL answers `missing_model` and close 4000, an unknown model `invalid_model` and close 4000
+ * (captured against the vendor's API, 2026-09-18, probes 11b and 11; docs/providers.md).
+ */
+const MODEL_ERRORS = /\b(missing_model|invalid_model|model_not_found)\b/;
+
+/** The realtime URL with `model` as its `model` query parameter, unless the URL names a model already. */
+export function vendor1Url(base: string, model: string): string {
+  const url = new URL(base);
+  if (!url.searchParams.has("model")) url.searchParams.set("model", model);
+  return url.href;
+}
+
+/** The start failure map: the model errors first, then the one every vendor bridge shares. */
+function startFailure(f: StartFailure) {
+  if (f.kind === "closed" && MODEL_ERRORS.test(f.reason)) return startErrors.model();
+  return vendorStartFailure(f);
+}
 
 /** Connects sessions to the vendor1 realtime engine. */
 export class Vendor1RealtimeConnector implements ProviderConnector {
@@ -61,15 +94,13 @@ export class Vendor1RealtimeConnector implements ProviderConnector {
         transport: this.#transport,
         clock,
         timeoutMs: request.timeoutMs,
-        url: this.deps.vendors.vendor1RealtimeUrl,
+        url: vendor1Url(this.deps.vendors.vendor1RealtimeUrl, this.deps.vendors.vendor1RealtimeModel),
         headers: { Authorization: `Bearer ${String(c.client_secret)}` },
         opened: () => {},
-        message: (frame) => {
-          const step = sessionCreated(frame);
-          if (step && "fail" in step) failed(step.fail, "error");
-          return step;
-        },
-        mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
+        message: (frame) => sessionCreated(frame),
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
+        mapFailure: (f) => failed(startFailure(f), f.kind),
       })
     );
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
@@ -86,6 +117,7 @@ function sessionCreated(frame: Frame): HandshakeStep<SessionFacts> {
   const msg = obj(JSON.parse(frame));
   if (is(msg.type, SERVER_EVENTS.error)) {
     const e = obj(msg.error);
+    if (MODEL_ERRORS.test(str(e.code))) return { fail: startErrors.model() };
     return {
       fail: mentionsQuota(e.code, e.type, e.message) ? startErrors.quota() : startErrors.downstream(),
     };
@@ -102,7 +134,7 @@ interface Part {
   samples: number;
 }
 
-/** Responses whose parts are remembered (for truncation) at most. */
+/** Responses whose parts are remembered (for truncation) at most; tool call ids likewise. */
 const MAX_TRACKED = 16;
 
 class Vendor1Connection extends BridgeConnection {
@@ -115,6 +147,14 @@ class Vendor1Connection extends BridgeConnection {
   readonly #agentText = new Map<string, string>();
   readonly #userText = new Map<string, string>();
   #expired = false;
+  /** A response is being generated (between `response.created` and `response.done`). */
+  #responding = false;
+  /** Tool calls forwarded and not answered yet. */
+  readonly #openCalls = new Set<string>();
+  /** Tool calls already forwarded (a call is announced twice: arguments done, then its item done). */
+  readonly #seenCalls = new Set<string>();
+  /** Every open call was answered while a response ran: ask for one once it is done. */
+  #wantResponse = false;
 
   constructor(socket: EngineSocket, ctx: ConnectionContext, readonly session: SessionFacts) {
     super(socket, ctx);
@@ -172,20 +212,34 @@ class Vendor1Connection extends BridgeConnection {
       this.#addPart(id, str(msg.item_id), Number(msg.content_index ?? 0), pcm.length);
       events.onAudio(pcm, id);
     } else if (is(type, SERVER_EVENTS.responseCreated)) {
+      this.#responding = true;
       const id = str(obj(msg.response).id);
       if (id && !this.#cancelled.has(id)) this.#start(id);
     } else if (is(type, SERVER_EVENTS.responseDone)) {
+      this.#responding = false;
       const response = obj(msg.response);
       const id = str(response.id);
       if (this.#turns.open !== null && (!id || this.#turns.open === id)) {
         this.#turns.done(doneStatus(response.status));
       }
+      if (this.#wantResponse && this.#openCalls.size === 0) this.#requestResponse();
     } else if (is(type, SERVER_EVENTS.speechStarted)) {
-      if (!this.session.interruptResponse) return;
-      // The vendor cancels its response itself; late audio of it is dropped.
+      // The user speaks: what the avatar still has to say goes, whatever `interrupt_response` says (the
+      // vendor's agents SDK stops its playback here too). With `interrupt_response` the vendor cancels its
+      // response itself; without, the bridge does. Late audio of the cut response is dropped either way.
       const open = this.#turns.open;
       if (open) this.#remember(this.#cancelled, open);
+      if (!this.session.interruptResponse && this.#responding) {
+        this.sendJson({ type: CLIENT_EVENTS.cancelResponse });
+      }
       this.#turns.interrupt();
+    } else if (is(type, SERVER_EVENTS.functionCallDone)) {
+      this.#toolCall(msg.call_id, msg.name, msg.arguments);
+    } else if (is(type, SERVER_EVENTS.outputItemDone)) {
+      const item = obj(msg.item);
+      if (item.type === "function_call" && item.status === "completed") {
+        this.#toolCall(item.call_id, item.name, item.arguments);
+      }
     } else if (is(type, SERVER_EVENTS.agentTranscriptDelta)) {
       this.#transcript(this.#agentText, "agent", str(msg.item_id), str(msg.delta), null);
     } else if (is(type, SERVER_EVENTS.agentTranscriptDone)) {
@@ -197,12 +251,53 @@ class Vendor1Connection extends BridgeConnection {
     } else if (is(type, SERVER_EVENTS.error)) {
       const e = obj(msg.error);
       if (e.code === "session_expired") this.#expired = true;
+      // Errors are recoverable by themselves; a quota error followed by a close ends the session so.
+      if (mentionsQuota(e.code, e.type)) this.noteQuota();
       this.ctx.logger.info("engine error", {
         session_id: this.ctx.sessionId,
         code: str(e.code).slice(0, 64),
         type: str(e.type).slice(0, 64),
       });
     }
+  }
+
+  /** Forwards a completed function call (once per call id); malformed ones get an error at once. */
+  #toolCall(callId: unknown, name: unknown, argumentsText: unknown): void {
+    if (typeof callId !== "string" || this.#seenCalls.has(callId)) return;
+    this.#remember(this.#seenCalls, callId);
+    const args = parseArguments(argumentsText);
+    const send = (result: ToolResult) => this.#toolResult(callId, result);
+    const call = toolCall({ callId, name, arguments: args ?? {} }, send);
+    if (!call) return;
+    this.#openCalls.add(callId);
+    if (args === null) {
+      return call.respond({ output: "The tool call's arguments are not a JSON object.", isError: true });
+    }
+    this.ctx.events.onToolCall(call);
+  }
+
+  /** A call's result: the `function_call_output` item, then a response once nothing is pending. */
+  #toolResult(callId: string, result: ToolResult): void {
+    this.#openCalls.delete(callId);
+    if (this.closing || this.stopped.signal.aborted) return;
+    const text = toolOutputText(result.output);
+    this.sendJson({
+      type: CLIENT_EVENTS.createItem,
+      item: {
+        type: "function_call_output",
+        call_id: callId,
+        // The vendor takes text only: an error is marked as such for the model.
+        output: result.isError ? JSON.stringify({ error: text }) : text,
+      },
+    });
+    if (this.#openCalls.size > 0) return;
+    if (this.#responding) this.#wantResponse = true;
+    else this.#requestResponse();
+  }
+
+  #requestResponse(): void {
+    this.#wantResponse = false;
+    this.sendJson({ type: CLIENT_EVENTS.createResponse });
   }
 
   #start(id?: string): string {

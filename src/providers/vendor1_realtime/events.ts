@@ -20,6 +20,8 @@ export const SERVER_EVENTS = {
   userTranscriptDone: ["conversation.item.input_audio_transcription.completed"],
   responseDone: ["response.done"],
   speechStarted: ["input_audio_buffer.speech_started"],
+  functionCallDone: ["response.function_call_arguments.done"],
+  outputItemDone: ["response.output_item.done"],
   error: ["error"],
 } as const;
 
@@ -27,6 +29,9 @@ export const SERVER_EVENTS = {
 export const CLIENT_EVENTS = {
   appendAudio: "input_audio_buffer.append",
   truncate: "conversation.item.truncate",
+  cancelResponse: "response.cancel",
+  createItem: "conversation.item.create",
+  createResponse: "response.create",
 } as const;
 
 /** What `session.created` tells the bridge. */

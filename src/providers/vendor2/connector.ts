@@ -7,10 +7,17 @@
  *   `SVC_VENDOR2_URL/<agent_id>?cartesia_version=…&access_token=…`, never logged.
  * - Handshake: `session_create` (audio `pcm_24000`) → `session_ready`, which echoes the input format; the
  *   agent's audio comes back in that same format.
- * - Media: microphone PCM → `audio_input`, and silence while nobody talks (the vendor closes idle sockets);
- *   `audio_output` → the avatar's speech, one response per assistant turn.
+ * - Media: microphone PCM → `audio_input`, and silence where the microphone leaves a real gap (the vendor
+ *   wants audio continuously and closes idle sockets; `../feeder.ts`); `audio_output` → the avatar's speech,
+ *   one response per assistant turn.
  * - Barge-in: `audio_output_clear` flushes what is still playing. Transcripts: assistant text deltas and the
  *   final text of each turn (`turn_ended`), for both roles.
+ * - Tools: `client_tool_call` goes to the session's clients; when the agent `expects_response`, the result
+ *   goes back as `client_tool_result`.
+ * - Quota: a refused upgrade (HTTP 429), or an `error` whose status is 429 or whose code or text speaks of a
+ *   quota or concurrency limit (the vendor's generic WebSocket error object, e.g. `concurrency_limited`),
+ *   answers the start with 429; the same during a call, or a close whose reason says so, ends the session
+ *   as `engine_quota_exceeded`.
  * - Ending: the agent hangs up with a normal close (1000); a fatal `error` is followed by 1008/1011, an
  *   engine failure. Keepalive: WebSocket ping frames.
  *
@@ -25,6 +32,7 @@ import {
 } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
 import { SilenceFeeder } from "../feeder.ts";
+import { clientToolResult, toolCall } from "../tool_calls.ts";
 import type {
   ConnectorDeps,
   ConnectRequest,
@@ -37,6 +45,7 @@ import {
   handshake,
   type HandshakeStep,
   mentionsQuota,
+  refineByClose,
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
@@ -82,11 +91,9 @@ export class Vendor2Connector implements ProviderConnector {
         url: vendor2Url(this.deps.vendors.vendor2Url, String(c.agent_id), String(c.access_token)),
         opened: (s) =>
           s.send(JSON.stringify({ type: "session_create", audio: { input_format: VENDOR2_INPUT_FORMAT } })),
-        message: (frame) => {
-          const step = sessionReady(frame);
-          if (step && "fail" in step) failed(step.fail, "error");
-          return step;
-        },
+        message: (frame) => sessionReady(frame),
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
         mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
       })
     );
@@ -98,13 +105,22 @@ export class Vendor2Connector implements ProviderConnector {
   }
 }
 
+/**
+ * Whether an `error` speaks of a quota: the managed-agents `error {code, message, fatal}`, or the vendor's
+ * generic WebSocket error object `{type:"error", done, status_code: 429, error_code: "concurrency_limited",
+ * title, message}` (docs.cartesia.ai/use-the-api/api-errors).
+ */
+function quotaError(msg: Json): boolean {
+  return msg.status_code === 429 || mentionsQuota(msg.code, msg.error_code, msg.title, msg.message);
+}
+
 /** A message before ready: `session_ready` (ready), a fatal `error` (failure), or anything else. */
 function sessionReady(frame: Frame): HandshakeStep<WireAudioFormat> {
   if (typeof frame !== "string") return undefined;
   const msg = obj(JSON.parse(frame));
   if (msg.type === "error") {
     if (msg.fatal === false) return undefined;
-    return { fail: mentionsQuota(msg.code, msg.message) ? startErrors.quota() : startErrors.downstream() };
+    return { fail: quotaError(msg) ? startErrors.quota() : startErrors.downstream() };
   }
   if (msg.type !== "session_ready") return undefined;
   const announced = obj(msg.audio).input_format;
@@ -136,7 +152,7 @@ class Vendor2Connection extends BridgeConnection {
   sendUserAudio(pcm: Uint8Array): void {
     const audio = this.#encoder.encode(pcm);
     if (audio) this.#send(audio);
-    this.#feeder.fed();
+    this.#feeder.fed(pcm.byteLength * 500 / SERVICE_INPUT_RATE);
   }
 
   #send(audio: string): void {
@@ -190,10 +206,24 @@ class Vendor2Connection extends BridgeConnection {
         if (agent) this.#turns.done(msg.interrupted === true ? "interrupted" : "completed");
         return;
       }
+      case "client_tool_call": {
+        const id = msg.tool_call_id;
+        // Without `expects_response` the tool completes on dispatch: the client's answer is not sent.
+        const wanted = msg.expects_response !== false;
+        const call = toolCall(
+          { callId: id, name: msg.tool_name, arguments: msg.parameters ?? {} },
+          (r) => {
+            if (wanted && !this.closing) this.sendJson(clientToolResult(String(id), r));
+          },
+        );
+        if (call) events.onToolCall(call);
+        return;
+      }
       case "error":
+        if (quotaError(msg)) this.noteQuota();
         this.ctx.logger.info("engine error", {
           session_id: this.ctx.sessionId,
-          code: String(msg.code ?? "").slice(0, 64),
+          code: String(msg.code ?? msg.error_code ?? "").slice(0, 64),
           fatal: msg.fatal === true,
         });
         return;

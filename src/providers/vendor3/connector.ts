@@ -8,13 +8,19 @@
  * - Handshake: `conversation_initiation_client_data` → `conversation_initiation_metadata`, which announces
  *   the agent's audio formats (agent-level settings: PCM 8–48 kHz or µ-law 8 kHz); the bridge resamples to
  *   and from them.
- * - Media: microphone PCM → `{user_audio_chunk}`, and silence while nobody talks (the vendor ends a
- *   conversation without user input); `audio` events → the avatar's speech. The vendor has no "agent done"
- *   event: a response ends after half a second without its audio.
+ * - Media: microphone PCM → `{user_audio_chunk}`, and silence where the microphone leaves a real gap (the
+ *   vendor ends a conversation after 60 s without user input; `../feeder.ts`); `audio` events → the avatar's
+ *   speech. The vendor has no "agent done" event: a response ends after half a second without its audio.
  * - Barge-in: `interruption` flushes what is still playing and drops later audio of the cut response
  *   (lower `event_id`). Transcripts: `agent_response` (and its corrections), `tentative_user_transcript`,
  *   `user_transcript`.
  * - Keepalive: every `ping` is answered with a `pong` carrying its `event_id`, plus WebSocket ping frames.
+ * - Tools: `client_tool_call` goes to the session's clients; the result goes back as `client_tool_result`
+ *   (the vendor's own client always answers, unknown tools with an error).
+ * - Quota: the vendor reports spent credit as a *flat* `{"type":"error","message":"…exceeds your quota
+ *   limit…"}` (no `error_event`), then closes (1002, or 1000), the close reason repeating it; a minted URL
+ *   is refused with `401 {"detail":{"status":"quota_exceeded"}}`. Before ready that answers 429, after it
+ *   the session ends as `engine_quota_exceeded`.
  * - Ending: a normal close (1000: the agent ended the call, or its maximum duration) ends the session; 1002,
  *   1008, 1011 or a drop is an engine failure.
  *
@@ -28,7 +34,8 @@ import {
   type WireAudioFormat,
 } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
-import { SILENCE_TICK_MS, SilenceFeeder } from "../feeder.ts";
+import { clientToolResult, toolCall } from "../tool_calls.ts";
+import { SILENCE_CHUNK_MS, SilenceFeeder } from "../feeder.ts";
 import type {
   ConnectorDeps,
   ConnectRequest,
@@ -41,6 +48,7 @@ import {
   handshake,
   type HandshakeStep,
   mentionsQuota,
+  refineByClose,
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
@@ -130,11 +138,9 @@ export class Vendor3Connector implements ProviderConnector {
         protocols: [VENDOR3_SUBPROTOCOL],
         protocolOptional: true,
         opened: (s) => s.send(JSON.stringify({ type: "conversation_initiation_client_data" })),
-        message: (frame, s) => {
-          const step = initiationMetadata(frame, s);
-          if (step && "fail" in step) failed(step.fail, "error");
-          return step;
-        },
+        message: (frame, s) => initiationMetadata(frame, s),
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
         mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
       });
       const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
@@ -148,6 +154,17 @@ export class Vendor3Connector implements ProviderConnector {
   }
 }
 
+/**
+ * Whether an `error` speaks of a quota: the contract's `{"type":"error","error_event":{code, error_type,
+ * message, reason}}` (agent.asyncapi.yaml `ErrorPayload`), or the flat `{"type":"error","message":"received
+ * 1002 (protocol error) This request exceeds your quota limit.; then sent 1002 …"}` a spent quota really
+ * arrives as (elevenlabs/elevenlabs-swift-sdk#160, elevenlabs/packages#911).
+ */
+function quotaError(msg: Json): boolean {
+  const e = obj(msg.error_event);
+  return mentionsQuota(e.error_type, e.message, e.reason, msg.message);
+}
+
 /** A message before ready: the metadata (ready), an `error` (failure), a `ping` (answered), or ignored. */
 function initiationMetadata(frame: Frame, socket: EngineSocket): HandshakeStep<Formats> {
   if (typeof frame !== "string") return undefined;
@@ -156,12 +173,7 @@ function initiationMetadata(frame: Frame, socket: EngineSocket): HandshakeStep<F
     socket.send(JSON.stringify({ type: "pong", event_id: obj(msg.ping_event).event_id }));
     return undefined;
   }
-  if (msg.type === "error") {
-    const e = obj(msg.error_event);
-    return {
-      fail: mentionsQuota(e.error_type, e.message, e.reason) ? startErrors.quota() : startErrors.downstream(),
-    };
-  }
+  if (msg.type === "error") return { fail: quotaError(msg) ? startErrors.quota() : startErrors.downstream() };
   if (msg.type !== "conversation_initiation_metadata") return undefined;
   const meta = obj(msg.conversation_initiation_metadata_event);
   const input = parseRateFormat(meta.user_input_audio_format ?? "pcm_16000");
@@ -192,8 +204,8 @@ class Vendor3Connection extends BridgeConnection {
       this.stopped.signal,
       (ms) => this.#send(this.#encoder.silence(ms)),
     );
-    const gapTicks = Math.ceil(AGENT_AUDIO_GAP_MS / SILENCE_TICK_MS);
-    every(ctx.clock, SILENCE_TICK_MS, this.stopped.signal, () => {
+    const gapTicks = Math.ceil(AGENT_AUDIO_GAP_MS / SILENCE_CHUNK_MS);
+    every(ctx.clock, SILENCE_CHUNK_MS, this.stopped.signal, () => {
       if (this.#turns.open !== null && ++this.#quietTicks >= gapTicks) this.#turns.done("completed");
     });
   }
@@ -201,7 +213,7 @@ class Vendor3Connection extends BridgeConnection {
   sendUserAudio(pcm: Uint8Array): void {
     const audio = this.#encoder.encode(pcm);
     if (audio) this.#send(audio);
-    this.#feeder.fed();
+    this.#feeder.fed(pcm.byteLength * 500 / SERVICE_INPUT_RATE);
   }
 
   #send(audio: string): void {
@@ -276,8 +288,21 @@ class Vendor3Connection extends BridgeConnection {
         }
         return;
       }
+      case "client_tool_call": {
+        const c = obj(msg.client_tool_call);
+        const id = c.tool_call_id;
+        const call = toolCall(
+          { callId: id, name: c.tool_name, arguments: c.parameters ?? {} },
+          (r) => {
+            if (!this.closing) this.sendJson(clientToolResult(String(id), r));
+          },
+        );
+        if (call) events.onToolCall(call);
+        return;
+      }
       case "error": {
         const e = obj(msg.error_event);
+        if (quotaError(msg)) this.noteQuota();
         this.ctx.logger.info("engine error", {
           session_id: this.ctx.sessionId,
           code: typeof e.code === "number" ? e.code : 0,

@@ -6,7 +6,7 @@
  * @module
  */
 import type { ApiError } from "../../errors.ts";
-import { startErrors } from "../wire/handshake.ts";
+import { mentionsQuota, startErrors } from "../wire/handshake.ts";
 import { parseRetryAfter } from "../wire/socket.ts";
 import { DeadlineExceeded } from "../wire/wait.ts";
 import { VENDOR3_SIGNED_URL_PATH } from "./schema.ts";
@@ -34,9 +34,14 @@ export interface MintRequest {
   httpClient?: Deno.HttpClient;
 }
 
+/** Largest error body read to tell a spent quota from another refusal. */
+const MAX_ERROR_BODY_BYTES = 16 * 1024;
+
 /**
- * Mints a signed URL. Throws a {@link MintError}: 429 → quota (with its `Retry-After`), 502/503/504 or no
- * answer → unavailable, the deadline → timeout, any other refusal (401, 403, 404, 422, …) or an answer
+ * Mints a signed URL. Throws a {@link MintError}: 429, or a refusal whose body says the quota is spent (the
+ * vendor answers spent credit with `401 {"detail":{"status":"quota_exceeded","message":"This request
+ * exceeds your quota of …"}}`, home-assistant/core#160414) → quota (with its `Retry-After`); 502/503/504 or
+ * no answer → unavailable; the deadline → timeout; any other refusal (401, 403, 404, 422, …) or an answer
  * without a `wss://` conversation URL → downstream failure.
  */
 export function mintSignedUrl(req: MintRequest): Promise<string> {
@@ -61,9 +66,15 @@ async function send(req: MintRequest, url: string, init: RequestInit): Promise<s
     throw new MintError(startErrors.unavailable(), "mint_unreachable");
   }
   if (res.status !== 200) {
-    await res.body?.cancel().catch(() => {});
     const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
-    if (res.status === 429) throw new MintError(startErrors.quota(retryAfter), "mint_429");
+    if (res.status === 429) {
+      await res.body?.cancel().catch(() => {});
+      throw new MintError(startErrors.quota(retryAfter), "mint_429");
+    }
+    if (res.status >= 400 && res.status < 500 && await spentQuota(res)) {
+      throw new MintError(startErrors.quota(retryAfter), `mint_${res.status}_quota`);
+    }
+    await res.body?.cancel().catch(() => {});
     if (res.status === 502 || res.status === 503 || res.status === 504) {
       throw new MintError(startErrors.unavailable(retryAfter), `mint_${res.status}`);
     }
@@ -83,6 +94,40 @@ async function send(req: MintRequest, url: string, init: RequestInit): Promise<s
     throw new MintError(startErrors.downstream(), "mint_bad_answer");
   }
   return signed;
+}
+
+/**
+ * Whether a refusal's body is the vendor's `{"detail":{"status":"quota_exceeded",…}}` (read up to 16 KiB;
+ * the body is consumed or cancelled either way).
+ */
+async function spentQuota(res: Response): Promise<boolean> {
+  if (!res.body) return false;
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let done = false;
+  try {
+    while (text.length <= MAX_ERROR_BODY_BYTES) {
+      const chunk = await reader.read();
+      if (chunk.done) {
+        done = true;
+        break;
+      }
+      text += decoder.decode(chunk.value, { stream: true });
+    }
+  } catch {
+    return false;
+  } finally {
+    if (!done) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+  if (!done) return false;
+  try {
+    const detail = (JSON.parse(text) as { detail?: { status?: unknown } } | null)?.detail;
+    return detail?.status === "quota_exceeded" || mentionsQuota(detail?.status);
+  } catch {
+    return false;
+  }
 }
 
 function isConversationUrl(raw: string): boolean {

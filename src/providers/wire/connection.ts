@@ -13,6 +13,7 @@
 import type { Clock } from "../../clock.ts";
 import type { Logger } from "../../log.ts";
 import type { CloseResult, ProviderClosure, ProviderConnection, ProviderEvents } from "../types.ts";
+import { mentionsQuota } from "./handshake.ts";
 import type { Closed, EngineSocket, Frame } from "./socket.ts";
 import { every, settlesWithin } from "./wait.ts";
 
@@ -45,6 +46,12 @@ const MAX_QUEUED_AUDIO_S = 2;
  */
 export const VENDOR_KEEPALIVE = { intervalMs: 15_000, deadAfterMs: 45_000 } as const;
 
+/**
+ * A close this soon after a quota error is the quota's doing (vendors send the error, then close at once;
+ * an error the session outlived was a recoverable one).
+ */
+export const QUOTA_CLOSE_WINDOW_MS = 10_000;
+
 /** Close code the bridge uses when its peer went silent (protocol V0 §5). */
 export const KEEPALIVE_CLOSE_CODE = 4008;
 
@@ -61,13 +68,20 @@ export abstract class BridgeConnection implements ProviderConnection {
   #sawFrame = true;
   #silentTicks = 0;
   #dead = false;
+  /** When the engine last said its quota is exhausted (clock time). */
+  #quotaAt = -Infinity;
 
   constructor(protected readonly socket: EngineSocket, protected readonly ctx: ConnectionContext) {
     this.released = socket.closed.then((c) => {
       this.stopped.abort();
       if (this.closing) return;
       this.ctx.events.onClosed(
-        this.#dead ? { kind: "failed", reason: "engine_keepalive_timeout" } : this.closure(c),
+        this.#dead
+          ? { kind: "failed", reason: "engine_keepalive_timeout" }
+          // The engine said its quota is spent (an error, or the close reason itself): not a normal end.
+          : this.ctx.clock.now() - this.#quotaAt <= QUOTA_CLOSE_WINDOW_MS || mentionsQuota(c.reason)
+          ? { kind: "quota_exhausted", reason: "engine_quota_exhausted" }
+          : this.closure(c),
       );
     });
   }
@@ -97,6 +111,15 @@ export abstract class BridgeConnection implements ProviderConnection {
       this.onFrame(frame);
     });
     return this;
+  }
+
+  /**
+   * The engine reported that its quota or rate limit is exhausted: when the connection then closes (with
+   * whatever code, within {@link QUOTA_CLOSE_WINDOW_MS}), the session ends as `engine_quota_exceeded`, not
+   * as a normal end or a failure.
+   */
+  protected noteQuota(): void {
+    this.#quotaAt = this.ctx.clock.now();
   }
 
   /** Handles one frame from the engine. */

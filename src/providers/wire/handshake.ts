@@ -43,14 +43,28 @@ export interface HandshakeSpec<R> {
   message(frame: Frame, socket: EngineSocket): HandshakeStep<R>;
   /** Maps a failure to the service's error. */
   mapFailure(failure: StartFailure): ApiError;
+  /**
+   * The final error of a start an engine's message failed, once the close that follows it is known (vendors
+   * close right after their error, and some say why only in the close reason; `closed` is null when the
+   * socket was not released in time). Default: {@link refineByClose}.
+   */
+  afterClose?(error: ApiError, closed: Closed | null): ApiError;
 }
 
-/** How long a failed start waits for the socket to be released. */
-const RELEASE_WAIT_MS = 2000;
+/**
+ * How long a failed start waits for the peer to complete the close handshake, then (after dropping the
+ * connection) for the socket's release. A start that fails at its deadline drops the connection at once and
+ * waits for its release once: it answers within `SVC_PROVIDER_CONNECT_TIMEOUT_MS` + this (Deno's own client,
+ * which cannot drop a connection, still completes its close handshake after the answer).
+ */
+const RELEASE_WAIT_MS = 200;
 
 /**
  * Runs a handshake. Resolves with the open socket (its frames after ready are queued for the connection's
  * handler) and what ready announced; rejects with an {@link ApiError}.
+ *
+ * Whatever fails before ready is mapped (and so logged by the bridge's map) once, and only when it ends the
+ * start: a close of a socket that became ready belongs to the live connection, not to the start.
  */
 export async function handshake<R>(
   spec: HandshakeSpec<R>,
@@ -76,37 +90,55 @@ export async function handshake<R>(
   const open = socket;
   return await new Promise((resolve, reject) => {
     let settled = false;
-    const fail = async (error: ApiError) => {
+    const onAbort = () => fail({ kind: "timeout" });
+    /** Ends the start with `failure` (mapped now) or with the bridge's own error. */
+    const fail = async (failure: StartFailure | { kind: "error"; error: ApiError }) => {
       if (settled) return;
       settled = true;
       stopTimer.abort();
+      signal.removeEventListener("abort", onAbort);
       open.setHandler(null);
-      open.close(1000);
-      if (!(await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS))) open.terminate();
+      const error = "error" in failure ? failure.error : spec.mapFailure(failure);
+      let released: boolean;
+      if (failure.kind === "timeout") {
+        // A peer that let the deadline pass is not waited for: the connection is dropped at once.
+        open.terminate();
+        released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+      } else {
+        open.close(1000);
+        released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+        if (!released) {
+          open.terminate();
+          released = await settlesWithin(spec.clock, open.closed, RELEASE_WAIT_MS);
+        }
+      }
+      if (failure.kind === "error") {
+        reject((spec.afterClose ?? refineByClose)(error, released ? await open.closed : null));
+        return;
+      }
       reject(error);
     };
-    if (signal.aborted) return void fail(spec.mapFailure({ kind: "timeout" }));
-    signal.addEventListener("abort", () => fail(spec.mapFailure({ kind: "timeout" })), { once: true });
-    open.closed.then((c: Closed) =>
-      fail(spec.mapFailure({ kind: "closed", code: c.code, reason: c.reason }))
-    );
+    if (signal.aborted) return void fail({ kind: "timeout" });
+    signal.addEventListener("abort", onAbort, { once: true });
+    open.closed.then((c: Closed) => fail({ kind: "closed", code: c.code, reason: c.reason }));
     open.setHandler((frame) => {
       if (settled) return;
       let step: HandshakeStep<R>;
       try {
         step = spec.message(frame, open);
       } catch {
-        step = { fail: spec.mapFailure({ kind: "protocol" }) };
+        return void fail({ kind: "protocol" });
       }
       if (step === undefined) return;
-      if ("fail" in step) return void fail(step.fail);
+      if ("fail" in step) return void fail({ kind: "error", error: step.fail });
       settled = true;
       stopTimer.abort();
+      signal.removeEventListener("abort", onAbort);
       open.setHandler(null);
       resolve({ socket: open, ready: step.ready });
     });
     const problem = spec.opened(open);
-    if (problem) void fail(problem);
+    if (problem) void fail({ kind: "error", error: problem });
   });
 }
 
@@ -141,6 +173,12 @@ export const startErrors = {
       "SVC_PROVIDER_MISCONFIGURED",
       "The conversation engine does not accept the session's protocol version or audio format.",
     ),
+  /** The engine says the model the deployment asks for is missing or unknown (not worth retrying). */
+  model: () =>
+    new ApiError(
+      "SVC_PROVIDER_MISCONFIGURED",
+      "The conversation engine does not accept the configured model.",
+    ),
   /** The URL or credentials cannot be used at all. */
   unusable: () =>
     new ApiError("SVC_PROVIDER_MISCONFIGURED", "The conversation engine URL or headers are unusable."),
@@ -153,6 +191,16 @@ const QUOTA_WORDS =
 /** Whether a vendor's error code or text speaks of a quota or rate limit. */
 export function mentionsQuota(...texts: unknown[]): boolean {
   return texts.some((t) => typeof t === "string" && QUOTA_WORDS.test(t));
+}
+
+/**
+ * A downstream failure whose close reason speaks of a quota is the quota's (429): the engine's error said
+ * only that something failed.
+ */
+export function refineByClose(error: ApiError, closed: Closed | null): ApiError {
+  return error.code === "SVC_PROVIDER_DOWNSTREAM_FAILED" && mentionsQuota(closed?.reason)
+    ? startErrors.quota()
+    : error;
 }
 
 /**

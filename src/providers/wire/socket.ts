@@ -75,8 +75,11 @@ export interface SocketTransport {
 
 /** Largest message accepted from an engine (vendors send base64 audio inside JSON). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
-/** How long a failed attempt waits for its socket to be released before giving up on it. */
-const RELEASE_WAIT_MS = 2000;
+/**
+ * How long a failed attempt waits for its socket to be released before giving up on it (a dropped `ws`
+ * socket is released on the next tick; the wait is bounded so a start still answers within its deadline).
+ */
+const RELEASE_WAIT_MS = 200;
 
 /** An open connection to an engine. */
 export abstract class EngineSocket {

@@ -200,9 +200,16 @@ export class WebRtcSfuTransport implements MediaTransport {
     } catch { /* the socket is closing */ }
   }
 
-  control(message: ControlMessage): void {
+  control(message: ControlMessage): number {
+    if (this.#closed) return 0;
     const text = JSON.stringify(message);
-    for (const c of this.#clients) this.#tell(c, text);
+    let sent = 0;
+    for (const c of this.#clients) {
+      if (c.gone) continue;
+      this.#tell(c, text);
+      sent++;
+    }
+    return sent;
   }
 
   // ---- clients ----

@@ -93,10 +93,15 @@ export class Fanout {
     for (const c of [...this.#clients.keys()]) this.#send(c, f.data);
   }
 
-  /** Sends a JSON control message to every client. */
-  broadcast(message: Record<string, unknown>): void {
+  /** Sends a JSON control message to every client; returns how many it was handed to. */
+  broadcast(message: Record<string, unknown>): number {
     const text = JSON.stringify(message);
-    for (const c of [...this.#clients.keys()]) this.#send(c, text);
+    let sent = 0;
+    for (const c of [...this.#clients.keys()]) {
+      this.#send(c, text);
+      if (this.#clients.has(c)) sent++;
+    }
+    return sent;
   }
 
   /** Closes every client with `code` and `reason`. */

@@ -115,8 +115,8 @@ export class WsFmp4Transport implements MediaTransport {
     });
   }
 
-  control(message: ControlMessage): void {
-    this.#fanout.broadcast(message);
+  control(message: ControlMessage): number {
+    return this.#closed ? 0 : this.#fanout.broadcast(message);
   }
 
   /**
