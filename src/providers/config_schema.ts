@@ -7,8 +7,13 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import type { VendorEndpoints } from "../config.ts";
-import { checkProviderConfig, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "./registry.ts";
+import {
+  type CheckContext,
+  checkProviderConfig,
+  PROVIDER_TYPES,
+  PROVIDERS,
+  type ProviderType,
+} from "./registry.ts";
 
 export { ExternalEngineConfig } from "./external_engine/schema.ts";
 export { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";
@@ -28,12 +33,13 @@ export const ProviderConfig = z.strictObject(
 
 /**
  * Returns a message when `config` does not hold exactly the key matching `providerType`, or (given the
- * deployment's settings) when that key's config breaks a rule that depends on them; else null.
+ * deployment's settings and the create's credentials) when that key's config breaks a rule that depends on
+ * them; else null.
  */
 export function checkProviderConfigShape(
   providerType: string,
   config: Record<string, unknown>,
-  settings?: { vendors: VendorEndpoints; now: number },
+  settings?: CheckContext,
 ): string | null {
   const present = Object.keys(config).filter((k) => config[k] !== undefined);
   // The messages name the fields, never a provider type value.

@@ -4,7 +4,7 @@
  *
  * - `schema`: its `provider_config` object (the API validates it; the OpenAPI document shows it);
  * - `check`: the rules that need the deployment's settings or the time (answered with 400 before any
- *   session is written);
+ *   session is written), on the validated config and the credentials' bytes;
  * - `connector`: how a session connects to it (the runtime drives the connection through the
  *   `ProviderConnector` port of `types.ts`);
  * - `cli`: the `sessions create` flags that fill its fields (the CLI builds its help and request from them).
@@ -20,6 +20,7 @@ import type { Logger } from "../log.ts";
 import { ExternalEngineConnector } from "./external_engine.ts";
 import { ExternalEngineConfig } from "./external_engine/schema.ts";
 import type { ConnectorDeps, ProviderConnector } from "./types.ts";
+import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import { Vendor1RealtimeConnector } from "./vendor1_realtime/connector.ts";
 import { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";
 import { Vendor2Connector } from "./vendor2/connector.ts";
@@ -53,13 +54,22 @@ export interface ProviderDefinition<S extends z.ZodType = z.ZodType> {
   schema: S;
   /**
    * Rules that need the deployment's settings or the time; a message naming no value (and no provider type),
-   * or null when the config is fine.
+   * or null when the config is fine. `config` holds stand-ins where its credentials were: they are read
+   * from `credentials`.
    */
-  check?(config: z.output<S>, context: { vendors: VendorEndpoints; now: number }): string | null;
+  check?(config: z.output<S>, context: CheckContext): string | null;
   /** Builds the connector of this type. */
   connector(deps: ConnectorDeps): ProviderConnector;
   /** `sessions create` flags of its fields. */
   cli: CliField[];
+}
+
+/** What a provider's {@link ProviderDefinition.check} is given besides the config. */
+export interface CheckContext {
+  vendors: VendorEndpoints;
+  now: number;
+  /** The create's credentials (bytes). */
+  credentials: CredentialHolder;
 }
 
 function define<S extends z.ZodType>(d: ProviderDefinition<S>): ProviderDefinition<S> {
@@ -90,7 +100,7 @@ export const PROVIDERS = {
   external_engine: define({
     schema: ExternalEngineConfig,
     connector: (deps) =>
-      new ExternalEngineConnector({ httpClient: deps.httpClient, logger: deps.logger, clock: deps.clock }),
+      new ExternalEngineConnector({ caCerts: deps.caCerts, logger: deps.logger, clock: deps.clock }),
     cli: [
       { flag: "engine-url", field: "url", arg: "<wss://…>", help: "the engine's wss:// URL", secret: false },
       {
@@ -113,10 +123,10 @@ export const PROVIDERS = {
   }),
   vendor3: define({
     schema: Vendor3Config,
-    check: (config, { vendors, now }) =>
-      config.signed_url === undefined
-        ? null
-        : signedUrlProblem(config.signed_url, vendors.vendor3SignedUrlHosts, now),
+    check: (_config, { vendors, now, credentials }) => {
+      const signed = credentials.secret("signed_url");
+      return signed ? signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, now) : null;
+    },
     connector: (deps) => new Vendor3Connector(deps),
     cli: [
       { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
@@ -158,10 +168,6 @@ export interface ConnectorsOptions {
   clock?: Clock;
   /** Extra CA certificates (PEM) trusted for engine connections (`SVC_ENGINE_CA_FILE`, the embedded engine's). */
   caCerts?: readonly string[];
-  /** An HTTP client trusting the same CAs (the external engine's socket and vendor REST calls). */
-  httpClient?: Deno.HttpClient;
-  /** `fetch` for vendor REST calls (default: the global one). */
-  fetch?: typeof fetch;
   /** Keepalive of the vendor sockets (tests shorten it). */
   keepalive?: ConnectorDeps["keepalive"];
 }
@@ -173,8 +179,6 @@ export function createConnectors(options: ConnectorsOptions): Record<ProviderTyp
     clock: options.clock ?? systemClock,
     vendors: options.config.vendors,
     caCerts: options.caCerts ?? [],
-    httpClient: options.httpClient,
-    fetch: options.fetch,
     keepalive: options.keepalive,
   };
   return Object.fromEntries(
@@ -189,7 +193,7 @@ export function createConnectors(options: ConnectorsOptions): Record<ProviderTyp
 export function checkProviderConfig(
   type: string,
   config: unknown,
-  context: { vendors: VendorEndpoints; now: number },
+  context: CheckContext,
 ): string | null {
   if (!isProviderType(type) || config === null || typeof config !== "object") return null;
   const definition = PROVIDERS[type] as ProviderDefinition;

@@ -1,0 +1,470 @@
+/**
+ * The byte-level reader of a create-session body's credentials. Provider credentials never become
+ * JavaScript strings: this reader finds exactly the credential fields the contract names, at their place
+ * in the raw body —
+ *
+ * | provider | credential fields of `provider_config.<provider>` |
+ * |---|---|
+ * | `vendor1_realtime` | `client_secret` |
+ * | `vendor2` | `access_token` |
+ * | `vendor3` | `api_key`, `signed_url` |
+ * | `external_engine` | `url` (its userinfo, path, query and fragment), every value of `auth_headers` |
+ *
+ * — decodes their values (as `TextDecoder` + `JSON.parse` would) into bytes it owns, and gives the rest of
+ * the service a copy of the body in which each of those values is replaced by a stand-in: the same JSON
+ * type, the same length in UTF-16 code units, and the same kind for every rule the schema applies to it
+ * (a header value's invalid characters; a URL's whitespace, scheme, host, userinfo and path), so the
+ * schema answers exactly what it would have answered for the original (tests/api/credential_validation_
+ * test.ts runs both paths on thousands of generated bodies). Header *names* are not credentials: they stay
+ * in the copy as they are (docs/api.md says so).
+ *
+ * Every occurrence is replaced, duplicates included (`JSON.parse` keeps the last one, which is the one the
+ * reader keeps too), in every provider's config of the body whatever `provider_type` says.
+ *
+ * @module
+ */
+import { CredentialHolder } from "../runtime/credential_holder.ts";
+import { ByteBuffer, decodeJsonString, urlForbidden } from "./wire/bytes.ts";
+import { urlSkeleton } from "./wire/byte_url.ts";
+import { VENDOR3_SIGNED_URL_PATH } from "./vendor3/schema.ts";
+
+/** How a credential field's value is checked by the schema (and so how its stand-in is made). */
+type FieldKind = "secret" | "signed_url" | "engine_url" | "headers";
+
+/** The credential fields of each provider type. */
+export const CREDENTIAL_FIELDS: Record<string, Record<string, FieldKind>> = {
+  vendor1_realtime: { client_secret: "secret" },
+  vendor2: { access_token: "secret" },
+  vendor3: { api_key: "secret", signed_url: "signed_url" },
+  external_engine: { url: "engine_url", auth_headers: "headers" },
+};
+
+/** The credentials of the body's provider (the last occurrence of each field, as `JSON.parse` keeps). */
+export interface FoundCredentials {
+  /** `provider_type` of the body (a provider type: otherwise nothing is found). */
+  providerType: string;
+  /** Each credential field that is a string: its value, UTF-8. */
+  secrets: Map<string, Uint8Array>;
+  /** `auth_headers` when it is an object: its names (in `JSON.parse`'s key order) and string values. */
+  headers: [string, Uint8Array][] | null;
+}
+
+/** What {@link readCredentials} made of a body. */
+export interface CredentialRead {
+  /** The body with every credential value replaced by its stand-in (the original when it is not JSON). */
+  blanked: Uint8Array<ArrayBuffer>;
+  /** The credentials of the body's provider, or null (no such provider config, or not JSON). */
+  found: FoundCredentials | null;
+  /** Zeroes the credentials read (call once they are in their holder, or when the create is refused). */
+  zero(): void;
+}
+
+const QUOTE = 0x22, BACKSLASH = 0x5c, LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
+const COLON = 0x3a, COMMA = 0x2c;
+
+function isWs(b: number): boolean {
+  return b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+}
+
+function ws(b: Uint8Array, i: number): number {
+  while (i < b.length && isWs(b[i])) i++;
+  return i;
+}
+
+function isHex(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
+/** End (exclusive) of the valid string token at `i`, or -1. */
+function stringEnd(b: Uint8Array, i: number): number {
+  if (b[i] !== QUOTE) return -1;
+  for (let j = i + 1; j < b.length;) {
+    const c = b[j];
+    if (c === QUOTE) return j + 1;
+    if (c < 0x20) return -1;
+    if (c !== BACKSLASH) {
+      j++;
+      continue;
+    }
+    const e = b[j + 1];
+    if (e === 0x75) {
+      if (!(isHex(b[j + 2]) && isHex(b[j + 3]) && isHex(b[j + 4]) && isHex(b[j + 5]))) return -1;
+      j += 6;
+    } else if (
+      e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 ||
+      e === 0x74
+    ) j += 2;
+    else return -1;
+  }
+  return -1;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+/** End of the valid number token at `i`, or -1. */
+function numberEnd(b: Uint8Array, i: number): number {
+  if (b[i] === 0x2d) i++;
+  if (b[i] === 0x30) i++;
+  else if (b[i] >= 0x31 && b[i] <= 0x39) { while (isDigit(b[i])) i++; }
+  else return -1;
+  if (b[i] === 0x2e) {
+    i++;
+    if (!isDigit(b[i])) return -1;
+    while (isDigit(b[i])) i++;
+  }
+  if (b[i] === 0x65 || b[i] === 0x45) {
+    i++;
+    if (b[i] === 0x2b || b[i] === 0x2d) i++;
+    if (!isDigit(b[i])) return -1;
+    while (isDigit(b[i])) i++;
+  }
+  return i;
+}
+
+function literalEnd(b: Uint8Array, i: number, word: string): number {
+  for (let k = 0; k < word.length; k++) if (b[i + k] !== word.charCodeAt(k)) return -1;
+  return i + word.length;
+}
+
+/** End of the scalar token at `i` (string, number, literal), or -1. */
+function scalarEnd(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c === QUOTE) return stringEnd(b, i);
+  if (c === 0x74) return literalEnd(b, i, "true");
+  if (c === 0x66) return literalEnd(b, i, "false");
+  if (c === 0x6e) return literalEnd(b, i, "null");
+  return numberEnd(b, i);
+}
+
+/**
+ * Whether `b[from, to)` is one JSON text as `JSON.parse` accepts it (iterative: no nesting depth limit of
+ * its own, as `JSON.parse` has none).
+ */
+export function isJson(b: Uint8Array, from: number, to = b.length): boolean {
+  const view = b.subarray(0, to);
+  const stack: number[] = [];
+  let i = ws(view, from);
+  for (;;) {
+    // A value at `i`.
+    const c = view[i];
+    if (c === LBRACE || c === LBRACKET) {
+      i = ws(view, i + 1);
+      if (view[i] === (c === LBRACE ? RBRACE : RBRACKET)) i++;
+      else {
+        stack.push(c);
+        if (c === LBRACE) {
+          const k = stringEnd(view, i);
+          if (k < 0) return false;
+          i = ws(view, k);
+          if (view[i] !== COLON) return false;
+          i = ws(view, i + 1);
+        }
+        continue;
+      }
+    } else {
+      const e = scalarEnd(view, i);
+      if (e < 0) return false;
+      i = e;
+    }
+    // After a value.
+    for (;;) {
+      i = ws(view, i);
+      if (stack.length === 0) return i === view.length;
+      const top = stack[stack.length - 1];
+      if (view[i] === COMMA) {
+        i = ws(view, i + 1);
+        if (top === LBRACE) {
+          const k = stringEnd(view, i);
+          if (k < 0) return false;
+          i = ws(view, k);
+          if (view[i] !== COLON) return false;
+          i = ws(view, i + 1);
+        }
+        break;
+      }
+      if (view[i] === (top === LBRACE ? RBRACE : RBRACKET)) {
+        stack.pop();
+        i++;
+        continue;
+      }
+      return false;
+    }
+  }
+}
+
+/** End of the (valid) value at `i`. */
+function valueEnd(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c !== LBRACE && c !== LBRACKET) return scalarEnd(b, i);
+  let depth = 0;
+  for (let j = i; j < b.length; j++) {
+    const d = b[j];
+    if (d === QUOTE) j = stringEnd(b, j) - 1;
+    else if (d === LBRACE || d === LBRACKET) depth++;
+    else if (d === RBRACE || d === RBRACKET) {
+      if (--depth === 0) return j + 1;
+    }
+  }
+  return b.length;
+}
+
+/** One member of an object: its key token and its value token. */
+interface Member {
+  keyStart: number;
+  keyEnd: number;
+  valueStart: number;
+  valueEnd: number;
+}
+
+/** The members of the (valid) object at `i`, in order. */
+function members(b: Uint8Array, i: number): Member[] {
+  const out: Member[] = [];
+  i = ws(b, i + 1);
+  if (b[i] === RBRACE) return out;
+  for (;;) {
+    const keyEnd = stringEnd(b, i);
+    const valueStart = ws(b, ws(b, keyEnd) + 1);
+    const end = valueEnd(b, valueStart);
+    out.push({ keyStart: i, keyEnd, valueStart, valueEnd: end });
+    i = ws(b, end);
+    if (b[i] !== COMMA) return out;
+    i = ws(b, i + 1);
+  }
+}
+
+/** A key's text (keys of the levels read are names, not credentials). */
+function keyText(b: Uint8Array, m: Member): string {
+  return JSON.parse(new TextDecoder().decode(b.subarray(m.keyStart, m.keyEnd)));
+}
+
+/** The last member named `name`, and every member so named. */
+function named(b: Uint8Array, ms: Member[], name: string): Member[] {
+  return ms.filter((m) => keyText(b, m) === name);
+}
+
+const PCID = "provider_connection_id";
+
+/**
+ * Whether the (valid) value at `i`, at nesting depth `depth` of the body, holds a `provider_connection_id`
+ * key (any case) where `containsProviderConnectionId` of config_schema.ts would see it (objects down to
+ * depth 16) — without decoding any key or value to a string.
+ */
+function holdsPcid(b: Uint8Array, i: number, depth: number): boolean {
+  const end = valueEnd(b, i);
+  let d = depth - 1;
+  const containers: number[] = [];
+  for (let j = i; j < end; j++) {
+    const c = b[j];
+    if (c === QUOTE) {
+      const s = stringEnd(b, j);
+      const after = ws(b, s);
+      const isKey = containers[containers.length - 1] === LBRACE && b[after] === COLON;
+      if (isKey && d <= 16) {
+        let k = 0;
+        let match = true;
+        decodeJsonString(b, j + 1, s - 1, (cp) => {
+          const want = k < PCID.length ? PCID.charCodeAt(k) : -1;
+          const lower = cp >= 0x41 && cp <= 0x5a ? cp | 0x20 : cp;
+          if (lower !== want) match = false;
+          k++;
+        });
+        if (match && k === PCID.length) return true;
+      }
+      j = s - 1;
+    } else if (c === LBRACE || c === LBRACKET) {
+      containers.push(c);
+      d++;
+    } else if (c === RBRACE || c === RBRACKET) {
+      containers.pop();
+      d--;
+    }
+  }
+  return false;
+}
+
+/** The stand-in of a value that is not a string: the same JSON type (and a provider_connection_id if it held one). */
+function nonStringStandIn(b: Uint8Array, m: Member, depth: number): string | null {
+  const c = b[m.valueStart];
+  if (c === LBRACE) return holdsPcid(b, m.valueStart, depth) ? `{"${PCID}":0}` : "{}";
+  if (c === LBRACKET) return holdsPcid(b, m.valueStart, depth) ? `[{"${PCID}":0}]` : "[]";
+  if (c === 0x74 || c === 0x66 || c === 0x6e) return null; // true, false, null: kept
+  return "0";
+}
+
+/** A string value decoded: its UTF-8 bytes, UTF-16 length, and the character facts the schema checks. */
+interface Decoded {
+  bytes: Uint8Array;
+  units: number;
+  /** A character URL fields refuse. */
+  urlForbidden: boolean;
+  /** A UTF-16 code unit header values refuse (controls but tab, DEL). */
+  headerInvalid: boolean;
+}
+
+function decodeValue(b: Uint8Array, m: Member, into: ByteBuffer): Decoded {
+  let forbidden = false;
+  let headerInvalid = false;
+  const units = decodeJsonString(b, m.valueStart + 1, m.valueEnd - 1, (cp) => {
+    if (urlForbidden(cp)) forbidden = true;
+    if ((cp < 0x20 && cp !== 0x09) || cp === 0x7f) headerInvalid = true;
+    into.codePoint(cp);
+  });
+  return { bytes: into.take(), units, urlForbidden: forbidden, headerInvalid };
+}
+
+/** The stand-in of a credential string (JSON text, quotes included). */
+function stringStandIn(kind: FieldKind, d: Decoded): string {
+  switch (kind) {
+    case "secret":
+      return `"${"x".repeat(d.units)}"`;
+    case "headers":
+      return d.units === 0 ? '""' : `"${d.headerInvalid ? "\\u0001" : "x"}${"x".repeat(d.units - 1)}"`;
+    case "engine_url":
+    case "signed_url":
+      return JSON.stringify(
+        urlSkeleton(
+          d.bytes,
+          d.units,
+          d.urlForbidden,
+          "wss",
+          kind === "signed_url" ? VENDOR3_SIGNED_URL_PATH : undefined,
+        ),
+      );
+  }
+}
+
+/**
+ * Reads the credentials of a create-session body (see the module's description). A body that is not JSON
+ * is passed on as it is (the schema refuses it; nothing is read from it).
+ */
+export function readCredentials(body: Uint8Array): CredentialRead {
+  const held: Uint8Array[] = [];
+  const zero = () => {
+    for (const h of held) h.fill(0);
+    held.length = 0;
+  };
+  const bom = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+  const root = ws(body, bom);
+  if (!isJson(body, bom) || body[root] !== LBRACE) {
+    return { blanked: body.slice(), found: null, zero };
+  }
+  /** [start, end, replacement JSON text] of every credential value, in body order. */
+  const edits: [number, number, string][] = [];
+  const scratch = new ByteBuffer(256);
+  const rootMembers = members(body, root);
+  const configs = named(body, rootMembers, "provider_config");
+  const typeMember = named(body, rootMembers, "provider_type").at(-1);
+  const providerType = typeMember && body[typeMember.valueStart] === QUOTE
+    ? keyText(body, { ...typeMember, keyStart: typeMember.valueStart, keyEnd: typeMember.valueEnd })
+    : null;
+  let found: FoundCredentials | null = null;
+  configs.forEach((config, ci) => {
+    if (body[config.valueStart] !== LBRACE) return;
+    const providers = members(body, config.valueStart);
+    for (const [type, fields] of Object.entries(CREDENTIAL_FIELDS)) {
+      const entries = named(body, providers, type);
+      entries.forEach((entry, ei) => {
+        if (body[entry.valueStart] !== LBRACE) return;
+        // The one JSON.parse keeps: the last config's last entry of the body's provider type.
+        const kept = ci === configs.length - 1 && ei === entries.length - 1 && type === providerType;
+        if (kept) found = { providerType: type, secrets: new Map(), headers: null };
+        const fieldMembers = members(body, entry.valueStart);
+        for (const [field, kind] of Object.entries(fields)) {
+          const all = named(body, fieldMembers, field);
+          all.forEach((m, mi) => {
+            const last = kept && mi === all.length - 1;
+            if (kind === "headers") return readHeaders(m, last);
+            if (body[m.valueStart] !== QUOTE) {
+              const standIn = nonStringStandIn(body, m, 3);
+              if (standIn !== null) edits.push([m.valueStart, m.valueEnd, standIn]);
+              return;
+            }
+            const d = decodeValue(body, m, scratch);
+            held.push(d.bytes);
+            edits.push([m.valueStart, m.valueEnd, stringStandIn(kind, d)]);
+            if (last) found!.secrets.set(field, d.bytes);
+          });
+        }
+      });
+    }
+  });
+
+  function readHeaders(m: Member, last: boolean): void {
+    if (body[m.valueStart] !== LBRACE) {
+      const standIn = body[m.valueStart] === QUOTE ? '""' : nonStringStandIn(body, m, 3);
+      if (standIn !== null) edits.push([m.valueStart, m.valueEnd, standIn]);
+      return;
+    }
+    // Key order as JSON.parse makes it (integer-like names first), the last value of a repeated name.
+    const order: Record<string, Uint8Array | null> = Object.create(null);
+    for (const h of members(body, m.valueStart)) {
+      const name = keyText(body, h);
+      if (body[h.valueStart] !== QUOTE) {
+        const standIn = nonStringStandIn(body, h, 4);
+        if (standIn !== null) edits.push([h.valueStart, h.valueEnd, standIn]);
+        order[name] = null;
+        continue;
+      }
+      const d = decodeValue(body, h, scratch);
+      held.push(d.bytes);
+      edits.push([h.valueStart, h.valueEnd, stringStandIn("headers", d)]);
+      order[name] = d.bytes;
+    }
+    if (last) {
+      const f = found!;
+      f.headers = Object.keys(order).flatMap((n) => order[n] ? [[n, order[n]!] as [string, Uint8Array]] : []);
+    }
+  }
+
+  scratch.zero();
+  edits.sort((a, b) => a[0] - b[0]);
+  const out = new ByteBuffer(body.length);
+  let at = 0;
+  for (const [start, end, text] of edits) {
+    out.bytes(body.subarray(at, start));
+    // Stand-ins are not credentials (a URL's stand-in holds its host, which may be non-ASCII).
+    out.bytes(new TextEncoder().encode(text));
+    at = end;
+  }
+  out.bytes(body.subarray(at));
+  const blanked = out.take();
+  return { blanked, found: found as FoundCredentials | null, zero };
+}
+
+/**
+ * The holder of a validated create's credentials: the credential bytes `found` read (copied into the
+ * holder), and the other fields of the validated provider config (`config`, where the credentials are
+ * stand-ins) as plain fields. Null when `found` is not of `providerType`.
+ */
+export function holderOf(
+  found: FoundCredentials | null,
+  providerType: string,
+  config: Record<string, unknown>,
+): CredentialHolder | null {
+  if (!found || found.providerType !== providerType) return null;
+  const fields = CREDENTIAL_FIELDS[providerType] ?? {};
+  const plain: Record<string, string | number> = {};
+  for (const [name, value] of Object.entries(config)) {
+    if (name in fields) continue;
+    if (typeof value === "string" || typeof value === "number") plain[name] = value;
+  }
+  return CredentialHolder.build({ secrets: found.secrets, plain, headers: found.headers ?? [] });
+}
+
+/**
+ * The value of the top-level string member `name` (the last one, as `JSON.parse` keeps) of the JSON object
+ * in `bytes`, decoded into a buffer of its own (UTF-8; zero it once used) — for credentials that arrive
+ * in a JSON answer (a minted signed URL). Null when `bytes` is not such an object or has no such string.
+ */
+export function readStringMember(bytes: Uint8Array, name: string): ByteBuffer | null {
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  const root = ws(bytes, bom);
+  if (!isJson(bytes, bom) || bytes[root] !== LBRACE) return null;
+  const m = named(bytes, members(bytes, root), name).at(-1);
+  if (!m || bytes[m.valueStart] !== QUOTE) return null;
+  const out = new ByteBuffer(m.valueEnd - m.valueStart);
+  decodeJsonString(bytes, m.valueStart + 1, m.valueEnd - 1, (cp) => out.codePoint(cp));
+  return out;
+}
