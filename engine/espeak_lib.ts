@@ -57,6 +57,15 @@ const SYMBOLS = {
   espeak_TextToPhonemes: { parameters: ["pointer", "i32", "i32"], result: "pointer" },
 } as const;
 
+/** Where Debian (and other distributions) install the library. */
+const LIBRARY_PATHS = [
+  "/usr/lib/x86_64-linux-gnu/libespeak-ng.so.1",
+  "/usr/lib/aarch64-linux-gnu/libespeak-ng.so.1",
+  "/usr/lib64/libespeak-ng.so.1",
+  "/usr/lib/libespeak-ng.so.1",
+  "/usr/local/lib/libespeak-ng.so.1",
+];
+
 const AUDIO_OUTPUT_SYNCHRONOUS = 2;
 const INIT_PHONEME_EVENTS = 0x0001;
 const INIT_PHONEME_IPA = 0x0002;
@@ -103,9 +112,30 @@ export class EspeakLib {
     lib.symbols.espeak_SetSynthCallback(this.#callback.pointer);
   }
 
-  /** Loads the library; throws when it is missing or cannot start. */
-  static open(path = "libespeak-ng.so.1"): EspeakLib {
-    return new EspeakLib(Deno.dlopen(path, SYMBOLS));
+  /**
+   * Loads the library; throws when it is missing or cannot start.
+   *
+   * libespeak-ng keeps its state (voice, callback) in globals, and Deno runs workers (and parallel test
+   * modules) as threads of one process, where every `dlopen` of one file shares those globals. So each
+   * load maps a private copy of the library file (copied to a temporary file, removed once mapped): every
+   * isolate gets its own espeak-ng.
+   */
+  static open(path?: string): EspeakLib {
+    const file = path ?? LIBRARY_PATHS.find((p) => {
+      try {
+        return Deno.statSync(p).isFile;
+      } catch {
+        return false;
+      }
+    });
+    if (!file) return new EspeakLib(Deno.dlopen("libespeak-ng.so.1", SYMBOLS));
+    const copy = Deno.makeTempFileSync({ prefix: "libespeak-ng-", suffix: ".so" });
+    try {
+      Deno.copyFileSync(file, copy);
+      return new EspeakLib(Deno.dlopen(copy, SYMBOLS));
+    } finally {
+      Deno.removeSync(copy);
+    }
   }
 
   #readEvents(view: Deno.UnsafePointerView): void {
@@ -192,20 +222,91 @@ function clamp(v: number, lo: number, hi: number): number {
   return Math.round(Math.min(hi, Math.max(lo, v)));
 }
 
-let shared: EspeakLib | null | undefined;
+/** Why {@link espeakLib} returns null ("" when it does not). */
+export let espeakLibError = "";
+
+/**
+ * The process's libespeak-ng, loaded when this module is first imported (so a test's resource
+ * sanitizer never sees it appear), or null when it cannot be loaded (not installed, no FFI permission,
+ * Deno Deploy): see `espeakLibError`.
+ */
+const shared: EspeakLib | null = (() => {
+  try {
+    return EspeakLib.open();
+  } catch (err) {
+    espeakLibError = (err as Error).message;
+    return null;
+  }
+})();
 
 /** The process's libespeak-ng, or null when it cannot be loaded (the reason is in `espeakLibError`). */
 export function espeakLib(): EspeakLib | null {
-  if (shared === undefined) {
-    try {
-      shared = EspeakLib.open();
-    } catch (err) {
-      shared = null;
-      espeakLibError = (err as Error).message;
-    }
-  }
   return shared;
 }
 
-/** Why {@link espeakLib} returned null. */
-export let espeakLibError = "";
+/** A timed word of a synthesis, ms from the start of its audio. */
+export interface SpeechWord {
+  word: string;
+  start_ms: number;
+  end_ms: number;
+}
+
+/** A timed phoneme of a synthesis (IPA; "" for a pause), ms from the start of its audio. */
+export interface SpeechPhoneme {
+  phoneme: string;
+  start_ms: number;
+  end_ms: number;
+}
+
+const VOICELESS_STOPS = /^[ˈˌ]?(p|t|k|tʃ|ts|pf|tɕ|c|q)$/;
+
+/**
+ * The words and phonemes of a synthesis with their spans. Phonemes run from their event to the next
+ * one. espeak-ng starts a voiceless stop at its burst; the silent closure before it (lips or tongue
+ * already shut) is given to the stop, up to 100 ms, as phoneticians (and Festival's segments) do. A word
+ * runs from its event to the end of its last phoneme.
+ */
+export function speechTimings(
+  speech: EspeakSpeech,
+  text: string,
+): { words: SpeechWord[]; phonemes: SpeechPhoneme[] } {
+  const { samples, sampleRate, events } = speech;
+  const durMs = samples.length * 1000 / sampleRate;
+  const ph = events.filter((e) => e.type === "phoneme");
+  const phonemes: SpeechPhoneme[] = [];
+  for (let i = 0; i < ph.length; i++) {
+    const end = Math.min(durMs, i + 1 < ph.length ? ph[i + 1].ms : durMs);
+    if (end > ph[i].ms) phonemes.push({ phoneme: ph[i].phoneme, start_ms: ph[i].ms, end_ms: end });
+  }
+  const quiet = (fromMs: number, toMs: number) => {
+    const a = Math.max(0, Math.round(fromMs * sampleRate / 1000)), b = Math.round(toMs * sampleRate / 1000);
+    for (let i = a; i < Math.min(samples.length, b); i++) if (Math.abs(samples[i]) > 24) return false;
+    return true;
+  };
+  for (let i = 1; i < phonemes.length; i++) {
+    const p = phonemes[i], prev = phonemes[i - 1];
+    if (!VOICELESS_STOPS.test(p.phoneme)) continue;
+    let start = p.start_ms;
+    const limit = Math.max(prev.start_ms + 20, p.start_ms - 100);
+    while (start - 5 >= limit && quiet(start - 5, start)) start -= 5;
+    prev.end_ms = start;
+    p.start_ms = start;
+  }
+  const chars = [...text];
+  const wordEvents = events.filter((e) => e.type === "word");
+  const words: SpeechWord[] = [];
+  for (let i = 0; i < wordEvents.length; i++) {
+    const e = wordEvents[i];
+    const nextMs = i + 1 < wordEvents.length ? wordEvents[i + 1].ms : durMs;
+    const inWord = phonemes.filter((p) => p.start_ms >= e.ms - 1 && p.start_ms < nextMs && p.phoneme !== "");
+    const word = chars.slice(e.textPosition - 1, e.textPosition - 1 + e.length).join("")
+      .replace(/[^\p{L}\p{N}'’-]/gu, "");
+    if (!word || inWord.length === 0) continue;
+    words.push({
+      word,
+      start_ms: Math.round(Math.min(e.ms, inWord[0].start_ms)),
+      end_ms: Math.round(inWord[inWord.length - 1].end_ms),
+    });
+  }
+  return { words, phonemes };
+}

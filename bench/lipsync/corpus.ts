@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { type EspeakLib, type EspeakVoiceOptions } from "../../engine/espeak_lib.ts";
+import { type EspeakLib, type EspeakVoiceOptions, speechTimings } from "../../engine/espeak_lib.ts";
 import { parseWav } from "../../engine/wav.ts";
 import { phonemeVisemes, VISEME_INDEX, type VisemePart } from "../../src/media/lipsync/visemes.ts";
 
@@ -230,20 +230,9 @@ export const BENCH_SENTENCES: Record<string, string[]> = {
   ],
 };
 
-const VOICELESS_STOPS = /^(p|t|k|tʃ|ts|pf|tɕ|c|q)$/;
-
-/** Whether a PCM16 stretch is digital silence (espeak-ng writes exact zeros in stop closures). */
-function quiet(samples: Int16Array, from: number, to: number): boolean {
-  for (let i = Math.max(0, from); i < Math.min(samples.length, to); i++) {
-    if (Math.abs(samples[i]) > 24) return false;
-  }
-  return true;
-}
-
 /**
- * Speaks `text` with espeak-ng and builds its timeline from the phoneme events. espeak-ng starts a
- * voiceless stop at its burst; the silent closure before it (when the lips or tongue are already shut)
- * is given to the stop, up to 100 ms, as Festival's segments and phoneticians do.
+ * Speaks `text` with espeak-ng and builds its timeline from the phoneme and word events
+ * (`speechTimings`: a voiceless stop's silent closure belongs to the stop).
  */
 export function espeakUtterance(
   lib: EspeakLib,
@@ -253,39 +242,16 @@ export function espeakUtterance(
   lang: string,
 ): Utterance {
   const speech = lib.synthesize(text, voice);
-  const { samples, sampleRate } = speech;
-  const durMs = samples.length * 1000 / sampleRate;
-  const phonemeEvents = speech.events.filter((e) => e.type === "phoneme");
-  const segments: Segment[] = [];
-  for (let i = 0; i < phonemeEvents.length; i++) {
-    const e = phonemeEvents[i];
-    const end = Math.min(durMs, i + 1 < phonemeEvents.length ? phonemeEvents[i + 1].ms : durMs);
-    if (end <= e.ms) continue;
-    const pv = phonemeVisemes(e.phoneme, voice.voice);
-    segments.push({
-      startMs: e.ms,
-      endMs: end,
+  const t = speechTimings(speech, text);
+  const segments: Segment[] = t.phonemes.map((p) => {
+    const pv = phonemeVisemes(p.phoneme, voice.voice);
+    return {
+      startMs: p.start_ms,
+      endMs: p.end_ms,
       phoneme: pv?.phoneme ?? "",
       parts: pv?.parts ?? [{ viseme: "sil", share: 1 }],
-    });
-  }
-  // Stop closures: move a voiceless stop's start back over the silence before it (10 ms steps).
-  for (let i = 1; i < segments.length; i++) {
-    const s = segments[i];
-    if (!VOICELESS_STOPS.test(s.phoneme)) continue;
-    const prev = segments[i - 1];
-    let start = s.startMs;
-    const limit = Math.max(prev.startMs + 20, s.startMs - 100);
-    while (start - 5 >= limit) {
-      const a = Math.round((start - 5) * sampleRate / 1000), b = Math.round(start * sampleRate / 1000);
-      if (!quiet(samples, a, b)) break;
-      start -= 5;
-    }
-    if (start < s.startMs) {
-      prev.endMs = start;
-      s.startMs = start;
-    }
-  }
+    };
+  });
   if (segments.length && segments[0].startMs > 0) {
     segments.unshift({
       startMs: 0,
@@ -294,21 +260,16 @@ export function espeakUtterance(
       parts: [{ viseme: "sil", share: 1 }],
     });
   }
-  // Words: from each word event to the end of its last phoneme.
-  const words: TimedWord[] = [];
-  const chars = [...text];
-  const wordEvents = speech.events.filter((e) => e.type === "word");
-  for (let i = 0; i < wordEvents.length; i++) {
-    const e = wordEvents[i];
-    const nextMs = i + 1 < wordEvents.length ? wordEvents[i + 1].ms : durMs;
-    const inWord = segments.filter((s) => s.startMs >= e.ms - 1 && s.startMs < nextMs && s.phoneme !== "");
-    const word = chars.slice(e.textPosition - 1, e.textPosition - 1 + e.length).join("")
-      .replace(/[^\p{L}\p{N}'’-]/gu, "");
-    if (!word || inWord.length === 0) continue;
-    const start = Math.min(e.ms, inWord[0].startMs);
-    words.push({ word, start_ms: Math.round(start), end_ms: Math.round(inWord.at(-1)!.endMs) });
-  }
-  return { id, lang, voice: voiceName(voice), text, samples, sampleRate, segments, words };
+  return {
+    id,
+    lang,
+    voice: voiceName(voice),
+    text,
+    samples: speech.samples,
+    sampleRate: speech.sampleRate,
+    segments,
+    words: t.words,
+  };
 }
 
 function voiceName(v: EspeakVoiceOptions): string {

@@ -189,6 +189,8 @@ export class SessionRuntime {
       onResponseDone: (id, status) => toMedia((m) => m.onResponseDone(id, status)),
       onInterrupt: (id) => toMedia((m) => m.onInterrupt(id)),
       onTranscript: (line) => toMedia((m) => m.onTranscript(line)),
+      onAgentWords: (id, words) => toMedia((m) => m.onAgentWords?.(id, words)),
+      onAgentAlignment: (id, alignment) => toMedia((m) => m.onAgentAlignment?.(id, alignment)),
       onClosed: (closure) => {
         const reason = closure.kind === "failed" ? "engine_failed" : "engine_ended";
         if (session) void this.#selfEnd(session, closure, reason, null);

@@ -128,7 +128,8 @@ interface ResponseState {
   /** Transcript text not yet turned into words (the last, possibly partial word). */
   pendingText: string;
   textFinal: boolean;
-  /** Words with timing waiting for the aligner. */
+  /** A word of a character alignment not finished yet. */
+  partial: { word: string; start: number; end: number };
   lang: string;
   ended: boolean;
   stats: ResponseLipSyncStats;
@@ -191,6 +192,7 @@ export class VisemeEngine {
       chainQ: [],
       pendingText: "",
       textFinal: false,
+      partial: { word: "", start: 0, end: 0 },
       lang,
       ended: false,
       stats: {
@@ -256,31 +258,35 @@ export class VisemeEngine {
     r.aligner!.append(chain);
   }
 
-  /** Character alignment of the audio chunk that starts `chunkStartMs` into the response. */
-  alignment(a: CharAlignment, chunkStartMs: number): void {
+  /**
+   * Character alignment of an audio chunk (ElevenLabs' `alignment`: times from the chunk's start), for the
+   * chunk starting `chunkStartMs` into the response (default: the audio pushed so far, i.e. the chunk
+   * pushed next). Characters are gathered into words; a word cut at a chunk's end waits for the rest.
+   */
+  alignment(a: CharAlignment, chunkStartMs = this.responseMs): void {
     const r = this.#r;
-    if (!r) return;
+    if (!r || r.ended) return;
     const words: WordTiming[] = [];
-    let word = "", start = 0, end = 0;
-    const flush = () => {
-      if (word.trim()) words.push({ word, start_ms: start, end_ms: end });
-      word = "";
-    };
+    const p = r.partial;
     for (let i = 0; i < a.chars.length; i++) {
-      const c = a.chars[i];
-      const s = chunkStartMs + (a.charStartMs[i] ?? 0);
-      const e = s + (a.charDurationMs[i] ?? 0);
-      if (/\s/.test(c)) {
-        flush();
+      const c = a.chars[i] ?? "";
+      const s = chunkStartMs + (Number(a.charStartMs[i]) || 0);
+      const e = s + (Number(a.charDurationMs[i]) || 0);
+      if (/^\s*$/.test(c)) {
+        if (p.word) words.push({ word: p.word, start_ms: p.start, end_ms: p.end });
+        p.word = "";
         continue;
       }
-      if (!word) start = s;
-      word += c;
-      end = e;
+      if (!p.word) p.start = s;
+      p.word += c;
+      p.end = Math.max(p.end, e);
     }
-    flush();
-    // A word cut at a chunk boundary arrives in two parts; each is placed in its own span.
-    this.words(words);
+    if (words.length) this.words(words);
+  }
+
+  /** Audio of the current response pushed so far, ms. */
+  get responseMs(): number {
+    return this.#r ? this.#r.samples * 1000 / this.#o.sampleRate : 0;
   }
 
   /** The engine sent all audio of the current response: the remaining frames are decided now. */
@@ -289,6 +295,11 @@ export class VisemeEngine {
     if (!r) return;
     this.#r = null;
     if (r.ended) return;
+    if (r.partial.word) {
+      this.#r = r;
+      this.words([{ word: r.partial.word, start_ms: r.partial.start, end_ms: r.partial.end }]);
+      this.#r = null;
+    }
     r.textFinal = true;
     this.#takeText(r);
     r.classifier.end((k, logPost) => this.#onScored(r, k, logPost));
