@@ -43,6 +43,13 @@ export interface AlignerSettings {
   spanTolerance: number;
   /** Minimum duration as a share of the expected one (timed words). */
   minShare: number;
+  /**
+   * Timed words: score per frame a unit pays outside its expected stretch of the word's span (its share
+   * of the span, ± `scheduleSlack` frames), so the search keeps to the timing and the audio only moves
+   * boundaries.
+   */
+  schedulePenalty: number;
+  scheduleSlack: number;
 }
 
 /** Default aligner settings. */
@@ -54,6 +61,8 @@ export function defaultAlignerSettings(): AlignerSettings {
     pausePenalty: 2,
     spanTolerance: 4,
     minShare: 0.4,
+    schedulePenalty: 0.6,
+    scheduleSlack: 2,
   };
 }
 
@@ -83,6 +92,9 @@ export class ChainAligner {
   #hi: number[] = [];
   /** Self-loop log-probability (NEG for a state without one). */
   #loop: number[] = [];
+  /** Expected frames [from, to] of each state's unit (timed words), or ±∞. */
+  #expFrom: number[] = [];
+  #expTo: number[] = [];
   /** Predecessors and the log-probability of each transition. */
   #preds: number[][] = [];
   #costs: number[][] = [];
@@ -123,6 +135,8 @@ export class ChainAligner {
     this.#lo.push(lo);
     this.#hi.push(hi);
     this.#loop.push(loop);
+    this.#expFrom.push(-1e9);
+    this.#expTo.push(1e9);
     this.#preds.push([]);
     this.#costs.push([]);
     return this.#kind.length - 1;
@@ -151,7 +165,6 @@ export class ChainAligner {
    * from which the search may enter any of the first few units).
    */
   append(words: readonly ChainWord[]): void {
-    if (words.length === 0) return;
     const s = this.#s;
     const gap = this.#gap;
     // The trailing gap becomes an inner gap; a new trailing gap is added after the new words.
@@ -159,14 +172,19 @@ export class ChainAligner {
     // Links into the first unit: from the previous word's end (no cost) and from the gap.
     let prevTails = [...this.#tails];
     let skipBudget = 0;
+    // Timed words already over cannot be placed any more.
+    words = words.filter((w) => w.units.length > 0 && (!w.span || w.span.end + s.spanTolerance >= this.#t));
     for (const w of words) {
-      if (w.units.length === 0) continue;
       const total = w.units.reduce((a, u) => a + u.weight, 0) || 1;
       const spanFrames = w.span ? Math.max(1, w.span.end - w.span.start) : 0;
       let first = -1;
       let last = -1;
       let prev = -1;
+      let acc = 0;
       for (const u of w.units) {
+        const expFrom = w.span ? w.span.start + spanFrames * acc / total - s.scheduleSlack : -1e9;
+        acc += u.weight;
+        const expTo = w.span ? w.span.start + spanFrames * acc / total + s.scheduleSlack : 1e9;
         const exp = w.span
           ? Math.max(1, spanFrames * u.weight / total)
           : Math.max(1, u.weight * s.framesPerWeight);
@@ -181,6 +199,8 @@ export class ChainAligner {
         // `min` chained states, the last with the self-loop.
         for (let k = 0; k < min; k++) {
           const st = this.#addState(Kind.Unit, u.viseme, lo, hi, k === min - 1 ? loop : NEG);
+          this.#expFrom[st] = expFrom;
+          this.#expTo[st] = expTo;
           if (prev >= 0) {
             this.#preds[st].push(prev);
             // Leaving a unit's last state pays its exit probability.
@@ -194,8 +214,13 @@ export class ChainAligner {
         this.#exit.set(prev, exit);
       }
       last = prev;
-      // Link the word's first state to the tails of the previous word (and its optional pause).
+      // Link the word's first state to the tails of the previous word (and its optional pause, which
+      // may last until this word starts when it is timed).
       for (const t of prevTails) {
+        if (w.span && this.#kind[t.state] === Kind.Unit && this.#viseme[t.state] === VISEME_INDEX.sil) {
+          this.#hi[t.state] = w.span.start + s.spanTolerance;
+          this.#expTo[t.state] = w.span.start + s.scheduleSlack;
+        }
         this.#preds[first].push(t.state);
         this.#costs[first].push(t.cost + (this.#exit.get(t.state) ?? 0));
       }
@@ -209,6 +234,7 @@ export class ChainAligner {
         1e9,
         Math.log(1 - 1 / 10),
       );
+      if (w.span) this.#expFrom[pause] = w.span.end - s.scheduleSlack;
       this.#preds[pause].push(last);
       this.#costs[pause].push((this.#exit.get(last) ?? 0) - (w.pauseAfter ? 0 : s.pausePenalty));
       this.#exit.set(pause, Math.log(1 / 10));
@@ -216,13 +242,16 @@ export class ChainAligner {
       this.#words++;
     }
     if (entries.length === 0) return;
-    // The gap enters the new words.
+    // The gap enters the new words. Before timed words it may last only until the first one starts.
     for (const e of entries) {
       this.#preds[e.state].push(gap);
       this.#costs[e.state].push(e.cost);
     }
-    // A new trailing gap after the new words.
-    const newGap = this.#addState(Kind.Gap, -1, -1e9, 1e9, 0);
+    const firstSpan = words.find((w) => w.units.length > 0)?.span;
+    if (firstSpan) this.#hi[gap] = Math.max(this.#t + 1, firstSpan.start + s.spanTolerance);
+    // A new trailing gap after the new words (after timed words, from the end of the last one).
+    const lastSpan = [...words].reverse().find((w) => w.units.length > 0)?.span;
+    const newGap = this.#addState(Kind.Gap, -1, lastSpan ? lastSpan.end - s.spanTolerance : -1e9, 1e9, 0);
     for (const t of prevTails) {
       this.#preds[newGap].push(t.state);
       this.#costs[newGap].push(this.#exit.get(t.state) ?? 0);
@@ -273,7 +302,9 @@ export class ChainAligner {
         back[st] = -1;
         continue;
       }
-      const emit = this.#kind[st] === Kind.Gap ? gapEmit : scores[this.#viseme[st]];
+      let emit = this.#kind[st] === Kind.Gap ? gapEmit : scores[this.#viseme[st]];
+      if (t < this.#expFrom[st]) emit -= this.#s.schedulePenalty * (this.#expFrom[st] - t);
+      else if (t > this.#expTo[st]) emit -= this.#s.schedulePenalty * (t - this.#expTo[st]);
       next[st] = best + emit;
       back[st] = arg;
       hiLive = st;
