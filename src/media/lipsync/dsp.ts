@@ -18,56 +18,65 @@ export const MEL_BANDS = 26;
 const MEL_LOW_HZ = 80;
 const MEL_HIGH_HZ = 7600;
 
+function gcd(a: number, b: number): number {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
 /**
  * A streaming resampler to a fixed rate: a windowed-sinc low-pass (cut-off at 0.45 × the lower rate)
- * evaluated at each output instant from a precomputed table. It keeps the last few input samples between
- * calls, so a stream fed in chunks gives the same output as the whole stream at once (delayed by
- * {@link StreamResampler.delay} input samples).
+ * evaluated at each output instant. When the rates' ratio reduces to at most 2048 output phases (every
+ * common rate: 8, 11.025, 16, 22.05, 24, 32, 44.1, 48 kHz → 16 kHz) each phase has its own exact filter;
+ * otherwise a 256-phase table is interpolated. It keeps the last few input samples between calls, so a
+ * stream fed in chunks gives the same output as the whole stream at once; output sample `n` is centred on
+ * input instant `n × fromRate / toRate`.
  */
 export class StreamResampler {
-  readonly #step: number;
   readonly #half: number;
-  readonly #phases = 256;
+  readonly #taps: number;
+  /** Output phases (`q`) and the input step per output sample as a fraction `p / q`. */
+  readonly #q: number;
+  readonly #p: number;
+  readonly #exact: boolean;
   readonly #table: Float32Array;
-  /** Input history (the last 2×half samples) followed by new input. */
-  #buf = new Float32Array(0);
+  #buf = new Float32Array(4096);
   #bufLen = 0;
-  /** Position of the next output sample, in input samples relative to #buf[0]. */
-  #pos: number;
+  /** Position of the next output sample: input index `#ipos` (relative to #buf[0]) plus `#iphase / q`. */
+  #ipos: number;
+  #iphase = 0;
   readonly #passthrough: boolean;
 
   constructor(readonly fromRate: number, readonly toRate: number = FEATURE_RATE) {
-    if (!(fromRate >= 1000 && fromRate <= 384_000)) {
+    if (!(fromRate >= 1000 && fromRate <= 384_000) || !Number.isInteger(fromRate)) {
       throw new RangeError(`unsupported sample rate ${fromRate}`);
     }
     this.#passthrough = fromRate === toRate;
-    this.#step = fromRate / toRate;
-    const cutoff = 0.45 * Math.min(1, toRate / fromRate); // cycles per input sample
-    this.#half = Math.ceil(6 / Math.min(1, toRate / fromRate));
-    const taps = 2 * this.#half;
-    this.#table = new Float32Array((this.#phases + 1) * taps);
-    for (let ph = 0; ph <= this.#phases; ph++) {
-      const frac = ph / this.#phases;
+    const g = gcd(fromRate, toRate);
+    this.#exact = toRate / g <= 2048;
+    this.#q = this.#exact ? toRate / g : 256;
+    this.#p = this.#exact ? fromRate / g : fromRate / toRate * 256;
+    const down = Math.min(1, toRate / fromRate);
+    const cutoff = 0.45 * down; // cycles per input sample
+    this.#half = Math.ceil(6 / down);
+    const taps = this.#taps = 2 * this.#half;
+    const rows = this.#q + 1;
+    this.#table = new Float32Array(rows * taps);
+    for (let ph = 0; ph < rows; ph++) {
+      const frac = ph / this.#q;
       let sum = 0;
       for (let k = 0; k < taps; k++) {
         const x = k - this.#half + 1 - frac; // distance from the output instant
         const w = 0.5 + 0.5 * Math.cos(Math.PI * x / this.#half);
-        const s = x === 0 ? 2 * cutoff : Math.sin(2 * Math.PI * cutoff * x) / (Math.PI * x);
-        const v = Math.abs(x) >= this.#half ? 0 : s * w;
+        const sinc = x === 0 ? 2 * cutoff : Math.sin(2 * Math.PI * cutoff * x) / (Math.PI * x);
+        const v = Math.abs(x) >= this.#half ? 0 : sinc * w;
         this.#table[ph * taps + k] = v;
         sum += v;
       }
       for (let k = 0; k < taps; k++) this.#table[ph * taps + k] /= sum || 1;
     }
-    // Start with `half` zeros of history so the first output sample is centred on input sample 0.
-    this.#buf = new Float32Array(4096);
+    // Start with half a filter of zeros so the first output sample is centred on input sample 0.
     this.#bufLen = this.#half - 1;
-    this.#pos = this.#half - 1;
-  }
-
-  /** Input samples of delay between input and output (0 when the rates are equal). */
-  get delay(): number {
-    return 0;
+    this.#ipos = this.#half - 1;
   }
 
   /** Resamples a chunk of PCM16 (or float) input; returns float output samples (PCM16 scale). */
@@ -81,38 +90,45 @@ export class StreamResampler {
     }
     this.#buf.set(input, this.#bufLen);
     this.#bufLen = need;
-    const taps = 2 * this.#half;
-    const maxOut = Math.max(0, Math.floor((this.#bufLen - this.#half - this.#pos) / this.#step) + 1);
-    const out = new Float32Array(maxOut);
+    const taps = this.#taps, half = this.#half, q = this.#q, p = this.#p;
+    const avail = this.#bufLen - half - this.#ipos; // input samples past the next output instant
+    const maxOut = avail < 0 ? 0 : Math.floor((avail * q - this.#iphase) / p) + 1;
+    const out = new Float32Array(Math.max(0, maxOut));
+    const buf = this.#buf, table = this.#table;
     let n = 0;
-    const buf = this.#buf;
-    const table = this.#table;
-    while (n < maxOut) {
-      const base = Math.floor(this.#pos);
-      if (base + this.#half >= this.#bufLen) break;
-      const frac = this.#pos - base;
-      const fp = frac * this.#phases;
-      const p0 = Math.floor(fp);
-      const t = fp - p0;
-      const r0 = p0 * taps;
-      const r1 = r0 + taps;
+    let ipos = this.#ipos, iphase = this.#iphase;
+    while (n < maxOut && ipos + half < this.#bufLen) {
+      const start = ipos - half + 1;
       let acc = 0;
-      const start = base - this.#half + 1;
-      for (let k = 0; k < taps; k++) {
-        const c = table[r0 + k] + t * (table[r1 + k] - table[r0 + k]);
-        acc += c * buf[start + k];
+      if (this.#exact) {
+        const r0 = iphase * taps;
+        for (let k = 0; k < taps; k++) acc += table[r0 + k] * buf[start + k];
+      } else {
+        const p0 = Math.floor(iphase);
+        const t = iphase - p0;
+        const r0 = p0 * taps, r1 = r0 + taps;
+        for (let k = 0; k < taps; k++) {
+          acc += (table[r0 + k] + t * (table[r1 + k] - table[r0 + k])) * buf[start + k];
+        }
       }
       out[n++] = acc;
-      this.#pos += this.#step;
+      iphase += p;
+      if (iphase >= q) {
+        const whole = Math.floor(iphase / q);
+        ipos += whole;
+        iphase -= whole * q;
+      }
     }
-    // Drop input no longer needed (keep `taps` samples of history before the next output instant).
-    const keepFrom = Math.max(0, Math.floor(this.#pos) - this.#half + 1);
+    // Drop input no longer needed (keep the filter's history before the next output instant).
+    const keepFrom = Math.max(0, ipos - half + 1);
     if (keepFrom > 0) {
       buf.copyWithin(0, keepFrom, this.#bufLen);
       this.#bufLen -= keepFrom;
-      this.#pos -= keepFrom;
+      ipos -= keepFrom;
     }
-    return n === maxOut ? out : out.subarray(0, n);
+    this.#ipos = ipos;
+    this.#iphase = iphase;
+    return n === out.length ? out : out.subarray(0, n);
   }
 }
 
@@ -213,11 +229,19 @@ export interface MelFrame {
  * to `k × HOP + HOP/2 + WINDOW/2` have arrived (17.5 ms after the frame's start time).
  */
 export class MelAnalyser {
-  readonly #fft = new Fft(FFT_SIZE);
+  readonly #fft = new Fft(FFT_SIZE / 2);
+  readonly #twCos = Float32Array.from(
+    { length: FFT_SIZE / 2 + 1 },
+    (_, k) => Math.cos(-2 * Math.PI * k / FFT_SIZE),
+  );
+  readonly #twSin = Float32Array.from(
+    { length: FFT_SIZE / 2 + 1 },
+    (_, k) => Math.sin(-2 * Math.PI * k / FFT_SIZE),
+  );
   readonly #filters = melFilters();
   readonly #window = new Float32Array(WINDOW);
-  readonly #re = new Float32Array(FFT_SIZE);
-  readonly #im = new Float32Array(FFT_SIZE);
+  readonly #re = new Float32Array(FFT_SIZE / 2);
+  readonly #im = new Float32Array(FFT_SIZE / 2);
   readonly #power = new Float32Array(FFT_SIZE / 2 + 1);
   /** Samples not yet consumed; starts with WINDOW/2 − HOP/2 zeros so frame 0 is centred on 5 ms. */
   #buf = new Float32Array(8192);
@@ -260,19 +284,31 @@ export class MelAnalyser {
   }
 
   #analyse(start: number): MelFrame {
+    // A 512-point real FFT as a 256-point complex one: z[n] = x[2n] + i·x[2n+1] (zero-padded window).
     const re = this.#re, im = this.#im, buf = this.#buf, win = this.#window;
+    const half = FFT_SIZE / 2;
     let energy = 0;
-    for (let i = 0; i < WINDOW; i++) {
-      const x = buf[start + i] * win[i];
-      energy += x * x;
-      re[i] = x;
-      im[i] = 0;
+    for (let n = 0; n < half; n++) {
+      const i0 = 2 * n, i1 = i0 + 1;
+      const a = i0 < WINDOW ? buf[start + i0] * win[i0] : 0;
+      const b = i1 < WINDOW ? buf[start + i1] * win[i1] : 0;
+      energy += a * a + b * b;
+      re[n] = a;
+      im[n] = b;
     }
-    re.fill(0, WINDOW);
-    im.fill(0, WINDOW);
     this.#fft.transform(re, im);
     const power = this.#power;
-    for (let k = 0; k <= FFT_SIZE / 2; k++) power[k] = (re[k] * re[k] + im[k] * im[k]) / FFT_SIZE;
+    const cos = this.#twCos, sin = this.#twSin;
+    for (let k = 0; k <= half; k++) {
+      const k1 = k % half, k2 = (half - k) % half;
+      // Even and odd parts of the real sequence's spectrum.
+      const er = (re[k1] + re[k2]) / 2, ei = (im[k1] - im[k2]) / 2;
+      const or = (im[k1] + im[k2]) / 2, oi = -(re[k1] - re[k2]) / 2;
+      // X[k] = E[k] + W^k · O[k], W = e^(−2πi/512).
+      const xr = er + cos[k] * or - sin[k] * oi;
+      const xi = ei + cos[k] * oi + sin[k] * or;
+      power[k] = (xr * xr + xi * xi) / FFT_SIZE;
+    }
     const bands = new Float32Array(MEL_BANDS);
     for (let b = 0; b < MEL_BANDS; b++) {
       const f = this.#filters[b];
