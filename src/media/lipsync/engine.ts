@@ -95,6 +95,13 @@ export interface VisemeEngineOptions {
   model?: ClassifierModel;
   acoustics?: AcousticSettings;
   aligner?: AlignerSettings;
+  /**
+   * Live sessions: decide frames only when {@link VisemeEngine.releaseUntil} says they are needed (their
+   * audio reaches the timeline), so a transcript that arrives after its audio (engines send audio ahead
+   * of playout) still shapes them. The look-ahead of each decision is the same; only the text known then
+   * differs. Default false: decide as soon as the audio allows (the CLI, the bench).
+   */
+  deferred?: boolean;
 }
 
 /** Per-response counters. */
@@ -116,8 +123,11 @@ interface ResponseState {
   mode: "audio" | "text" | "words";
   /** Audio samples pushed. */
   samples: number;
-  /** Frames scored by the classifier (== decoders' input count). */
-  scored: number;
+  /** Frames fed to the decoders (the classifier may have scored more, waiting in `pending`). */
+  processed: number;
+  /** Scored frames not yet fed to the decoders (deferred mode), and how far they may be fed. */
+  pending: Float32Array[];
+  releaseTo: number;
   /** Next frame to emit. */
   next: number;
   /** Audio-alone decisions from frame `next` on. */
@@ -134,6 +144,9 @@ interface ResponseState {
   ended: boolean;
   stats: ResponseLipSyncStats;
 }
+
+/** Scored frames that may wait for a release (30 s); beyond, the oldest are decided anyway. */
+const MAX_PENDING_FRAMES = 3000;
 
 const WORD_RE = /[\p{L}\p{N}'’]+(?:[-‐][\p{L}\p{N}'’]+)*/gu;
 
@@ -185,7 +198,9 @@ export class VisemeEngine {
       aligner: null,
       mode: "audio",
       samples: 0,
-      scored: 0,
+      processed: 0,
+      pending: [],
+      releaseTo: this.#o.deferred ? 0 : Infinity,
       next: 0,
       loopQ: [],
       chainStart: 0,
@@ -302,6 +317,8 @@ export class VisemeEngine {
     }
     r.textFinal = true;
     this.#takeText(r);
+    r.releaseTo = Infinity;
+    this.#release(r);
     r.classifier.end((k, logPost) => this.#onScored(r, k, logPost));
     r.loopQ.push(...r.loop.flush());
     if (r.aligner) r.chainQ.push(...r.aligner.flush());
@@ -380,15 +397,41 @@ export class VisemeEngine {
   }
 
   #newAligner(r: ResponseState): void {
-    // Chain decisions start with the first frame not yet scored; earlier frames are the audio's.
-    r.aligner = new ChainAligner(this.#alignerSettings, r.scored, DECODER_LAG);
-    r.chainStart = r.scored;
+    // Chain decisions start with the first frame not yet fed to the decoders; earlier ones are the audio's.
+    r.aligner = new ChainAligner(this.#alignerSettings, r.processed, DECODER_LAG);
+    r.chainStart = r.processed;
     r.chainQ = [];
   }
 
   #onScored(r: ResponseState, _k: number, logPost: Float32Array): void {
+    if (r.pending.length === 0 && r.processed < r.releaseTo) this.#process(r, logPost);
+    else {
+      r.pending.push(logPost.slice());
+      this.#release(r);
+    }
+  }
+
+  /** Feeds pending frames to the decoders as far as released (or when too many wait). */
+  #release(r: ResponseState): void {
+    while (r.pending.length > 0 && (r.processed < r.releaseTo || r.pending.length > MAX_PENDING_FRAMES)) {
+      this.#process(r, r.pending.shift()!);
+    }
+  }
+
+  /**
+   * Deferred mode: frames of the current response up to `frame` (exclusive) are needed soon (their audio
+   * is being placed on the media timeline), so they are decided now with whatever text has arrived.
+   */
+  releaseUntil(responseId: string, frame: number): void {
+    const r = this.#r;
+    if (!r || r.id !== responseId || frame <= r.releaseTo) return;
+    r.releaseTo = frame;
+    this.#release(r);
+  }
+
+  #process(r: ResponseState, logPost: Float32Array): void {
     const scores = acousticScores(logPost, this.#model.logPrior, this.#acoustics, this.#scores);
-    r.scored++;
+    r.processed++;
     const loopDecision = r.loop.push(scores);
     if (loopDecision >= 0) r.loopQ.push(loopDecision);
     if (r.aligner) {

@@ -23,6 +23,9 @@ import {
 import type { G2p } from "./g2p.ts";
 import { type TimelineViseme, VisemeTimeline } from "./timeline.ts";
 
+/** Frames decided beyond what is placed on the timeline (the co-articulation looks 50 ms ahead). */
+const RELEASE_AHEAD_FRAMES = 8;
+
 /** The longest a thinking look lasts without the agent speaking. */
 export const THINKING_MAX_MS = 6000;
 
@@ -73,6 +76,7 @@ export class SessionFace {
       sampleRate: options.engineRate,
       lang: options.lang,
       g2p: options.g2p,
+      deferred: true,
       onFrame: (f) => this.timeline.frame(f),
     });
     this.#animator = new FaceAnimator(options.seed);
@@ -159,9 +163,14 @@ export class SessionFace {
     }
   }
 
-  /** Speech of a response was placed on the timeline (see {@link VisemeTimeline.placed}). */
+  /**
+   * Speech of a response was placed on the timeline (see {@link VisemeTimeline.placed}): its frames, and
+   * those the co-articulation looks at just after them, are decided now.
+   */
   placed(responseId: string, from: number, at: number, n: number): void {
     this.timeline.placed(responseId, from, at, n);
+    const frame = Math.ceil((from + n) * 100 / this.#o.timelineRate) + RELEASE_AHEAD_FRAMES;
+    this.#timed(() => this.engine.releaseUntil(responseId, frame));
   }
 
   /** The face at timeline time `ms` (for the frame shown from then). */
