@@ -40,7 +40,9 @@ import {
 import { evaluate, type Method } from "./lipsync/evaluate.ts";
 import { add, ratios, tally } from "./lipsync/score.ts";
 import { benchLive, type LiveResult } from "./lipsync/live.ts";
+import { StreamResampler } from "../src/media/lipsync/dsp.ts";
 import { lipSyncRecording } from "../src/media/lipsync/offline.ts";
+import { SessionFace } from "../src/media/lipsync/session_face.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -132,14 +134,17 @@ function cpuMs(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 }
-const cpu: { source: string; speechS: number; cpuMs: number; percentOfCore: number }[] = [];
+const cpu: { source: string; speechS: number; reps: number; percentMin: number; percentMedian: number }[] =
+  [];
 const cpuCorpus = espeakCorpus.filter((u) => u.lang === "en");
 for (const source of ["audio", "text", "words"] as const) {
-  // Warm up the JIT and the G2P cache once, then measure.
-  for (const u of cpuCorpus.slice(0, 2)) evaluate(u, source);
-  let speech = 0;
-  const t0 = cpuMs();
-  for (let rep = 0; rep < (args.quick ? 1 : 3); rep++) {
+  // Warm up the JIT and the G2P cache once, then measure several passes over the corpus: the machine may
+  // be shared, so the least disturbed pass (the minimum) is the best estimate, the median is given too.
+  for (const u of cpuCorpus.slice(0, 3)) evaluate(u, source);
+  const speech = cpuCorpus.reduce((n, u) => n + u.samples.length / u.sampleRate, 0);
+  const percents: number[] = [];
+  for (let rep = 0; rep < (args.quick ? 2 : 5); rep++) {
+    const t0 = cpuMs();
     for (const u of cpuCorpus) {
       lipSyncRecording({
         samples: u.samples,
@@ -148,11 +153,70 @@ for (const source of ["audio", "text", "words"] as const) {
         text: source === "text" ? u.text : undefined,
         words: source === "words" ? u.words : undefined,
       });
-      speech += u.samples.length / u.sampleRate;
     }
+    percents.push((cpuMs() - t0) / 10 / speech);
   }
-  const used = cpuMs() - t0;
-  cpu.push({ source, speechS: speech, cpuMs: used, percentOfCore: used / 10 / speech });
+  percents.sort((a, b) => a - b);
+  cpu.push({
+    source,
+    speechS: speech,
+    reps: percents.length,
+    percentMin: percents[0],
+    percentMedian: percents[Math.floor(percents.length / 2)],
+  });
+}
+
+// 2b. The same for the live session path (what a session runs for lip sync and its face): the
+// engine's 24 kHz audio in 20 ms chunks with the response's knowledge, its placement on the timeline in
+// 1024-sample blocks as the media clock runs, and the face of every 25 fps frame (co-articulation,
+// blinks, head motion), in this process alone: one thread, so its CPU time is the session's.
+const sessionCpu: { source: string; percentMin: number; percentMedian: number }[] = [];
+const at24k = cpuCorpus.map((u) =>
+  Int16Array.from(new StreamResampler(u.sampleRate, 24000).process(u.samples), Math.round)
+);
+for (const source of ["audio", "text", "words"] as const) {
+  const percents: number[] = [];
+  for (let rep = 0; rep < (args.quick ? 3 : 6); rep++) {
+    let speech = 0;
+    const t0 = cpuMs();
+    for (const [i, u] of cpuCorpus.entries()) {
+      const pcm = at24k[i];
+      const face = new SessionFace({
+        engineRate: 24000,
+        timelineRate: 48000,
+        inputRate: 24000,
+        seed: 7,
+        now: () => 0,
+      });
+      face.responseStarted("r");
+      if (source === "words") face.words("r", u.words);
+      if (source === "text") face.transcript({ role: "agent", text: u.text, final: true });
+      let placed = 0;
+      for (let at = 0; at < pcm.length; at += 480) {
+        face.audio(pcm.subarray(at, at + 480), "r");
+        // The clock plays 1024-sample blocks (48 kHz) 80 ms behind the arrival.
+        while (placed + 1024 <= (at - 1920) * 2) {
+          face.placed("r", placed, placed, 1024);
+          placed += 1024;
+        }
+      }
+      face.responseDone("r");
+      const total = pcm.length * 2;
+      while (placed < total) {
+        face.placed("r", placed, placed, Math.min(1024, total - placed));
+        placed += 1024;
+      }
+      for (let f = 0; f * 40 < total / 48; f++) face.faceAt(f * 40 + 20);
+      speech += pcm.length / 24000;
+    }
+    percents.push((cpuMs() - t0) / 10 / speech);
+  }
+  percents.sort((a, b) => a - b);
+  sessionCpu.push({
+    source,
+    percentMin: percents[0],
+    percentMedian: percents[Math.floor(percents.length / 2)],
+  });
 }
 
 // ---- 3. a live session with the reference engine ----
@@ -191,12 +255,24 @@ for (const row of rows) {
 lines.push("");
 lines.push("✗: below the issue's target (targets apply to the held-out voices).");
 lines.push("");
-lines.push("| source | speech s | CPU ms | % of one core per talking session |");
+lines.push("| source | speech s per pass | passes | % of one core per talking session (min / median) |");
 lines.push("|---|---|---|---|");
 for (const c of cpu) {
   lines.push(
-    `| ${c.source} | ${c.speechS.toFixed(0)} | ${c.cpuMs.toFixed(0)} | ${c.percentOfCore.toFixed(3)} % |`,
+    `| ${c.source} | ${c.speechS.toFixed(0)} | ${c.reps} | ${c.percentMin.toFixed(3)} % / ${
+      c.percentMedian.toFixed(3)
+    } % |`,
   );
+}
+lines.push("");
+lines.push(
+  "The live session path (SessionFace: deferred engine, timeline, co-articulated face at 25 fps), 24 kHz audio:",
+);
+lines.push("");
+lines.push("| source | % of one core per talking session (min / median) |");
+lines.push("|---|---|");
+for (const c of sessionCpu) {
+  lines.push(`| ${c.source} | ${c.percentMin.toFixed(3)} % / ${c.percentMedian.toFixed(3)} % |`);
 }
 if (live) {
   lines.push("");
@@ -205,7 +281,7 @@ if (live) {
   );
   lines.push("");
   lines.push(
-    "| 7-class acc | closure recall | closure precision | best offset (ms, + = mouth late) | frames decided late | engine CPU % of a core |",
+    "| 7-class acc | closure recall | closure precision | best offset (ms, + = mouth late) | video frames whose viseme was late | engine CPU % of a core (first session of the process) |",
   );
   lines.push("|---|---|---|---|---|---|");
   lines.push(
@@ -213,7 +289,7 @@ if (live) {
       pct(live.precision)
     } | ${live.offsetMs} | ${live.framesLate} of ${live.framesLate + live.framesOnTime} | ${
       live.engineCpuPercent.toFixed(3)
-    } % |`,
+    } % (${live.coldEngineCpuPercent?.toFixed(3)} %) |`,
   );
   lines.push(`Sources used: ${live.sources.join(", ")}`);
 }
@@ -221,5 +297,5 @@ console.log(lines.join("\n"));
 
 await Deno.mkdir("bench/results", { recursive: true });
 const file = `bench/results/lipsync-${new Date().toISOString().replace(/[:.]/g, "-")}.json`;
-await Deno.writeTextFile(file, JSON.stringify({ load, rows, cpu, live }, null, 2));
+await Deno.writeTextFile(file, JSON.stringify({ load, rows, cpu, sessionCpu, live }, null, 2));
 log(`wrote ${file}`);

@@ -21,6 +21,17 @@ export const CLASSIFIER_LOOKAHEAD_FRAMES = Math.max(...MODEL_META.offsets);
  */
 export const CLASSIFIER_LATENCY_MS = CLASSIFIER_LOOKAHEAD_FRAMES * 10 + (HOP / 2 + WINDOW / 2) / 16;
 
+/**
+ * A frame is quiet when its level is this far below the running peak (the normalised level feature, in
+ * units of 4 nepers: −2.5 is about 43 dB down). A context of quiet frames only is a pause.
+ */
+const QUIET_LEVEL = -2.5;
+/** The log posteriors given to a pause: `sil`, all but certainly. */
+const SILENT = Float32Array.from(
+  { length: VISEME_COUNT },
+  (_, v) => v === 0 ? Math.log(0.999) : Math.log(0.001 / 14),
+);
+
 function tensor(name: string): Float32Array {
   const b64 = MODEL_TENSORS[name];
   if (!b64) throw new Error(`model tensor ${name} missing`);
@@ -108,12 +119,17 @@ export class StreamingClassifier {
   readonly #norm: FrameNormaliser;
   /** Projected frames (tanh(Wp·x + bp)), a ring of the last `span` frames. */
   readonly #ring: Float32Array;
+  /** Whether each frame of the ring is far below the speech's level. */
+  readonly #quiet: Uint8Array;
+  /** Frames scored as a pause without running the model. */
+  skipped = 0;
   readonly #span: number;
   readonly #minOff: number;
   readonly #maxOff: number;
   readonly #x: Float32Array;
   readonly #ctx: Float32Array;
   readonly #a1: Float32Array;
+  readonly #proj: Float32Array;
   readonly #a2: Float32Array;
   readonly #out = new Float32Array(VISEME_COUNT);
   /** Frames projected so far. */
@@ -138,9 +154,11 @@ export class StreamingClassifier {
     this.#maxOff = Math.max(...model.offsets);
     this.#span = this.#maxOff - this.#minOff + 1;
     this.#ring = new Float32Array(this.#span * model.proj);
+    this.#quiet = new Uint8Array(this.#span);
     this.#x = new Float32Array(model.inputDim);
     this.#ctx = new Float32Array(model.offsets.length * model.proj);
     this.#a1 = new Float32Array(model.h1);
+    this.#proj = new Float32Array(model.proj);
     this.#a2 = new Float32Array(model.h2);
   }
 
@@ -185,13 +203,9 @@ export class StreamingClassifier {
     const m = this.#m;
     this.#norm.normalise(f.bands, f.energy, this.#x);
     const slot = (this.#frames % this.#span) * m.proj;
-    const x = this.#x, w = m.wp, d = m.inputDim;
-    for (let o = 0; o < m.proj; o++) {
-      let s = m.bp[o];
-      const row = o * d;
-      for (let i = 0; i < d; i++) s += w[row + i] * x[i];
-      this.#ring[slot + o] = Math.tanh(s);
-    }
+    this.#quiet[this.#frames % this.#span] = this.#x[MEL_BANDS] <= QUIET_LEVEL ? 1 : 0;
+    dense(m.wp, m.bp, this.#x, this.#proj, false);
+    for (let o = 0; o < m.proj; o++) this.#ring[slot + o] = Math.tanh(this.#proj[o]);
     this.#frames++;
   }
 
@@ -202,9 +216,18 @@ export class StreamingClassifier {
       const k = this.#next;
       // Gather the context (clamped to the frames that exist; the ring holds the last `span` frames).
       const ctx = this.#ctx;
+      let quiet = true;
       for (let j = 0; j < m.offsets.length; j++) {
         const f = Math.min(last, Math.max(0, k + m.offsets[j], last - this.#span + 1));
         ctx.set(this.#ring.subarray((f % this.#span) * m.proj, (f % this.#span + 1) * m.proj), j * m.proj);
+        if (!this.#quiet[f % this.#span]) quiet = false;
+      }
+      if (quiet) {
+        // A pause: every frame of the context is far below the speech's level. No need for the model.
+        this.skipped++;
+        onFrame(k, SILENT);
+        this.#next++;
+        continue;
       }
       dense(m.w1, m.b1, ctx, this.#a1, true);
       dense(m.w2, m.b2, this.#a1, this.#a2, true);
@@ -218,15 +241,20 @@ export class StreamingClassifier {
 
 function dense(w: Float32Array, b: Float32Array, x: Float32Array, y: Float32Array, relu: boolean): void {
   const n = x.length;
+  const n4 = n - (n % 4);
   for (let o = 0; o < y.length; o++) {
-    let s = b[o];
+    // Four independent sums: the additions do not wait on one another.
+    let s0 = b[o], s1 = 0, s2 = 0, s3 = 0;
     const row = o * n;
     let i = 0;
-    for (; i + 3 < n; i += 4) {
-      s += w[row + i] * x[i] + w[row + i + 1] * x[i + 1] + w[row + i + 2] * x[i + 2] +
-        w[row + i + 3] * x[i + 3];
+    for (; i < n4; i += 4) {
+      s0 += w[row + i] * x[i];
+      s1 += w[row + i + 1] * x[i + 1];
+      s2 += w[row + i + 2] * x[i + 2];
+      s3 += w[row + i + 3] * x[i + 3];
     }
-    for (; i < n; i++) s += w[row + i] * x[i];
+    for (; i < n; i++) s0 += w[row + i] * x[i];
+    const s = s0 + s1 + s2 + s3;
     y[o] = relu && s < 0 ? 0 : s;
   }
 }

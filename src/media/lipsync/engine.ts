@@ -125,8 +125,9 @@ interface ResponseState {
   samples: number;
   /** Frames fed to the decoders (the classifier may have scored more, waiting in `pending`). */
   processed: number;
-  /** Scored frames not yet fed to the decoders (deferred mode), and how far they may be fed. */
+  /** Scored frames not yet fed to the decoders (deferred mode) from index `pendingHead`, and how far they may be fed. */
   pending: Float32Array[];
+  pendingHead: number;
   releaseTo: number;
   /** Next frame to emit. */
   next: number;
@@ -200,6 +201,7 @@ export class VisemeEngine {
       samples: 0,
       processed: 0,
       pending: [],
+      pendingHead: 0,
       releaseTo: this.#o.deferred ? 0 : Infinity,
       next: 0,
       loopQ: [],
@@ -404,7 +406,7 @@ export class VisemeEngine {
   }
 
   #onScored(r: ResponseState, _k: number, logPost: Float32Array): void {
-    if (r.pending.length === 0 && r.processed < r.releaseTo) this.#process(r, logPost);
+    if (r.pendingHead === r.pending.length && r.processed < r.releaseTo) this.#process(r, logPost);
     else {
       r.pending.push(logPost.slice());
       this.#release(r);
@@ -413,8 +415,18 @@ export class VisemeEngine {
 
   /** Feeds pending frames to the decoders as far as released (or when too many wait). */
   #release(r: ResponseState): void {
-    while (r.pending.length > 0 && (r.processed < r.releaseTo || r.pending.length > MAX_PENDING_FRAMES)) {
-      this.#process(r, r.pending.shift()!);
+    while (
+      r.pendingHead < r.pending.length &&
+      (r.processed < r.releaseTo || r.pending.length - r.pendingHead > MAX_PENDING_FRAMES)
+    ) {
+      this.#process(r, r.pending[r.pendingHead++]);
+    }
+    if (r.pendingHead === r.pending.length) {
+      r.pending.length = 0;
+      r.pendingHead = 0;
+    } else if (r.pendingHead > 512) {
+      r.pending.splice(0, r.pendingHead);
+      r.pendingHead = 0;
     }
   }
 
