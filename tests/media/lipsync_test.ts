@@ -22,6 +22,9 @@ import { SessionFace } from "../../src/media/lipsync/session_face.ts";
 import { isViseme, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
 import { phonemeVisemes } from "../../src/media/lipsync/visemes.ts";
 import { baseEnv } from "../helpers/cli.ts";
+import { loadArtBank } from "../../src/media/art_bank.ts";
+import { blendPose, VISEME_POSES } from "../../src/media/art/mouth.ts";
+import { CATALOG } from "../../src/media/catalog.ts";
 
 const lib = EspeakLib.open();
 const SENTENCE = "Bob made a map of the big pub, maybe five; then Pam paused.";
@@ -305,4 +308,83 @@ Deno.test("visemes: espeak-ng's IPA in English, German and French maps onto the 
   assert.equal(v("ɔ̃", "fr"), "oh");
   assert.equal(v("y", "fr"), "ou");
   assert.equal(v("(en)"), undefined);
+});
+
+Deno.test("face: listening while the user speaks, thinking from the user's last word to the agent's first sound", () => {
+  const user = speak("Hello there, how are you doing today?", "en-us+f5");
+  const pcm24 = Int16Array.from(
+    new StreamResampler(user.sampleRate, 24000).process(user.samples),
+    (x) => Math.round(x),
+  );
+  let now = 0;
+  const face = new SessionFace({
+    engineRate: 24000,
+    timelineRate: 48000,
+    inputRate: 24000,
+    seed: 3,
+    now: () => now,
+  });
+  const bytes = (pcm: Int16Array) => new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+  assert.equal(face.faceAt(0).mode, "idle");
+  assert.equal(face.faceAt(0).look, "neutral");
+  // The user speaks (20 ms microphone frames).
+  for (let at = 0; at < pcm24.length / 2; at += 480) {
+    face.userAudio(bytes(pcm24.slice(at, at + 480)));
+    now += 20;
+  }
+  assert.equal(face.faceAt(now).mode, "listening");
+  assert.equal(face.faceAt(now).look, "listening");
+  // Then stops: after the end-of-turn silence, the avatar thinks.
+  for (let i = 0; i < 40; i++) {
+    face.userAudio(bytes(new Int16Array(480)));
+    now += 20;
+  }
+  const thinking = face.faceAt(now);
+  assert.equal(thinking.mode, "thinking");
+  assert.equal(thinking.look, "thinking");
+  // Its first sound ends the thinking look.
+  face.responseStarted("r_1");
+  face.words("r_1", user.words);
+  const agent = pcm24;
+  for (let at = 0; at < agent.length; at += 480) face.audio(agent.subarray(at, at + 480), "r_1");
+  face.responseDone("r_1");
+  const at = Math.round(now * 48);
+  face.placed("r_1", 0, at, agent.length * 2);
+  assert.equal(face.faceAt(now + 300).mode, "speaking");
+  assert.equal(face.faceAt(now + 300).look, "neutral");
+  assert.equal(face.faceAt(now + agent.length / 24 + 200).mode, "idle", "the thinking look is over");
+  // Head motion stays small; blinks happen.
+  let blinks = 0;
+  for (let t = 0; t < 20_000; t += 40) {
+    const f = face.faceAt(now + agent.length / 24 + 400 + t);
+    assert.ok(Math.abs(f.headDx) <= 4 && Math.abs(f.headDy) <= 4, `head at ${f.headDx}, ${f.headDy}`);
+    if (f.eyes === "closed") blinks++;
+  }
+  assert.ok(blinks >= 3, `${blinks} closed-eye frames in 20 s`);
+});
+
+Deno.test("art: every avatar draws 15 distinct mouths; a blend of neighbours lies between them", async () => {
+  const art = await loadArtBank(CATALOG, 256, 256);
+  for (const a of CATALOG.avatars) {
+    const avatar = art.avatars.get(a.id)!;
+    const pixels = VISEMES.map((v) => avatar.mouth(VISEME_POSES[v]).rgba);
+    for (let i = 0; i < pixels.length; i++) {
+      for (let j = i + 1; j < pixels.length; j++) {
+        assert.notDeepEqual(pixels[i], pixels[j], `${a.id}: ${VISEMES[i]} and ${VISEMES[j]} differ`);
+      }
+    }
+    // The dark mouth cavity: none when closed, most for aa; half PP + half aa is in between.
+    const dark = (rgba: Uint8Array) => {
+      let n = 0;
+      for (let i = 0; i < rgba.length; i += 4) if (rgba[i + 3] > 200 && rgba[i] < 66 && rgba[i + 1] < 22) n++;
+      return n;
+    };
+    const w = new Float32Array(VISEMES.length);
+    w[VISEME_INDEX.PP] = 0.5;
+    w[VISEME_INDEX.aa] = 0.5;
+    const half = dark(avatar.mouth(blendPose(w)).rgba);
+    const closed = dark(avatar.mouth(VISEME_POSES.PP).rgba), open = dark(avatar.mouth(VISEME_POSES.aa).rgba);
+    assert.ok(closed < 5, `${a.id}: PP shows no cavity (${closed})`);
+    assert.ok(half > closed && half < open, `${a.id}: ${closed} < ${half} < ${open}`);
+  }
 });
