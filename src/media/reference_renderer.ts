@@ -2,13 +2,13 @@
  * The reference renderer: the catalog's avatars (rasterised once) composited over their background, the
  * face each frame asks for (`FaceState`: viseme weights drawn as a blended mouth pose, blinks, looks,
  * head motion). A frame is a cached "base" (background, body, head, eyes at a head offset) with the
- * mouth's small box recomposited and converted to yuv420p; whole frames are kept in a shared
- * {@link FrameCache}, so a steady face mostly costs a lookup.
+ * mouth's small box recomposited and converted to yuv420p; frames of a face at rest are kept in a shared
+ * {@link FrameCache}, so a quiet face mostly costs a lookup.
  *
  * @module
  */
 import type { EyeState, Look } from "./art/avatars.ts";
-import { blendPose, poseKey, quantisePose } from "./art/mouth.ts";
+import { blendPose, poseKey, quantisePose, VISEME_POSES } from "./art/mouth.ts";
 import type { ArtBank, AvatarArt } from "./art_bank.ts";
 import { FrameCache } from "./frame_cache.ts";
 import { FaceAnimator, type FaceState, silentVisemes } from "./motion.ts";
@@ -16,7 +16,9 @@ import type { FrameRequest, Renderer, RenderSession, VideoFormat } from "./rende
 import { blendSprite, rgbaRegionToI420, rgbaToI420 } from "./yuv.ts";
 
 /** Bases kept per renderer (head offset × eyes × look, per avatar and background). */
-const BASE_CACHE = 48;
+const BASE_CACHE = 96;
+/** The pose key of the mouth at rest. */
+const REST_KEY = poseKey(quantisePose(VISEME_POSES.sil));
 
 interface Base {
   i420: Uint8Array;
@@ -58,7 +60,8 @@ export class ReferenceRenderer implements Renderer {
     const dx = Math.round(face.headDx * s), dy = Math.round(face.headDy * s);
     const pose = quantisePose(blendPose(face.visemes));
     const baseKey = `${prefix}/${dx}/${dy}/${face.eyes}/${face.look}`;
-    return this.cache.get(`${baseKey}/${poseKey(pose)}`, () => {
+    const key = poseKey(pose);
+    const compose = () => {
       const base = this.#base(baseKey, avatar, bg, dx, dy, face.eyes, face.look);
       const box = avatar.mouthBox;
       const region = base.box.slice();
@@ -68,7 +71,11 @@ export class ReferenceRenderer implements Renderer {
       const out = base.i420.slice();
       rgbaRegionToI420(region, box.width, box.height, out, width, this.art.height, box.x, box.y);
       return out;
-    });
+    };
+    // A face at rest repeats (idle, listening, thinking): cached. A talking mouth rarely repeats exactly
+    // (blended poses × head offsets × blinks): composed each time from the cached base, which is cheap,
+    // instead of filling the shared cache with frames seen once.
+    return key === REST_KEY ? this.cache.get(`${baseKey}/${key}`, compose) : compose();
   }
 
   #base(
