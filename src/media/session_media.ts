@@ -10,8 +10,8 @@
  * packet, so every block is encoded at once) and kept between one and {@link MAX_LEAD_BLOCKS} blocks
  * ahead of the clock: silence fills the gaps, speech is written as soon as a whole block of it is queued
  * and at most that far ahead, so barge-in can only leave that much already-encoded speech behind. A
- * response's first block waits until {@link LOOKAHEAD_MS} of it is queued (or all of it), so lip sync can
- * look that far ahead even when the engine speaks in real time.
+ * response's first block waits until {@link LOOKAHEAD_MS} of it is queued (or all of it; less with
+ * `SVC_LIPSYNC_HOLD_MS`), so lip sync can look that far ahead even when the engine speaks in real time.
  *
  * Lip sync and the face (`lipsync/session_face.ts`): the engine's audio, transcript and word timings go to
  * the streaming viseme engine as they arrive; the playout reports where each response's samples land on
@@ -49,8 +49,6 @@ const VIDEO_TIMESCALE = 90_000;
 const MAX_PENDING_FRAMES = 3;
 /** Frames a late clock tick still renders (older missed frames are dropped). */
 const MAX_CATCH_UP = 2;
-/** Speech held back at the start of a response for lip sync's look-ahead, samples at 48 kHz. */
-const HOLD_SAMPLES = LOOKAHEAD_MS * AUDIO_RATE / 1000;
 
 /** What a session's media plane needs. */
 export interface SessionMediaDeps {
@@ -82,8 +80,11 @@ export interface SessionMediaDeps {
   onStopped(): void;
   /** Optional probe for measurements: speech samples placed on the timeline. */
   observer?: MediaObserver;
-  /** Lip sync: text to phonemes (default: libespeak-ng in process; null: audio alone) and the language. */
-  lipSync?: { g2p?: G2p | null; lang?: string };
+  /**
+   * Lip sync: text to phonemes (default: libespeak-ng in process; null: audio alone), the language, and
+   * how much of a response's start is held back for the look-ahead (ms, default {@link LOOKAHEAD_MS}).
+   */
+  lipSync?: { g2p?: G2p | null; lang?: string; holdMs?: number };
 }
 
 /** Hooks for measurements (the bench); never needed in production. */
@@ -128,6 +129,8 @@ export class AvatarSessionMedia implements SessionMedia {
   readonly #queue: PlayoutQueue;
   readonly #resampler: LinearResampler;
   readonly #face: SessionFace;
+  /** Speech held back at the start of a response for lip sync's look-ahead, samples at 48 kHz. */
+  readonly #hold: number;
   readonly #frameMs: number;
   readonly #frameTicks: number;
   readonly #samplesPerFrame: number;
@@ -184,6 +187,9 @@ export class AvatarSessionMedia implements SessionMedia {
       },
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
+    this.#hold = Math.round(
+      Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? LOOKAHEAD_MS)) * AUDIO_RATE / 1000,
+    );
     this.#face = new SessionFace({
       engineRate: deps.connection.outputSampleRate,
       timelineRate: AUDIO_RATE,
@@ -344,7 +350,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #schedule(): void {
     if (this.#stopped) return;
     const frameAt = this.#t0 + this.#nextFrame * this.#frameMs;
-    const queued = this.#clients() > 0 && !this.#queue.headHeld(HOLD_SAMPLES) ? this.#queue.length : 0;
+    const queued = this.#clients() > 0 && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
     let due: number; // timeline sample at which audio needs attention
     if (queued >= AUDIO_BLOCK || (queued > 0 && this.#queue.settled)) {
       due = this.#written + AUDIO_BLOCK - MAX_LEAD_BLOCKS * AUDIO_BLOCK; // room for another speech block
@@ -369,7 +375,7 @@ export class AvatarSessionMedia implements SessionMedia {
     const placed = (id: string, from: number, outAt: number, n: number) =>
       this.#face.placed(id, from, this.#written + outAt, n);
     for (let guard = 0; guard < 64; guard++) {
-      const avail = gate && !this.#queue.headHeld(HOLD_SAMPLES) ? this.#queue.length : 0;
+      const avail = gate && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
       const block = new Int16Array(AUDIO_BLOCK);
       let speech = 0;
       if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {

@@ -199,3 +199,20 @@ Deno.test("lip sync session: audio alone without knowledge; a response's start w
     await c.close();
   });
 });
+
+Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk plays at once", async () => {
+  await withMedia(async ({ create, wsUrl, fake, media }) => {
+    const s = await create();
+    const engine = fake.of(s.session_id);
+    const c = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+    await c.until(() => c.segments().length > 0, DEADLINE_MS, "stream");
+    const m = media(s.session_id);
+    const sp = speech(24000);
+    engine.events.onResponseStarted("r_1");
+    engine.events.onAudio(sp.chunks[0], "r_1");
+    engine.events.onAudio(sp.chunks[1], "r_1");
+    await until(() => m.stats().queuedSamples < 2 * 960 - 2, DEADLINE_MS, "the first 40 ms to play");
+    engine.events.onResponseDone("r_1", "completed");
+    await c.close();
+  }, { media: { lipSyncHoldMs: 0 } });
+});
