@@ -12,6 +12,7 @@
 import { type EspeakLib, type EspeakVoiceOptions, speechTimings } from "../../engine/espeak_lib.ts";
 import { parseWav } from "../../engine/wav.ts";
 import { phonemeVisemes, VISEME_INDEX, type VisemePart } from "../../src/media/lipsync/visemes.ts";
+import { prng } from "../../src/media/motion.ts";
 
 /** One phoneme of a timeline. */
 export interface Segment {
@@ -41,17 +42,8 @@ export interface Utterance {
   words: TimedWord[];
 }
 
-/** A small deterministic PRNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG (mulberry32, the one the avatars' motion uses). */
+export const rng = prng;
 
 const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
 

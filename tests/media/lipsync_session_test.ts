@@ -14,7 +14,7 @@ import { type Alignment, startVendor3Fake } from "../fakes/vendor3.ts";
 import { DEADLINE_MS } from "../helpers/deadline.ts";
 import { engineBody } from "../helpers/fixtures.ts";
 import { createHarness } from "../helpers/harness.ts";
-import { MediaClientRecorder, smallRenderer, until, withMedia } from "../helpers/media.ts";
+import { MediaClientRecorder, type MediaContext, smallRenderer, until, withMedia } from "../helpers/media.ts";
 import { MediaPlane } from "../../src/media/plane.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
@@ -167,14 +167,18 @@ Deno.test("lip sync session: vendor3's character alignment makes a word-timed mo
   }
 });
 
+/** A session on the fake engine, watched by a client, and espeak-ng speech for it. */
+async function watched({ create, wsUrl, fake, media }: MediaContext) {
+  const s = await create();
+  const engine = fake.of(s.session_id);
+  const c = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+  await c.until(() => c.segments().length > 0, DEADLINE_MS, "stream");
+  return { engine, c, m: media(s.session_id), sp: speech(24000) };
+}
+
 Deno.test("lip sync session: audio alone without knowledge; a response's start waits until 80 ms of it are queued", async () => {
-  await withMedia(async ({ create, wsUrl, fake, media }) => {
-    const s = await create();
-    const engine = fake.of(s.session_id);
-    const c = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
-    await c.until(() => c.segments().length > 0, DEADLINE_MS, "stream");
-    const m = media(s.session_id);
-    const sp = speech(24000);
+  await withMedia(async (ctx) => {
+    const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
     // 40 ms of the response: held back (not played) however long the clock runs.
     engine.events.onAudio(sp.chunks[0], "r_1");
@@ -201,13 +205,8 @@ Deno.test("lip sync session: audio alone without knowledge; a response's start w
 });
 
 Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk plays at once", async () => {
-  await withMedia(async ({ create, wsUrl, fake, media }) => {
-    const s = await create();
-    const engine = fake.of(s.session_id);
-    const c = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
-    await c.until(() => c.segments().length > 0, DEADLINE_MS, "stream");
-    const m = media(s.session_id);
-    const sp = speech(24000);
+  await withMedia(async (ctx) => {
+    const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
     engine.events.onAudio(sp.chunks[0], "r_1");
     engine.events.onAudio(sp.chunks[1], "r_1");
