@@ -153,6 +153,15 @@ Deno.test("lip sync look-ahead: no frame waits for more than 80 ms of audio afte
       assert.ok(decided >= durFrames - 8, `frames decided while streaming: ${decided} of ${durFrames}`);
     }
   }
+  // The CLI's driver keeps its 20 ms chunks on the grid at rates where 20 ms is not a whole number of samples.
+  for (const rate of [11025, 12345, 44100]) {
+    const pcm = Int16Array.from(
+      new StreamResampler(u.sampleRate, rate).process(u.samples),
+      (x) => Math.round(x),
+    );
+    const r = lipSyncRecording({ samples: pcm, sampleRate: rate, g2p: null });
+    assert.ok(r.maxLookaheadMs <= LOOKAHEAD_MS, `${rate} Hz: ${r.maxLookaheadMs} ms`);
+  }
 });
 
 Deno.test("lip sync words: late words take over from their arrival, words that never come leave the audio alone", () => {

@@ -75,9 +75,12 @@ export function lipSyncRecording(input: RecordingInput): RecordingResult {
   const words = [...(input.words ?? [])].sort((a, b) => a.start_ms - b.start_ms);
   const deltas = [...(input.textDeltas ?? [])].sort((a, b) => a.atMs - b.atMs);
   let wi = 0, di = 0;
-  const chunk = Math.max(1, Math.round(sampleRate * (input.chunkMs ?? 20) / 1000));
-  for (let at = 0; at < samples.length; at += chunk) {
-    const n = Math.min(chunk, samples.length - at);
+  // Chunks end exactly on the 20 ms grid (rounded down to a sample), whatever the rate: 441 samples at
+  // 22.05 kHz, 220 or 221 at 11.025 kHz.
+  const chunkMs = input.chunkMs ?? 20;
+  for (let k = 0, at = 0; at < samples.length; k++) {
+    const next = Math.max(at + 1, Math.floor((k + 1) * chunkMs * sampleRate / 1000));
+    const n = Math.min(next, samples.length) - at;
     const startMs = at * 1000 / sampleRate, endMs = (at + n) * 1000 / sampleRate;
     while (di < deltas.length && deltas[di].atMs <= startMs) {
       engine.text(deltas[di].text, { final: di === deltas.length - 1 });
@@ -88,6 +91,7 @@ export function lipSyncRecording(input: RecordingInput): RecordingResult {
     if (due.length) engine.words(due);
     pushedMs = endMs;
     engine.audio(samples.subarray(at, at + n));
+    at += n;
   }
   while (di < deltas.length) engine.text(deltas[di].text, { final: ++di === deltas.length });
   if (wi < words.length) engine.words(words.slice(wi));
