@@ -15,9 +15,17 @@
 
 import { concatPcm, framePcm, pcm16FromBytes, resampleLinear, samplesForMs } from "./pcm.ts";
 import { PacedSender } from "./playout.ts";
-import type { BridgeMessage, EngineMessage, ResponseStatus } from "./protocol.ts";
+import {
+  type BridgeMessage,
+  type EngineMessage,
+  MAX_FRAME_BYTES,
+  MAX_WORDS_PER_MESSAGE,
+  type ResponseStatus,
+  type TimedPhoneme,
+  type TimedWord,
+} from "./protocol.ts";
 import type { EngineSessionStats } from "./stats.ts";
-import type { Tts } from "./tts.ts";
+import type { TimedSpeech, Tts } from "./tts.ts";
 import { EnergyVad, type VadEvent, type VadOptions, type VadTurnEnded } from "./vad.ts";
 
 /** How the engine answers a user turn. */
@@ -82,6 +90,13 @@ export function toolSentence(name: string, outcome: ToolOutcome): string {
   const raw = typeof outcome.output === "string" ? outcome.output : JSON.stringify(outcome.output ?? null);
   const text = raw.length > 120 ? `${raw.slice(0, 117)}...` : raw;
   return outcome.isError ? `Your ${name} tool failed: ${text}.` : `Your ${name} tool answered: ${text}.`;
+}
+
+/** A response's audio, with the timing of what it says when the synthesiser gives it. */
+interface BuiltResponse {
+  audio: Int16Array;
+  words?: TimedWord[];
+  phonemes?: TimedPhoneme[];
 }
 
 interface ResponseJob {
@@ -150,11 +165,10 @@ export class Conversation {
   start(): void {
     const greeting = this.#o.greeting?.trim();
     if (!greeting) return;
-    this.#respond(
-      "greeting",
-      greeting,
-      async () => await this.#o.tts.synthesize(greeting, this.#o.outputSampleRate),
-    );
+    this.#respond("greeting", greeting, async () => {
+      const speech = await this.#speak(greeting);
+      return { audio: speech.samples, words: speech.words, phonemes: speech.phonemes };
+    });
   }
 
   /**
@@ -282,10 +296,10 @@ export class Conversation {
       return;
     }
     if (this.#active?.sender) this.#stopActive("interrupted");
-    const { inputSampleRate, outputSampleRate, mode, tts } = this.#o;
+    const { inputSampleRate, outputSampleRate, mode } = this.#o;
     const playback = () => resampleLinear(turn.samples, inputSampleRate, outputSampleRate);
     if (mode === "echo") {
-      this.#respond(turnId, null, () => Promise.resolve(playback()));
+      this.#respond(turnId, null, () => Promise.resolve({ audio: playback() }));
       return;
     }
     const tool = this.#o.demoTool;
@@ -294,13 +308,63 @@ export class Conversation {
         const outcome = await this.#callTool(tool, { turn_id: turnId, speech_ms: speechMs });
         job.text = `${answerText(speechMs)} ${toolSentence(tool, outcome)}`;
       }
-      const spoken = await tts.synthesize(job.text!, outputSampleRate);
-      return concatPcm([spoken, new Int16Array(samplesForMs(this.#gapMs, outputSampleRate)), playback()]);
+      const spoken = await this.#speak(job.text!);
+      return {
+        audio: concatPcm([
+          spoken.samples,
+          new Int16Array(samplesForMs(this.#gapMs, outputSampleRate)),
+          playback(),
+        ]),
+        words: spoken.words,
+        phonemes: spoken.phonemes,
+      };
     });
   }
 
+  /** Synthesises `text`, with word and phoneme timings when the synthesiser gives them. */
+  async #speak(text: string): Promise<TimedSpeech> {
+    const { tts, outputSampleRate } = this.#o;
+    if (tts.synthesizeTimed) return await tts.synthesizeTimed(text, outputSampleRate);
+    return { samples: await tts.synthesize(text, outputSampleRate), words: [], phonemes: [] };
+  }
+
+  /**
+   * Sends the response's word timings (and phoneme times) in `response.words` messages, each within the
+   * protocol's frame and word limits, before its audio.
+   */
+  #sendWords(responseId: string, words: TimedWord[], phonemes: TimedPhoneme[]): void {
+    const round = <T extends { start_ms: number; end_ms: number }>(x: T): T => ({
+      ...x,
+      start_ms: Math.round(x.start_ms),
+      end_ms: Math.round(x.end_ms),
+    });
+    let i = 0;
+    while (i < words.length) {
+      let n = Math.min(MAX_WORDS_PER_MESSAGE, words.length - i);
+      for (;;) {
+        const chunk = words.slice(i, i + n).map(round);
+        const from = i === 0 ? -Infinity : chunk[0].start_ms;
+        const to = i + n >= words.length ? Infinity : words[i + n].start_ms;
+        const ph = phonemes.filter((p) => p.start_ms >= from && p.start_ms < to).map(round);
+        const message: EngineMessage = {
+          type: "response.words",
+          response_id: responseId,
+          words: chunk,
+          phonemes: ph,
+        };
+        const json = JSON.stringify(message);
+        if (json.length * 3 <= MAX_FRAME_BYTES - 1024 || n === 1) {
+          this.#o.output.sendJson(message);
+          break;
+        }
+        n = Math.max(1, n >> 1);
+      }
+      i += n;
+    }
+  }
+
   /** Prepares audio, then sends `response.started`, the paced frames, the transcript and `response.done`. */
-  #respond(reason: string, text: string | null, build: (job: ResponseJob) => Promise<Int16Array>): void {
+  #respond(reason: string, text: string | null, build: (job: ResponseJob) => Promise<BuiltResponse>): void {
     if (this.#closed) return;
     const job: ResponseJob = { id: `r_${this.#nextResponse++}`, text, sender: null, abandoned: false };
     this.#active = job;
@@ -314,11 +378,11 @@ export class Conversation {
   async #run(
     job: ResponseJob,
     reason: string,
-    build: (job: ResponseJob) => Promise<Int16Array>,
+    build: (job: ResponseJob) => Promise<BuiltResponse>,
   ): Promise<void> {
-    let audio: Int16Array;
+    let built: BuiltResponse;
     try {
-      audio = await build(job);
+      built = await build(job);
     } catch (err) {
       if (this.#active === job) this.#active = null;
       if (job.abandoned || this.#closed) return;
@@ -334,8 +398,10 @@ export class Conversation {
     if (job.abandoned || this.#closed || this.#active !== job) return;
 
     const { output, stats } = this.#o;
+    const audio = built.audio;
     const frames = framePcm(audio, samplesForMs(this.#frameMs, this.#o.outputSampleRate));
     output.sendJson({ type: "response.started", response_id: job.id });
+    if (built.words?.length) this.#sendWords(job.id, built.words, built.phonemes ?? []);
     stats.responses_started++;
     this.#log("response_started", {
       response_id: job.id,

@@ -71,6 +71,23 @@ export interface OutputAudioFormat {
   channels: 1;
 }
 
+/** A word of `response.words`: its span in ms from the response's first audio sample. */
+export interface TimedWord {
+  word: string;
+  start_ms: number;
+  end_ms: number;
+}
+
+/** A phoneme of `response.words` (informational): IPA, its span in ms from the response's first sample. */
+export interface TimedPhoneme {
+  phoneme: string;
+  start_ms: number;
+  end_ms: number;
+}
+
+/** Most words one `response.words` message may carry (it must also fit a 64 KiB frame). */
+export const MAX_WORDS_PER_MESSAGE = 500;
+
 /** Messages the engine sends (§4.2). */
 export type EngineMessage =
   | {
@@ -84,6 +101,7 @@ export type EngineMessage =
   | { type: "input.speech_started" }
   | { type: "input.interrupt"; response_id: string }
   | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean }
+  | { type: "response.words"; response_id: string; words: TimedWord[]; phonemes?: TimedPhoneme[] }
   | { type: "error"; code: ErrorCode; message: string; fatal: boolean; event_id?: string }
   | { type: "ping"; id: number }
   | { type: "pong"; id?: unknown }

@@ -5,8 +5,16 @@
  * @module
  */
 
+import { espeakLib, type SpeechPhoneme, speechTimings, type SpeechWord } from "./espeak_lib.ts";
 import { resampleLinear } from "./pcm.ts";
 import { parseWav } from "./wav.ts";
+
+/** Speech with the timing of its words and phonemes (ms from its first sample). */
+export interface TimedSpeech {
+  samples: Int16Array;
+  words: SpeechWord[];
+  phonemes: SpeechPhoneme[];
+}
 
 /** Speech synthesiser producing mono 16-bit PCM. */
 export interface Tts {
@@ -18,6 +26,11 @@ export interface Tts {
    * @returns mono 16-bit samples at `sampleRate`
    */
   synthesize(text: string, sampleRate: number): Promise<Int16Array>;
+  /**
+   * Optional: synthesises `text` with its word and phoneme timings (the engine then sends
+   * `response.words`, which the avatar's lip sync uses).
+   */
+  synthesizeTimed?(text: string, sampleRate: number): Promise<TimedSpeech>;
 }
 
 /** Raised when speech synthesis fails (synthesiser missing, bad voice, crash, timeout). */
@@ -82,6 +95,27 @@ export class EspeakTts implements Tts {
   /** The voice in use. */
   get voice(): string {
     return this.#voice;
+  }
+
+  /**
+   * Like {@link synthesize}, with word and phoneme timings, through libespeak-ng in process (same voice
+   * and rate). Without the library (or with another `command`), the command line's audio comes without
+   * timings.
+   */
+  async synthesizeTimed(text: string, sampleRate: number): Promise<TimedSpeech> {
+    const lib = this.#command === "espeak-ng" ? espeakLib() : null;
+    const clean = text.replace(/\s+/g, " ").trim().slice(0, MAX_TTS_TEXT_LENGTH);
+    if (!lib || clean === "") {
+      return { samples: await this.synthesize(text, sampleRate), words: [], phonemes: [] };
+    }
+    let speech;
+    try {
+      speech = lib.synthesize(clean, { voice: this.#voice, rate: this.#wpm });
+    } catch (err) {
+      throw new TtsError(`libespeak-ng failed: ${(err as Error).message}`);
+    }
+    const timings = speechTimings(speech, clean);
+    return { samples: resampleLinear(speech.samples, speech.sampleRate, sampleRate), ...timings };
   }
 
   /** {@inheritDoc Tts.synthesize} */

@@ -128,6 +128,8 @@ export interface MediaConfig {
   firstFrameTimeoutMs: number;
   /** Memory for the shared cache of composited frames, bytes. */
   frameCacheBytes: number;
+  /** Speech held back at the start of a response so lip sync can look ahead, ms (0–80). */
+  lipSyncHoldMs: number;
 }
 
 /** Settings of the `webrtc_sfu` transport (see docs/configuration.md, "WebRTC through an SFU"). */
@@ -273,6 +275,7 @@ const VARIABLES = {
   SVC_RENDER_CAPACITY: { schema: int(1, 10_000), default: "20" },
   SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
+  SVC_LIPSYNC_HOLD_MS: { schema: int(0, 80), default: "80" },
   SVC_DEMO_PAGE: { schema: bool, default: "true" },
   SVC_SFU_JANUS_URL: {
     schema: z.url({ protocol: /^wss?$/, error: "must be a ws:// or wss:// URL (Janus's WebSocket API)" }),
@@ -447,6 +450,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       capacity: v.SVC_RENDER_CAPACITY!,
       firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
+      lipSyncHoldMs: v.SVC_LIPSYNC_HOLD_MS!,
     },
     // On by default on one host; an API process serves it only when asked to (each start mints a demo key).
     demoPage: role === "all" ? v.SVC_DEMO_PAGE! : role === "api" && !!env.SVC_DEMO_PAGE && v.SVC_DEMO_PAGE!,

@@ -1,28 +1,29 @@
 /**
- * The catalog's art rasterised for one output size, once at start-up, shared by every session.
+ * The catalog's art rasterised for one output size, shared by every session: body, head, and eyes (3
+ * blink states × 3 looks) once at start-up; mouths on demand, one per quantised pose (`art/mouth.ts`),
+ * rasterised over the mouth's small box only and kept in a bounded cache per avatar.
  *
  * @module
  */
-import {
-  bodySvg,
-  EYE_STATES,
-  eyesSvg,
-  type EyeState,
-  headSvg,
-  MOUTH_SHAPES,
-  type MouthShape,
-  mouthSvg,
-} from "./art/avatars.ts";
+import { bodySvg, EYE_STATES, eyesSvg, type EyeState, headSvg, type Look, LOOKS } from "./art/avatars.ts";
+import { MOUTH_BOX, mouthElements, type MouthPose, poseKey, quantisePose } from "./art/mouth.ts";
+import type { AvatarStyle } from "./art/avatars.ts";
 import type { Catalog } from "./catalog.ts";
-import { cropToSprite, rasterise, type Sprite } from "./raster.ts";
+import { cropToSprite, rasterise, rasteriseSync, type Sprite } from "./raster.ts";
 import { blendSprite } from "./yuv.ts";
+
+/** Mouth sprites kept per avatar (the most recently used). */
+const MOUTH_CACHE = 768;
 
 /** One avatar's layers. */
 export interface AvatarArt {
   body: Sprite;
   head: Sprite;
-  eyes: Record<EyeState, Sprite>;
-  mouths: Record<MouthShape, Sprite>;
+  eyes: Record<EyeState, Record<Look, Sprite>>;
+  /** The mouth in a pose (rasterised on first use, then cached). */
+  mouth(pose: MouthPose): Sprite;
+  /** The mouth's box on the output (x, y, width, height, all even). */
+  mouthBox: { x: number; y: number; width: number; height: number };
 }
 
 /** Every avatar and background of a catalog at one output size. */
@@ -34,20 +35,64 @@ export interface ArtBank {
   backgrounds: ReadonlyMap<string, Uint8Array>;
 }
 
-/** Rasterises the catalog's art at `width`×`height` (≈ 40 SVG renders). */
+/** The output box of the mouth region, on even pixels, with a margin for the head's motion. */
+function mouthBoxAt(width: number, height: number) {
+  const sx = width / 512, sy = height / 512;
+  const even = (v: number, up: boolean) => (up ? Math.ceil(v / 2) : Math.floor(v / 2)) * 2;
+  const x = Math.max(0, even(MOUTH_BOX.x * sx, false));
+  const y = Math.max(0, even(MOUTH_BOX.y * sy, false));
+  const x1 = Math.min(width, even((MOUTH_BOX.x + MOUTH_BOX.width) * sx, true));
+  const y1 = Math.min(height, even((MOUTH_BOX.y + MOUTH_BOX.height) * sy, true));
+  return { x, y, width: x1 - x, height: y1 - y };
+}
+
+function mouthRenderer(style: AvatarStyle, width: number, height: number) {
+  const box = mouthBoxAt(width, height);
+  const sx = width / 512, sy = height / 512;
+  const cache = new Map<string, Sprite>();
+  return {
+    box,
+    mouth(pose: MouthPose): Sprite {
+      const q = quantisePose(pose);
+      const key = poseKey(q);
+      const hit = cache.get(key);
+      if (hit) {
+        cache.delete(key);
+        cache.set(key, hit);
+        return hit;
+      }
+      // The box's view-box coordinates, so the SVG renders just that region at output scale.
+      const vb = `${box.x / sx} ${box.y / sy} ${box.width / sx} ${box.height / sy}`;
+      const svg =
+        `<svg xmlns="http://www.w3.org/2000/svg" width="${box.width}" height="${box.height}" viewBox="${vb}">${
+          mouthElements({ lips: style.lips, skinShade: style.skinShade }, q)
+        }</svg>`;
+      const rgba = rasteriseSync(svg, box.width, box.height);
+      const sprite: Sprite = { x: box.x, y: box.y, width: box.width, height: box.height, rgba };
+      cache.set(key, sprite);
+      if (cache.size > MOUTH_CACHE) cache.delete(cache.keys().next().value!);
+      return sprite;
+    },
+  };
+}
+
+/** Rasterises the catalog's art at `width`×`height` (≈ 35 SVG renders; mouths come later, on demand). */
 export async function loadArtBank(catalog: Catalog, width: number, height: number): Promise<ArtBank> {
   const sprite = async (svg: string) => cropToSprite(await rasterise(svg, width, height), width, height);
   const avatars = new Map<string, AvatarArt>();
   for (const a of catalog.avatars) {
-    const eyes = {} as Record<EyeState, Sprite>;
-    for (const s of EYE_STATES) eyes[s] = await sprite(eyesSvg(a.style, s));
-    const mouths = {} as Record<MouthShape, Sprite>;
-    for (const m of MOUTH_SHAPES) mouths[m] = await sprite(mouthSvg(a.style, m));
+    const eyes = {} as Record<EyeState, Record<Look, Sprite>>;
+    for (const s of EYE_STATES) {
+      eyes[s] = {} as Record<Look, Sprite>;
+      for (const l of LOOKS) eyes[s][l] = await sprite(eyesSvg(a.style, s, l));
+    }
+    const mouths = mouthRenderer(a.style, width, height);
     avatars.set(a.id, {
       body: await sprite(bodySvg(a.style)),
       head: await sprite(headSvg(a.style)),
       eyes,
-      mouths,
+      mouth: mouths.mouth,
+      mouthBox: mouths.box,
     });
   }
   const backgrounds = new Map<string, Uint8Array>();

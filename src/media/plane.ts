@@ -215,6 +215,7 @@ export class MediaPlane implements MediaPlaneInfo {
       crf: VIDEO_CRF,
       audioBitrate: AUDIO_BITRATE,
       firstFrameTimeoutMs: config.firstFrameTimeoutMs,
+      lipSync: { holdMs: config.lipSyncHoldMs },
       transport,
       logger,
       fail: s.fail,

@@ -13,7 +13,12 @@ interface Segment {
   responseId: string;
   samples: Int16Array;
   offset: number;
+  /** Position of `samples[0]` in its response's audio. */
+  at: number;
 }
+
+/** Where taken samples came from: `n` samples of `responseId` from its sample `from`, written at `outAt`. */
+export type TakenSpan = (responseId: string, from: number, outAt: number, n: number) => void;
 
 interface ResponseState {
   id: string;
@@ -21,6 +26,8 @@ interface ResponseState {
   interrupted: boolean;
   queued: number;
   played: number;
+  /** Samples pushed so far (the position of the next one in the response). */
+  pushed: number;
   reported: boolean;
 }
 
@@ -61,7 +68,8 @@ export class PlayoutQueue {
     if (this.#finished.has(responseId)) return;
     const r = this.#response(responseId);
     if (r.interrupted || r.done || samples.length === 0) return;
-    this.#segments.push({ responseId, samples, offset: 0 });
+    this.#segments.push({ responseId, samples, offset: 0, at: r.pushed });
+    r.pushed += samples.length;
     r.queued += samples.length;
     this.#queued += samples.length;
     this.#bound();
@@ -104,13 +112,25 @@ export class PlayoutQueue {
     this.#queued = 0;
   }
 
-  /** Moves up to `n` samples into `out` at `at`; returns how many. */
-  take(out: Int16Array, at: number, n: number): number {
+  /**
+   * True while the response at the head of the queue has not started playing, is still growing and has
+   * fewer than `samples` queued: its start is held back (so lip sync can look ahead).
+   */
+  headHeld(samples: number): boolean {
+    const s = this.#segments[0];
+    if (!s) return false;
+    const r = this.#responses.get(s.responseId);
+    return !!r && r.played === 0 && !r.done && !r.interrupted && r.queued < samples;
+  }
+
+  /** Moves up to `n` samples into `out` at `at`; returns how many. `onSpan` says whose samples they are. */
+  take(out: Int16Array, at: number, n: number, onSpan?: TakenSpan): number {
     let got = 0;
     while (got < n && this.#segments.length) {
       const s = this.#segments[0];
       const k = Math.min(n - got, s.samples.length - s.offset);
       out.set(s.samples.subarray(s.offset, s.offset + k), at + got);
+      onSpan?.(s.responseId, s.at + s.offset, at + got, k);
       s.offset += k;
       got += k;
       const r = this.#responses.get(s.responseId)!;
@@ -147,7 +167,7 @@ export class PlayoutQueue {
   #response(id: string): ResponseState {
     let r = this.#responses.get(id);
     if (!r) {
-      r = { id, done: false, interrupted: false, queued: 0, played: 0, reported: false };
+      r = { id, done: false, interrupted: false, queued: 0, played: 0, pushed: 0, reported: false };
       this.#responses.set(id, r);
     }
     return r;

@@ -32,7 +32,18 @@ export function initRasteriser(): Promise<void> {
 /** Renders an SVG to a full-size RGBA bitmap of `width`×`height` (premultiplied alpha). */
 export async function rasterise(svg: string, width: number, height: number): Promise<Uint8Array> {
   await initRasteriser();
-  const sized = svg.replace(/width="512" height="512"/, `width="${width}" height="${height}"`);
+  return rasteriseSync(
+    svg.replace(/width="512" height="512"/, `width="${width}" height="${height}"`),
+    width,
+    height,
+  );
+}
+
+/**
+ * Renders an SVG whose own `width` and `height` are `width`×`height` (premultiplied alpha), at once:
+ * only after {@link initRasteriser} has resolved.
+ */
+export function rasteriseSync(sized: string, width: number, height: number): Uint8Array {
   const r = new Resvg(sized, { fitTo: { mode: "original" }, background: "rgba(0,0,0,0)" });
   try {
     const img = r.render();

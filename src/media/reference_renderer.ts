@@ -1,55 +1,114 @@
 /**
  * The reference renderer: the catalog's avatars (rasterised once) composited over their background, the
- * mouth following the audio's energy, with blinks and a slow head bob. Frames are composited in RGBA,
- * converted to yuv420p once and kept in a shared {@link FrameCache}, so a steady session mostly costs a
- * cache lookup per frame.
+ * face each frame asks for (`FaceState`: viseme weights drawn as a blended mouth pose, blinks, looks,
+ * head motion). A frame is a cached "base" (background, body, head, eyes at a head offset) with the
+ * mouth's small box recomposited and converted to yuv420p; frames of a face at rest are kept in a shared
+ * {@link FrameCache}, so a quiet face mostly costs a lookup.
  *
  * @module
  */
-import type { EyeState, MouthShape } from "./art/avatars.ts";
-import type { ArtBank } from "./art_bank.ts";
+import type { EyeState, Look } from "./art/avatars.ts";
+import { blendPose, poseKey, quantisePose, VISEME_POSES } from "./art/mouth.ts";
+import type { ArtBank, AvatarArt } from "./art_bank.ts";
 import { FrameCache } from "./frame_cache.ts";
-import { analyse, LipSync } from "./lipsync.ts";
-import { Blinker, headOffset } from "./motion.ts";
+import { FaceAnimator, type FaceState, silentVisemes } from "./motion.ts";
 import type { FrameRequest, Renderer, RenderSession, VideoFormat } from "./renderer.ts";
-import { blendSprite, rgbaToI420 } from "./yuv.ts";
+import { blendSprite, rgbaRegionToI420, rgbaToI420 } from "./yuv.ts";
+
+/** Bases kept per renderer (head offset × eyes × look, per avatar and background). */
+const BASE_CACHE = 96;
+/** The pose key of the mouth at rest. */
+const REST_KEY = poseKey(quantisePose(VISEME_POSES.sil));
+
+interface Base {
+  i420: Uint8Array;
+  /** The RGBA of the mouth box (without a mouth). */
+  box: Uint8Array;
+}
 
 /** The sprite renderer over an {@link ArtBank}. */
 export class ReferenceRenderer implements Renderer {
   readonly format: VideoFormat;
-  /** Amplitude of the head bob in pixels (2 px at 512 px height). */
-  readonly bob: number;
+  readonly #bases = new Map<string, Base>();
 
   constructor(readonly art: ArtBank, fps: number, readonly cache: FrameCache) {
     this.format = { width: art.width, height: art.height, fps };
-    this.bob = Math.max(1, Math.round(2 * art.height / 512));
   }
 
   open(options: { avatarId: string; bgId: string; seed: number }): RenderSession {
     const avatar = this.art.avatars.get(options.avatarId);
     const bg = this.art.backgrounds.get(options.bgId);
     if (!avatar || !bg) throw new Error("avatar or background missing from the art bank");
-    const { width, height } = this.art;
-    const blinker = new Blinker(options.seed);
-    const lips = new LipSync();
-    const phase = (options.seed % 628) / 100;
     const prefix = `${options.avatarId}/${options.bgId}`;
-    const compose = (dy: number, eyes: EyeState, mouth: MouthShape) => () => {
-      const rgba = bg.slice();
-      blendSprite(rgba, width, height, avatar.body);
-      blendSprite(rgba, width, height, avatar.head, 0, dy);
-      blendSprite(rgba, width, height, avatar.eyes[eyes], 0, dy);
-      blendSprite(rgba, width, height, avatar.mouths[mouth], 0, dy);
-      return rgbaToI420(rgba, width, height);
-    };
+    // Without a face from the session (a caller that only has audio), the renderer animates one itself.
+    const own = new FaceAnimator(options.seed);
+    const silent = silentVisemes();
     return {
       renderFrame: (req: FrameRequest) => {
-        const mouth = lips.next(analyse(req.audio, req.sampleRate));
-        const eyes = blinker.at(req.timeMs);
-        const dy = headOffset(req.timeMs, this.bob, req.speaking, phase);
-        return this.cache.get(`${prefix}/${dy}/${eyes}/${mouth}`, compose(dy, eyes, mouth));
+        const face = req.face ??
+          own.at(req.timeMs, { visemes: silent, mode: req.speaking ? "speaking" : "idle" });
+        return this.#frame(prefix, avatar, bg, face);
       },
       close: () => {},
     };
+  }
+
+  /** The frame of a face (cached). */
+  #frame(prefix: string, avatar: AvatarArt, bg: Uint8Array, face: FaceState): Uint8Array {
+    const { width } = this.art;
+    const s = width / 512;
+    const dx = Math.round(face.headDx * s), dy = Math.round(face.headDy * s);
+    const pose = quantisePose(blendPose(face.visemes));
+    const baseKey = `${prefix}/${dx}/${dy}/${face.eyes}/${face.look}`;
+    const key = poseKey(pose);
+    const compose = () => {
+      const base = this.#base(baseKey, avatar, bg, dx, dy, face.eyes, face.look);
+      const box = avatar.mouthBox;
+      const region = base.box.slice();
+      const mouth = avatar.mouth(pose);
+      // The mouth sprite covers the box exactly; it moves with the head.
+      blendSprite(region, box.width, box.height, { ...mouth, x: dx, y: dy });
+      const out = base.i420.slice();
+      rgbaRegionToI420(region, box.width, box.height, out, width, this.art.height, box.x, box.y);
+      return out;
+    };
+    // A face at rest repeats (idle, listening, thinking): cached. A talking mouth rarely repeats exactly
+    // (blended poses × head offsets × blinks): composed each time from the cached base, which is cheap,
+    // instead of filling the shared cache with frames seen once.
+    return key === REST_KEY ? this.cache.get(`${baseKey}/${key}`, compose) : compose();
+  }
+
+  #base(
+    key: string,
+    avatar: AvatarArt,
+    bg: Uint8Array,
+    dx: number,
+    dy: number,
+    eyes: EyeState,
+    look: Look,
+  ): Base {
+    const hit = this.#bases.get(key);
+    if (hit) {
+      this.#bases.delete(key);
+      this.#bases.set(key, hit);
+      return hit;
+    }
+    const { width, height } = this.art;
+    const rgba = bg.slice();
+    blendSprite(rgba, width, height, avatar.body);
+    blendSprite(rgba, width, height, avatar.head, dx, dy);
+    blendSprite(rgba, width, height, avatar.eyes[eyes][look], dx, dy);
+    const b = avatar.mouthBox;
+    const box = new Uint8Array(b.width * b.height * 4);
+    for (let y = 0; y < b.height; y++) {
+      box.set(
+        rgba.subarray(((b.y + y) * width + b.x) * 4, ((b.y + y) * width + b.x + b.width) * 4),
+        y * b.width * 4,
+      );
+    }
+    const base = { i420: rgbaToI420(rgba, width, height), box };
+    this.#bases.set(key, base);
+    if (this.#bases.size > BASE_CACHE) this.#bases.delete(this.#bases.keys().next().value!);
+    return base;
   }
 }

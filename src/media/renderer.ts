@@ -1,10 +1,12 @@
 /**
- * The renderer interface: what turns the avatar's speech into video frames. The reference renderer
- * (sprites drawn as SVG, lip sync from audio energy) implements it; a GPU or neural renderer can replace
- * it without touching encoding, muxing or delivery.
+ * The renderer interface: what turns the avatar's face into video frames. The session's media plane
+ * decides the face of each frame (visemes from the lip-sync engine, blinks, looks, head motion: a
+ * `FaceState`); the reference renderer (sprites drawn as SVG) draws it; a GPU or neural renderer can
+ * replace it without touching encoding, muxing or delivery.
  *
  * @module
  */
+import type { FaceState } from "./motion.ts";
 
 /** Output geometry and rate of a renderer. */
 export interface VideoFormat {
@@ -28,6 +30,11 @@ export interface FrameRequest {
   sampleRate: number;
   /** Whether the avatar is speaking (a response is being played). */
   speaking: boolean;
+  /**
+   * The face to draw: viseme weights, eyes, look and head offset at the frame's time. Without it a
+   * renderer animates an idle face itself.
+   */
+  face?: FaceState;
 }
 
 /** The rendering of one session. */

@@ -9,9 +9,14 @@
  * Audio is written to its encoder in blocks of {@link AUDIO_BLOCK} samples (21.3 ms, exactly one ffmpeg
  * packet, so every block is encoded at once) and kept between one and {@link MAX_LEAD_BLOCKS} blocks
  * ahead of the clock: silence fills the gaps, speech is written as soon as a whole block of it is queued
- * and at most that far ahead, so barge-in can only leave that much already-encoded speech behind. Each
- * video frame is rendered from the audio played during it (already written or still queued), so the
- * mouth matches the sound.
+ * and at most that far ahead, so barge-in can only leave that much already-encoded speech behind. A
+ * response's first block waits until {@link LOOKAHEAD_MS} of it is queued (or all of it; less with
+ * `SVC_LIPSYNC_HOLD_MS`), so lip sync can look that far ahead even when the engine speaks in real time.
+ *
+ * Lip sync and the face (`lipsync/session_face.ts`): the engine's audio, transcript and word timings go to
+ * the streaming viseme engine as they arrive; the playout reports where each response's samples land on
+ * the timeline; each video frame shows the face at the middle of its display time (co-articulated
+ * visemes, blinks, looks, head motion), so the mouth matches the sound.
  *
  * Speech waits in the queue while no client is connected (nobody would hear it), then plays.
  *
@@ -25,6 +30,10 @@ import type { EndReason } from "../sessions/end_reasons.ts";
 import { AUDIO_BLOCK, AUDIO_RATE, audioEncoderArgs, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
 import { FlvDemuxer } from "./flv.ts";
 import { OggOpusDemuxer, type OpusHead } from "./ogg_opus.ts";
+import type { G2p } from "./lipsync/g2p.ts";
+import { type CharAlignment, LOOKAHEAD_MS, type WordTiming } from "./lipsync/engine.ts";
+import { SessionFace, type SessionLipSyncStats } from "./lipsync/session_face.ts";
+import type { TimelineViseme } from "./lipsync/timeline.ts";
 import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
@@ -73,6 +82,11 @@ export interface SessionMediaDeps {
   onStopped(): void;
   /** Optional probe for measurements: speech samples placed on the timeline. */
   observer?: MediaObserver;
+  /**
+   * Lip sync: text to phonemes (default: libespeak-ng in process; null: audio alone), the language, and
+   * how much of a response's start is held back for the look-ahead (ms, default {@link LOOKAHEAD_MS}).
+   */
+  lipSync?: { g2p?: G2p | null; lang?: string; holdMs?: number };
 }
 
 /** Hooks for measurements (the bench); never needed in production. */
@@ -105,6 +119,8 @@ export interface SessionMediaStats {
   audioWritten: number;
   /** Opus pre-skip of the audio track (samples at 48 kHz). */
   audioPreSkip: number;
+  /** Lip sync: per-response sources, frames decided in time or late, the engine's CPU time. */
+  lipSync: SessionLipSyncStats;
 }
 
 /** The media plane of one session. */
@@ -114,6 +130,9 @@ export class AvatarSessionMedia implements SessionMedia {
   #transport: MediaTransport | null = null;
   readonly #queue: PlayoutQueue;
   readonly #resampler: LinearResampler;
+  readonly #face: SessionFace;
+  /** Speech held back at the start of a response for lip sync's look-ahead, samples at 48 kHz. */
+  readonly #hold: number;
   readonly #frameMs: number;
   readonly #frameTicks: number;
   readonly #samplesPerFrame: number;
@@ -173,6 +192,18 @@ export class AvatarSessionMedia implements SessionMedia {
       },
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
+    this.#hold = Math.round(
+      Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? LOOKAHEAD_MS)) * AUDIO_RATE / 1000,
+    );
+    this.#face = new SessionFace({
+      engineRate: deps.connection.outputSampleRate,
+      timelineRate: AUDIO_RATE,
+      inputRate: deps.connection.inputSampleRate,
+      seed: hashSeed(deps.sessionId),
+      g2p: deps.lipSync?.g2p,
+      lang: deps.lipSync?.lang,
+      now: () => performance.now() - this.#t0,
+    });
     this.#firstFrame.promise.catch(() => {});
     this.clientMessages.on("tool_result", (m) => this.#toolCalls.result(m));
   }
@@ -199,6 +230,7 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#transport = await d.transport({
       upstream: (pcm) => {
         if (this.#stopped) return;
+        this.#face.userAudio(pcm);
         try {
           d.connection.sendUserAudio(pcm);
         } catch { /* the engine connection is closing */ }
@@ -324,7 +356,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #schedule(): void {
     if (this.#stopped) return;
     const frameAt = this.#t0 + this.#nextFrame * this.#frameMs;
-    const queued = this.#clients() > 0 ? this.#queue.length : 0;
+    const queued = this.#clients() > 0 && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
     let due: number; // timeline sample at which audio needs attention
     if (queued >= AUDIO_BLOCK || (queued > 0 && this.#queue.settled)) {
       due = this.#written + AUDIO_BLOCK - MAX_LEAD_BLOCKS * AUDIO_BLOCK; // room for another speech block
@@ -346,16 +378,18 @@ export class AvatarSessionMedia implements SessionMedia {
     const gate = this.#clients() > 0;
     const silenceLead = AUDIO_BLOCK + (tick ? this.#samplesPerFrame : 0);
     const blocks: Int16Array[] = [];
+    const placed = (id: string, from: number, outAt: number, n: number) =>
+      this.#face.placed(id, from, this.#written + outAt, n);
     for (let guard = 0; guard < 64; guard++) {
-      const avail = gate ? this.#queue.length : 0;
+      const avail = gate && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
       const block = new Int16Array(AUDIO_BLOCK);
       let speech = 0;
       if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
         if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
-        speech = this.#queue.take(block, 0, AUDIO_BLOCK);
+        speech = this.#queue.take(block, 0, AUDIO_BLOCK, placed);
       } else if (avail > 0) {
         if (this.#written > nowS) break;
-        speech = this.#queue.take(block, 0, avail);
+        speech = this.#queue.take(block, 0, avail, placed);
         this.#stats.audioUnderruns++;
       } else if (this.#written >= nowS + silenceLead) {
         break;
@@ -370,6 +404,7 @@ export class AvatarSessionMedia implements SessionMedia {
       this.#written += AUDIO_BLOCK;
       this.#stats.audioBlocks++;
     }
+    if (blocks.length) this.#face.timeline.written(this.#written);
     if (blocks.length === 1) this.#audio.write(new Uint8Array(blocks[0].buffer));
     else if (blocks.length > 1) {
       const all = new Int16Array(blocks.length * AUDIO_BLOCK);
@@ -408,6 +443,9 @@ export class AvatarSessionMedia implements SessionMedia {
       audio,
       sampleRate: AUDIO_RATE,
       speaking,
+      // The face at the middle of the frame's display time: a sound's mouth is on screen within half a
+      // frame of the sound.
+      face: this.#face.faceAt((k + 0.5) * this.#frameMs),
     });
     if (out instanceof Uint8Array) this.#writeFrame(k, out);
     else {
@@ -478,25 +516,46 @@ export class AvatarSessionMedia implements SessionMedia {
 
   onResponseStarted(responseId: string): void {
     this.#queue.start(responseId);
+    this.#face.responseStarted(responseId);
   }
 
   onAudio(pcm: Int16Array, responseId: string): void {
     if (this.#stopped) return;
+    this.#face.audio(pcm, responseId);
     this.#queue.push(responseId, this.#resampler.process(pcm));
     this.#pumpAudio(performance.now());
   }
 
   onResponseDone(responseId: string, _status: string): void {
+    this.#face.responseDone(responseId);
     this.#queue.done(responseId);
     this.#pumpAudio(performance.now());
   }
 
   onInterrupt(responseId: string): void {
     this.#queue.interrupt(responseId);
+    this.#face.interrupt(responseId);
     this.#transport?.control({ type: "interrupt", response_id: responseId });
   }
 
+  onAgentWords(responseId: string, words: readonly WordTiming[]): void {
+    this.#face.words(responseId, words);
+  }
+
+  onAgentAlignment(responseId: string, alignment: CharAlignment): void {
+    this.#face.alignment(responseId, alignment);
+  }
+
+  /**
+   * Listens to the visemes of the session stamped on the media timeline (`t_ms` is the presentation time
+   * of the session's audio), for clients that draw the avatar themselves; returns the unsubscribe call.
+   */
+  subscribeVisemes(listener: (v: TimelineViseme) => void): () => void {
+    return this.#face.subscribe(listener);
+  }
+
   onTranscript(line: { role: "user" | "agent"; turnId: string; text: string; final: boolean }): void {
+    this.#face.transcript(line);
     this.#transport?.control({
       type: "transcript",
       role: line.role,
@@ -539,6 +598,7 @@ export class AvatarSessionMedia implements SessionMedia {
       queuedSamples: this.#queue.length,
       audioWritten: this.#written,
       audioPreSkip: this.#opus?.preSkip ?? 0,
+      lipSync: this.#face.stats(),
     };
   }
 

@@ -73,3 +73,41 @@ export function rgbaToI420(rgba: Uint8Array, width: number, height: number): Uin
   }
   return out;
 }
+
+/**
+ * Converts an opaque RGBA region (`w`×`h`, both even) to yuv420p and writes it into a full yuv420p frame
+ * of `frameWidth`×`frameHeight` at (`x0`, `y0`) (both even; the region must lie inside the frame).
+ */
+export function rgbaRegionToI420(
+  rgba: Uint8Array,
+  w: number,
+  h: number,
+  frame: Uint8Array,
+  frameWidth: number,
+  frameHeight: number,
+  x0: number,
+  y0: number,
+): void {
+  const cw = frameWidth >> 1;
+  const uOff = frameWidth * frameHeight;
+  const vOff = uOff + cw * (frameHeight >> 1);
+  for (let y = 0; y < h; y++) {
+    let p = y * w * 4;
+    let o = (y0 + y) * frameWidth + x0;
+    for (let x = 0; x < w; x++, p += 4, o++) {
+      frame[o] = (16 + (46.742 * rgba[p] + 157.243 * rgba[p + 1] + 15.874 * rgba[p + 2]) / 256 + 0.5) | 0;
+    }
+  }
+  for (let cy = 0; cy < h >> 1; cy++) {
+    for (let cx = 0; cx < w >> 1; cx++) {
+      const p0 = ((cy * 2) * w + cx * 2) * 4;
+      const p1 = p0 + w * 4;
+      const r = (rgba[p0] + rgba[p0 + 4] + rgba[p1] + rgba[p1 + 4]) / 4;
+      const g = (rgba[p0 + 1] + rgba[p0 + 5] + rgba[p1 + 1] + rgba[p1 + 5]) / 4;
+      const b = (rgba[p0 + 2] + rgba[p0 + 6] + rgba[p1 + 2] + rgba[p1 + 6]) / 4;
+      const i = ((y0 >> 1) + cy) * cw + (x0 >> 1) + cx;
+      frame[uOff + i] = (128 + (-25.765 * r - 86.674 * g + 112.439 * b) / 256 + 0.5) | 0;
+      frame[vOff + i] = (128 + (112.439 * r - 102.129 * g - 10.310 * b) / 256 + 0.5) | 0;
+    }
+  }
+}

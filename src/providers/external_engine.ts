@@ -15,6 +15,7 @@ import {
   DEFAULT_INPUT_SAMPLE_RATE,
   type EngineMessage,
   MAX_SAMPLE_RATE,
+  MAX_WORDS_PER_MESSAGE,
   MIN_SAMPLE_RATE,
   PCM_ENCODING,
   PEER_DEAD_AFTER_MS,
@@ -292,6 +293,18 @@ class EngineConnection extends BridgeConnection {
         this.#dropping = true;
         return events.onInterrupt(id);
       }
+      case "response.words": {
+        // Word timings of the open response, for lip sync (malformed entries are skipped).
+        const id = String(msg.response_id ?? "");
+        if (id !== this.#openResponse || this.#dropping || !Array.isArray(msg.words)) return;
+        const words = msg.words.slice(0, MAX_WORDS_PER_MESSAGE).filter(isTimedWord).map((w) => ({
+          word: w.word.slice(0, 64),
+          start_ms: w.start_ms,
+          end_ms: w.end_ms,
+        }));
+        if (words.length) events.onAgentWords?.(id, words);
+        return;
+      }
       case "transcript":
         if ((msg.role === "user" || msg.role === "agent") && typeof msg.text === "string") {
           events.onTranscript({
@@ -346,4 +359,12 @@ class EngineConnection extends BridgeConnection {
         : `engine_closed_${c.code || 1006}`,
     };
   }
+}
+
+/** A well-formed `response.words` entry. */
+function isTimedWord(w: unknown): w is { word: string; start_ms: number; end_ms: number } {
+  if (typeof w !== "object" || w === null) return false;
+  const o = w as Record<string, unknown>;
+  return typeof o.word === "string" && typeof o.start_ms === "number" && typeof o.end_ms === "number" &&
+    Number.isFinite(o.start_ms) && Number.isFinite(o.end_ms) && o.start_ms >= 0 && o.end_ms >= o.start_ms;
 }

@@ -61,6 +61,19 @@ export interface ProviderEvents {
   onTranscript(line: { role: "user" | "agent"; turnId: string; text: string; final: boolean }): void;
   /** The agent calls a client tool: the session forwards it to its clients (or answers an error). */
   onToolCall(call: ToolCall): void;
+  /**
+   * Optional, for lip sync: timed words of a response (ms from its first audio sample), sent no later than
+   * their audio (V0 `response.words`).
+   */
+  onAgentWords?(responseId: string, words: { word: string; start_ms: number; end_ms: number }[]): void;
+  /**
+   * Optional, for lip sync: character alignment of the response's audio chunk delivered next through
+   * `onAudio` (times from that chunk's start; vendor3's `alignment`).
+   */
+  onAgentAlignment?(
+    responseId: string,
+    alignment: { chars: string[]; charStartMs: number[]; charDurationMs: number[] },
+  ): void;
   /** The connection ended without the session asking for it. */
   onClosed(closure: ProviderClosure): void;
 }

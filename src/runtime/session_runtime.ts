@@ -206,6 +206,8 @@ export class SessionRuntime {
         if (!early || early.length >= MAX_EARLY_EVENTS) return noClient();
         early.push((m) => m.onToolCall ? m.onToolCall(call) : noClient());
       },
+      onAgentWords: (id, words) => toMedia((m) => m.onAgentWords?.(id, words)),
+      onAgentAlignment: (id, alignment) => toMedia((m) => m.onAgentAlignment?.(id, alignment)),
       onClosed: (closure) => {
         const reason: EndReason = closure.kind === "failed"
           ? "engine_failed"

@@ -43,16 +43,16 @@ Deno.test("methods: any method a path does not serve, in any case, answers 405 w
     const base = h.serve();
     const key = await h.key("proj_methods");
     const cases: [string, string, number, string | null][] = [
-      ["get", "/v1/sessions", 405, "POST"],
-      ["post", "/v1/sessions", 405, "POST"],
+      ["get", "/v1/sessions", 405, "GET, HEAD, POST"],
+      ["post", "/v1/sessions", 405, "GET, HEAD, POST"],
       ["Get", "/healthz", 405, "GET, HEAD"],
       ["get", "/healthz", 405, "GET, HEAD"],
-      ["TRACE", "/v1/sessions", 405, "POST"],
+      ["TRACE", "/v1/sessions", 405, "GET, HEAD, POST"],
       ["trace", "/v1/sessions/sess_x", 405, "GET, HEAD"],
       ["TRACK", "/v1/api-keys/svc_key_x", 405, "DELETE"],
-      ["PUT", "/v1/sessions", 405, "POST"],
+      ["PUT", "/v1/sessions", 405, "GET, HEAD, POST"],
       ["DELETE", "/v1/sessions/sess_x", 405, "GET, HEAD"],
-      ["OPTIONS", "/v1/sessions", 405, "POST"],
+      ["OPTIONS", "/v1/sessions", 405, "GET, HEAD, POST"],
       ["PATCH", "/v1/sessions/sess_x/end", 405, "POST"],
       ["FOO", "/openapi.json", 405, "GET, HEAD"],
       ["get", "/nowhere", 404, null],

@@ -31,6 +31,13 @@ import {
 } from "./server.ts";
 
 /** How the fake answers. */
+/** Character timings of one `audio` event (ms from the start of its chunk). */
+export interface Alignment {
+  chars: string[];
+  char_start_times_ms: number[];
+  char_durations_ms: number[];
+}
+
 export type Vendor3Behavior =
   | "ok"
   | "reject_429" // HTTP 429 at upgrade (concurrency limit)
@@ -215,11 +222,22 @@ export class Vendor3Conversation {
     return this.outputFormat === "ulaw_8000" ? pcmToMulaw(samples).toBase64() : pcmBase64(samples);
   }
 
-  /** An agent reply: `agent_response` (sent with the first audio), then `audio` events. Returns its event id. */
-  speak(chunks: Int16Array[], text = "Hello there"): number {
+  /**
+   * An agent reply: `agent_response` (sent with the first audio), then `audio` events, each with its
+   * character `alignment` when given. Returns its event id.
+   */
+  speak(chunks: Int16Array[], text = "Hello there", alignments?: Alignment[]): number {
     const id = ++this.#event;
     chunks.forEach((chunk, i) => {
-      this.ws.send({ type: "audio", audio_event: { audio_base_64: this.#encode(chunk), event_id: id } });
+      const alignment = alignments?.[i];
+      this.ws.send({
+        type: "audio",
+        audio_event: {
+          audio_base_64: this.#encode(chunk),
+          event_id: id,
+          ...(alignment ? { alignment } : {}),
+        },
+      });
       if (i === 0) {
         this.ws.send({
           type: "agent_response",

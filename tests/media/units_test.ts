@@ -8,7 +8,7 @@ import { CATALOG, resolveAvatarConfig } from "../../src/media/catalog.ts";
 import { FlvDemuxer } from "../../src/media/flv.ts";
 import { mediaSegment } from "../../src/media/transports/ws_fmp4/fmp4.ts";
 import { FrameCache } from "../../src/media/frame_cache.ts";
-import { analyse, LipSync } from "../../src/media/lipsync.ts";
+import { analyse, LipSync } from "../../bench/lipsync/loudness.ts";
 import { Blinker } from "../../src/media/motion.ts";
 import { OggOpusDemuxer, opusPacketSamples } from "../../src/media/ogg_opus.ts";
 import { PlayoutQueue } from "../../src/media/playout_queue.ts";
@@ -182,7 +182,7 @@ Deno.test("resampler: 24 kHz → 48 kHz doubles the length, keeps the waveform, 
   assert.equal(new LinearResampler(48000, 48000).process(input).length, input.length);
 });
 
-Deno.test("lip sync: silence rests, speech opens the mouth, the release takes a few frames", () => {
+Deno.test("loudness lip sync (the bench baseline): silence rests, speech opens the mouth, the release takes a few frames", () => {
   const lips = new LipSync();
   assert.equal(lips.next(analyse(new Int16Array(1920), 48000)), "rest");
   const loud = lips.next(analyse(tone(1920, 48000, 200, 12000), 48000));

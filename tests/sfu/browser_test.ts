@@ -16,15 +16,11 @@ import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
 import { until } from "../helpers/media.ts";
 import { type SfuContext, withSfu } from "../helpers/sfu.ts";
 
-/** The box the default avatar's mouth is drawn in (256×256 frames), with room for the head bob. */
+/** The box the default avatar's mouth is drawn in (256×256 frames), head motion included. */
 async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
   const art = await loadArtBank(CATALOG, 256, 256);
-  const mouths = Object.values(art.avatars.get(CATALOG.defaultAvatarId)!.mouths);
-  const x0 = Math.min(...mouths.map((m) => m.x)) - 2;
-  const y0 = Math.min(...mouths.map((m) => m.y)) - 3;
-  const x1 = Math.max(...mouths.map((m) => m.x + m.width)) + 2;
-  const y1 = Math.max(...mouths.map((m) => m.y + m.height)) + 3;
-  return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+  const b = art.avatars.get(CATALOG.defaultAvatarId)!.mouthBox;
+  return { x: b.x, y: b.y, w: b.width, h: b.height };
 }
 
 /**

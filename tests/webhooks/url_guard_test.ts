@@ -119,11 +119,13 @@ Deno.test("url guard: every resolved address is checked; the deployment setting 
 
 Deno.test("url guard: creation refuses a blocked webhook_url with 400; delivery checks again (DNS rebinding)", async () => {
   const engine = await startFakeEngine(testTls, "ok");
-  let rebound = false;
+  // rebind.example answers a public address to its first lookup (the check at creation) and the metadata
+  // address to every later one (the check at delivery), whenever the delivery happens.
+  let rebindLookups = 0;
   const resolve: Resolver = (host) =>
     Promise.resolve(
       host === "rebind.example"
-        ? [rebound ? "169.254.169.254" : "93.184.216.34"]
+        ? [rebindLookups++ === 0 ? "93.184.216.34" : "169.254.169.254"]
         : host === "intra.example"
         ? ["192.168.0.10"]
         : [],
@@ -163,19 +165,16 @@ Deno.test("url guard: creation refuses a blocked webhook_url with 400; delivery 
       "nothing created",
     );
     // public at creation, rebound to the metadata address before delivery: refused, never fetched
-    rebound = true;
     const before = await h.req("POST", "/v1/sessions", {
       key,
       body: engineBody(engine.url, { webhook_url: "https://nx.example/hook" }), // does not resolve: accepted
     });
     assert.equal(before.status, 200, before.text);
-    rebound = false;
     const res = await h.req("POST", "/v1/sessions", {
       key,
       body: engineBody(engine.url, { webhook_url: "https://rebind.example/hook" }),
     });
     assert.equal(res.status, 200, res.text);
-    rebound = true;
     await eventually(
       async () => {
         const [e] = await listEvents(h.kv, "proj_ssrf", res.body.session_id);

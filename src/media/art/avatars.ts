@@ -1,22 +1,25 @@
 /**
  * The avatars, drawn by the project as SVG (no downloaded assets). Every avatar is one parametric face
- * split into layers so the renderer can animate it cheaply: a static `body`, a `head` that moves (idle
- * motion), and sprites for the eyes (open, half, closed: blinks) and the mouth (visemes).
+ * split into layers so a renderer can animate it cheaply: a static `body`, a `head` that moves (small head
+ * motion), the eyes and brows (open, half, closed: blinks; neutral, listening, thinking: looks) and the
+ * mouth (any blend of the 15 visemes, `mouth.ts`).
  *
- * All layers share a 512×512 view box; the rasteriser scales them to the output size.
+ * All layers share a 512×512 view box; the server's rasteriser scales them to the output size. These are
+ * pure functions returning SVG text, so a browser that draws the avatar itself uses this same module.
  *
  * @module
  */
+import { mouthElements, type MouthPose } from "./mouth.ts";
 
 /** Eye states used for blinking. */
 export const EYE_STATES = ["open", "half", "closed"] as const;
 /** One eye state. */
 export type EyeState = (typeof EYE_STATES)[number];
 
-/** Mouth shapes (visemes) the lip sync chooses from. */
-export const MOUTH_SHAPES = ["rest", "small", "open", "wide", "ee", "oo"] as const;
-/** One mouth shape. */
-export type MouthShape = (typeof MOUTH_SHAPES)[number];
+/** Looks of the eyes and brows: talking or idle, listening to the user, thinking before answering. */
+export const LOOKS = ["neutral", "listening", "thinking"] as const;
+/** One look. */
+export type Look = (typeof LOOKS)[number];
 
 /** The look of one avatar. */
 export interface AvatarStyle {
@@ -39,8 +42,6 @@ const svg = (body: string, defs = "") =>
 
 const EYE_Y = 230;
 const EYES_X = [214, 298];
-const MOUTH_X = 256;
-const MOUTH_Y = 310;
 
 /** The torso and neck (never moves). */
 export function bodySvg(s: AvatarStyle): string {
@@ -92,7 +93,7 @@ function hairFront(s: AvatarStyle): string {
   }
 }
 
-/** The head (face without eyes and mouth, ears, hair, brows, nose): moves with idle motion. */
+/** The head (face without eyes, brows and mouth; ears, hair, nose): moves with the head motion. */
 export function headSvg(s: AvatarStyle): string {
   const defs = `<radialGradient id="face" cx="0.45" cy="0.4" r="0.7">
       <stop offset="0" stop-color="${s.skin}"/><stop offset="1" stop-color="${s.skinShade}"/></radialGradient>`;
@@ -119,12 +120,6 @@ export function headSvg(s: AvatarStyle): string {
      <ellipse cx="206" cy="282" rx="22" ry="12" fill="#e0707a" opacity="0.18"/>
      <ellipse cx="306" cy="282" rx="22" ry="12" fill="#e0707a" opacity="0.18"/>
      ${freckles}
-     <path d="M190 ${EYE_Y - 30} Q214 ${EYE_Y - 42} 240 ${
-      EYE_Y - 30
-    }" fill="none" stroke="${s.brows}" stroke-width="7" stroke-linecap="round"/>
-     <path d="M272 ${EYE_Y - 30} Q298 ${EYE_Y - 42} 322 ${
-      EYE_Y - 30
-    }" fill="none" stroke="${s.brows}" stroke-width="7" stroke-linecap="round"/>
      <path d="M256 ${EYE_Y + 12} C252 ${EYE_Y + 30} 244 ${EYE_Y + 44} 248 ${EYE_Y + 50} Q256 ${
       EYE_Y + 54
     } 266 ${EYE_Y + 49}"
@@ -135,16 +130,26 @@ export function headSvg(s: AvatarStyle): string {
   );
 }
 
-function eye(s: AvatarStyle, x: number, state: EyeState): string {
+/** Where the eyes look and how the brows sit, per look: iris offset, brow lift (left, right). */
+const LOOK_POSE: Record<Look, { gx: number; gy: number; browL: number; browR: number; browTilt: number }> = {
+  neutral: { gx: 1, gy: 1, browL: 0, browR: 0, browTilt: 0 },
+  listening: { gx: 0, gy: 1.5, browL: 3, browR: 3, browTilt: 1.5 },
+  thinking: { gx: 5, gy: -4, browL: 6, browR: -1, browTilt: -1 },
+};
+
+function eye(s: AvatarStyle, x: number, state: EyeState, look: Look): string {
   const y = EYE_Y;
+  const { gx, gy } = LOOK_POSE[look];
   const lash = `stroke="#22181a" stroke-width="3.5" stroke-linecap="round" fill="none"`;
   if (state === "closed") {
     return `<path d="M${x - 19} ${y + 1} Q${x} ${y + 10} ${x + 19} ${y + 1}" ${lash}/>`;
   }
   const open = `<ellipse cx="${x}" cy="${y}" rx="19" ry="12" fill="#fbfbf8"/>
-    <circle cx="${x + 1}" cy="${y + 1}" r="9.5" fill="${s.iris}"/>
-    <circle cx="${x + 1}" cy="${y + 1}" r="4.6" fill="#0d0d10"/>
-    <circle cx="${x + 4}" cy="${y - 3}" r="2.6" fill="#ffffff"/>`;
+    <clipPath id="eye${x}"><ellipse cx="${x}" cy="${y}" rx="19" ry="12"/></clipPath>
+    <g clip-path="url(#eye${x})">
+    <circle cx="${x + gx}" cy="${y + gy}" r="9.5" fill="${s.iris}"/>
+    <circle cx="${x + gx}" cy="${y + gy}" r="4.6" fill="#0d0d10"/>
+    <circle cx="${x + gx + 3}" cy="${y + gy - 4}" r="2.6" fill="#ffffff"/></g>`;
   if (state === "half") {
     return `${open}<path d="M${x - 21} ${y + 1} L${x - 21} ${y - 14} L${x + 21} ${y - 14} L${x + 21} ${y + 1}
       Q${x} ${y + 6} ${x - 21} ${y + 1} Z" fill="${s.skin}"/>
@@ -153,61 +158,39 @@ function eye(s: AvatarStyle, x: number, state: EyeState): string {
   return `${open}<path d="M${x - 20} ${y + 1} Q${x} ${y - 17} ${x + 20} ${y + 1}" ${lash}/>`;
 }
 
-/** Both eyes in one state. */
-export function eyesSvg(s: AvatarStyle, state: EyeState): string {
-  return svg(EYES_X.map((x) => eye(s, x, state)).join(""));
+function brows(s: AvatarStyle, look: Look): string {
+  const { browL, browR, browTilt } = LOOK_POSE[look];
+  const stroke = `fill="none" stroke="${s.brows}" stroke-width="7" stroke-linecap="round"`;
+  const y = EYE_Y - 30;
+  // browTilt lifts the inner ends (worried/attentive) or lowers them (concentration).
+  return `<path d="M190 ${y - browL} Q214 ${y - 12 - browL} 240 ${y - browL - browTilt}" ${stroke}/>
+     <path d="M272 ${y - browR - browTilt} Q298 ${y - 12 - browR} 322 ${y - browR}" ${stroke}/>`;
 }
 
-/** Mouth openings (half width, half height) and what shows inside. */
-const MOUTHS: Record<MouthShape, { rx: number; ry: number; teeth: boolean; tongue: boolean }> = {
-  rest: { rx: 24, ry: 0, teeth: false, tongue: false },
-  small: { rx: 16, ry: 6, teeth: false, tongue: false },
-  open: { rx: 20, ry: 12, teeth: true, tongue: true },
-  wide: { rx: 24, ry: 19, teeth: true, tongue: true },
-  ee: { rx: 27, ry: 8, teeth: true, tongue: false },
-  oo: { rx: 11, ry: 12, teeth: false, tongue: false },
-};
+/** Both eyes in one state and look, with the brows. */
+export function eyesSvg(s: AvatarStyle, state: EyeState, look: Look = "neutral"): string {
+  return svg(EYES_X.map((x) => eye(s, x, state, look)).join("") + brows(s, look));
+}
 
-/** The mouth in one shape. */
-export function mouthSvg(s: AvatarStyle, shape: MouthShape): string {
-  const m = MOUTHS[shape];
-  const x = MOUTH_X;
-  const y = MOUTH_Y;
-  if (m.ry === 0) {
-    return svg(
-      `<path d="M${x - 26} ${y - 2} Q${x} ${y - 10} ${x + 26} ${y - 2} Q${x} ${y + 4} ${x - 26} ${
-        y - 2
-      } Z" fill="${s.lips}"/>
-      <path d="M${x - 26} ${y} Q${x} ${y + 16} ${x + 26} ${y} Q${x} ${y + 4} ${
-        x - 26
-      } ${y} Z" fill="${s.lips}"/>
-      <path d="M${x - 27} ${y - 1} Q${x} ${y + 6} ${x + 27} ${
-        y - 1
-      }" fill="none" stroke="#5a2226" stroke-width="2.5" stroke-linecap="round"/>`,
-    );
-  }
-  const lip = shape === "oo" ? 7 : 5;
-  const cavity = `M${x - m.rx} ${y} Q${x - m.rx} ${y - m.ry} ${x} ${y - m.ry} Q${x + m.rx} ${y - m.ry} ${
-    x + m.rx
-  } ${y}
-    Q${x + m.rx} ${y + m.ry} ${x} ${y + m.ry} Q${x - m.rx} ${y + m.ry} ${x - m.rx} ${y} Z`;
-  const defs = `<clipPath id="cav"><path d="${cavity}"/></clipPath>`;
-  const inner = [
-    m.teeth
-      ? `<rect x="${x - m.rx}" y="${y - m.ry}" width="${2 * m.rx}" height="${
-        Math.min(7, m.ry)
-      }" fill="#f4f1ea"/>`
-      : "",
-    m.tongue
-      ? `<ellipse cx="${x}" cy="${y + m.ry}" rx="${m.rx * 0.7}" ry="${m.ry * 0.55}" fill="#c9566a"/>`
-      : "",
-  ].join("");
+/** The mouth in a pose (see `mouth.ts`: `blendPose` turns viseme weights into a pose). */
+export function mouthSvg(s: AvatarStyle, pose: MouthPose): string {
+  return svg(mouthElements({ lips: s.lips, skinShade: s.skinShade }, pose));
+}
+
+/** The inner elements of an `<svg>` document (what `svg()` wrapped), for composing layers into one. */
+function inner(doc: string): string {
+  return doc.replace(/^<svg[^>]*>/, "").replace(/<\/svg>$/, "");
+}
+
+/** The whole avatar in one SVG (for a browser, previews and the docs' contact sheet). */
+export function faceSvg(
+  s: AvatarStyle,
+  face: { pose: MouthPose; eyes?: EyeState; look?: Look; headDx?: number; headDy?: number },
+): string {
+  const dx = face.headDx ?? 0, dy = face.headDy ?? 0;
+  const moved = (doc: string) => `<g transform="translate(${dx} ${dy})">${inner(doc)}</g>`;
   return svg(
-    `<path d="${cavity}" fill="${s.lips}" stroke="${s.lips}" stroke-width="${
-      lip * 2
-    }" stroke-linejoin="round"/>
-     <path d="${cavity}" fill="#3b1016"/>
-     <g clip-path="url(#cav)">${inner}</g>`,
-    defs,
+    inner(bodySvg(s)) + moved(headSvg(s)) + moved(eyesSvg(s, face.eyes ?? "open", face.look ?? "neutral")) +
+      moved(mouthSvg(s, face.pose)),
   );
 }

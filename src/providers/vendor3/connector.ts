@@ -14,7 +14,7 @@
  *   speech. The vendor has no "agent done" event: a response ends after half a second without its audio.
  * - Barge-in: `interruption` flushes what is still playing and drops later audio of the cut response
  *   (lower `event_id`). Transcripts: `agent_response` (and its corrections), `tentative_user_transcript`,
- *   `user_transcript`.
+ *   `user_transcript`. An `audio` event's character `alignment` goes to lip sync with its chunk.
  * - Keepalive: every `ping` is answered with a `pong` carrying its `event_id`, plus WebSocket ping frames.
  * - Tools: `client_tool_call` goes to the session's clients; the result goes back as `client_tool_result`
  *   (the vendor's own client always answers, unknown tools with an error).
@@ -241,7 +241,17 @@ class Vendor3Connection extends BridgeConnection {
         const eventId = typeof audio.event_id === "number" ? audio.event_id : Infinity;
         if (this.closing || typeof audio.audio_base_64 !== "string" || eventId < this.#interruptedAt) return;
         this.#quietTicks = 0;
-        events.onAudio(decodeAgentAudio(audio.audio_base_64, this.formats.output), this.#turns.current());
+        const id = this.#turns.current();
+        // Character timings of this chunk, when the agent sends them, go to lip sync before the audio.
+        const al = obj(audio.alignment);
+        if (Array.isArray(al.chars) && Array.isArray(al.char_start_times_ms)) {
+          events.onAgentAlignment?.(id, {
+            chars: al.chars.map(String),
+            charStartMs: al.char_start_times_ms.map(Number),
+            charDurationMs: Array.isArray(al.char_durations_ms) ? al.char_durations_ms.map(Number) : [],
+          });
+        }
+        events.onAudio(decodeAgentAudio(audio.audio_base_64, this.formats.output), id);
         return;
       }
       case "interruption": {

@@ -1,12 +1,29 @@
 /**
- * Energy-based lip sync: picks a mouth shape for one video frame from the audio played during it.
+ * The lip sync the service shipped before the viseme engine, kept as the bench's baseline: energy-based,
+ * it picks a mouth shape for one video frame (40 ms) from the audio played during it.
  * Loudness opens the mouth (rest → small → open → wide); a high zero-crossing rate (hiss, "ee", "s")
  * flattens it to `ee`; loud but dull sound (strong low frequencies) rounds it to `oo`. A short release
  * keeps the mouth from snapping shut between syllables.
  *
  * @module
  */
-import type { MouthShape } from "./art/avatars.ts";
+import type { Viseme } from "../../src/media/lipsync/visemes.ts";
+
+/** The six mouth shapes the loudness method chose from. */
+export type MouthShape = "rest" | "small" | "open" | "wide" | "ee" | "oo";
+
+/**
+ * How its shapes are scored: `rest` is the closed mouth (silence, and the closure for /p b m/), `small` a
+ * barely open mouth (other consonant), `open`/`wide` open, `ee` spread, `oo` round.
+ */
+export const LOUDNESS_VISEME: Record<MouthShape, Viseme> = {
+  rest: "sil",
+  small: "DD",
+  open: "aa",
+  wide: "aa",
+  ee: "E",
+  oo: "ou",
+};
 
 /** Loudness and brightness of a stretch of audio. */
 export interface AudioFeatures {

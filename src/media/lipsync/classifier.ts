@@ -1,0 +1,269 @@
+/**
+ * The audio-alone viseme classifier, streaming: PCM at any rate → 16 kHz → log-mel frames every 10 ms →
+ * streaming normalisation → a small MLP over a context of frames (past and up to
+ * {@link CLASSIFIER_LOOKAHEAD_FRAMES} future frames) → log posteriors of the 15 visemes per frame.
+ *
+ * The model was trained by `scripts/lipsync/train.py` on espeak-ng speech generated here (many voices,
+ * languages, rates, pitches, channels and noises); its weights are in `model_weights.ts`. The
+ * normalisation below must stay identical to the training script's.
+ *
+ * @module
+ */
+import { HOP, MEL_BANDS, MelAnalyser, type MelFrame, StreamResampler, WINDOW } from "./dsp.ts";
+import { MODEL_META, MODEL_TENSORS } from "./model_weights.ts";
+import { VISEME_COUNT } from "./visemes.ts";
+
+/** Future frames the classifier looks at. */
+export const CLASSIFIER_LOOKAHEAD_FRAMES = Math.max(...MODEL_META.offsets);
+/**
+ * Audio needed after a frame's start before the classifier can score it, in ms: its look-ahead frames
+ * plus the half window after the last one's centre.
+ */
+export const CLASSIFIER_LATENCY_MS = CLASSIFIER_LOOKAHEAD_FRAMES * 10 + (HOP / 2 + WINDOW / 2) / 16;
+
+/**
+ * A frame is quiet when its level is this far below the running peak (the normalised level feature, in
+ * units of 4 nepers: −2.5 is about 43 dB down). A context of quiet frames only is a pause.
+ */
+const QUIET_LEVEL = -2.5;
+/** The log posteriors given to a pause: `sil`, all but certainly. */
+const SILENT = Float32Array.from(
+  { length: VISEME_COUNT },
+  (_, v) => v === 0 ? Math.log(0.999) : Math.log(0.001 / 14),
+);
+
+function tensor(name: string): Float32Array {
+  const b64 = MODEL_TENSORS[name];
+  if (!b64) throw new Error(`model tensor ${name} missing`);
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new Float32Array(bytes.buffer);
+}
+
+/** The trained weights, decoded once per process. */
+export interface ClassifierModel {
+  offsets: readonly number[];
+  inputDim: number;
+  proj: number;
+  h1: number;
+  h2: number;
+  mu0: Float32Array;
+  logPrior: Float32Array;
+  wp: Float32Array;
+  bp: Float32Array;
+  w1: Float32Array;
+  b1: Float32Array;
+  w2: Float32Array;
+  b2: Float32Array;
+  w3: Float32Array;
+  b3: Float32Array;
+}
+
+let loaded: ClassifierModel | null = null;
+
+/** The committed model (decoded on first use). */
+export function classifierModel(): ClassifierModel {
+  loaded ??= {
+    offsets: MODEL_META.offsets,
+    inputDim: MODEL_META.inputDim,
+    proj: MODEL_META.proj,
+    h1: MODEL_META.h1,
+    h2: MODEL_META.h2,
+    mu0: tensor("mu0"),
+    logPrior: tensor("logPrior"),
+    wp: tensor("wp"),
+    bp: tensor("bp"),
+    w1: tensor("w1"),
+    b1: tensor("b1"),
+    w2: tensor("w2"),
+    b2: tensor("b2"),
+    w3: tensor("w3"),
+    b3: tensor("b3"),
+  };
+  return loaded;
+}
+
+/** Streaming normalisation of raw mel frames (mirrors `normalise` in the training script). */
+export class FrameNormaliser {
+  readonly #mu: Float64Array;
+  #peak: number = MODEL_META.peakFloor;
+
+  constructor(mu0: Float32Array) {
+    this.#mu = Float64Array.from(mu0);
+  }
+
+  /** The model input of one frame: bands minus their running means, level below the peak, level. */
+  normalise(bands: Float32Array, energy: number, out: Float32Array): void {
+    const m = MODEL_META;
+    this.#peak = Math.max(energy, this.#peak - m.peakDecay, m.peakFloor);
+    const mu = this.#mu;
+    if (energy > this.#peak - m.speechBelowPeak) {
+      for (let b = 0; b < MEL_BANDS; b++) mu[b] += m.alpha * (bands[b] - mu[b]);
+    }
+    for (let b = 0; b < MEL_BANDS; b++) out[b] = (bands[b] - mu[b]) / 3;
+    out[MEL_BANDS] = Math.min(Math.max((energy - this.#peak) / 4, -3), 0.5);
+    out[MEL_BANDS + 1] = Math.min(Math.max((energy - 14) / 4, -3), 3);
+  }
+}
+
+/**
+ * The streaming classifier of one audio stream. Feed PCM with {@link push}; each scored frame comes out
+ * through the callback as (frame index, log posteriors). Frame `k` covers `[10k, 10k + 10)` ms of the
+ * stream and is scored once the audio up to `10k + CLASSIFIER_LATENCY_MS` has been pushed.
+ */
+export class StreamingClassifier {
+  readonly #m: ClassifierModel;
+  readonly #resampler: StreamResampler;
+  readonly #mel = new MelAnalyser();
+  readonly #norm: FrameNormaliser;
+  /** Projected frames (tanh(Wp·x + bp)), a ring of the last `span` frames. */
+  readonly #ring: Float32Array;
+  /** Whether each frame of the ring is far below the speech's level. */
+  readonly #quiet: Uint8Array;
+  /** Frames scored as a pause without running the model. */
+  skipped = 0;
+  readonly #span: number;
+  readonly #minOff: number;
+  readonly #maxOff: number;
+  readonly #x: Float32Array;
+  readonly #ctx: Float32Array;
+  readonly #a1: Float32Array;
+  readonly #proj: Float32Array;
+  readonly #a2: Float32Array;
+  readonly #out = new Float32Array(VISEME_COUNT);
+  /** Frames projected so far. */
+  #frames = 0;
+  /** Next frame to score. */
+  #next = 0;
+  #ended = false;
+
+  /**
+   * @param normaliser shared between the responses of one session, so the level and channel learnt on
+   *   one response carry over to the next
+   */
+  constructor(
+    readonly sampleRate: number,
+    model: ClassifierModel = classifierModel(),
+    normaliser: FrameNormaliser = new FrameNormaliser(model.mu0),
+  ) {
+    this.#m = model;
+    this.#resampler = new StreamResampler(sampleRate);
+    this.#norm = normaliser;
+    this.#minOff = Math.min(...model.offsets);
+    this.#maxOff = Math.max(...model.offsets);
+    this.#span = this.#maxOff - this.#minOff + 1;
+    this.#ring = new Float32Array(this.#span * model.proj);
+    this.#quiet = new Uint8Array(this.#span);
+    this.#x = new Float32Array(model.inputDim);
+    this.#ctx = new Float32Array(model.offsets.length * model.proj);
+    this.#a1 = new Float32Array(model.h1);
+    this.#proj = new Float32Array(model.proj);
+    this.#a2 = new Float32Array(model.h2);
+  }
+
+  /** Frames scored so far. */
+  get scored(): number {
+    return this.#next;
+  }
+
+  /** Adds audio; `onFrame(k, logPosteriors)` is called for every frame that becomes scorable. */
+  push(pcm: Int16Array | Float32Array, onFrame: (k: number, logPost: Float32Array) => void): void {
+    if (this.#ended) return;
+    this.#mel.push(this.#resampler.process(pcm), (f) => this.#project(f));
+    this.#score(onFrame, false);
+  }
+
+  /** Adds one analysed frame directly (tests compare the model with the training script this way). */
+  pushFrame(frame: MelFrame, onFrame: (k: number, logPost: Float32Array) => void): void {
+    if (this.#ended) return;
+    this.#project(frame);
+    this.#score(onFrame, false);
+  }
+
+  /** Ends a stream fed with {@link pushFrame}. */
+  endFrames(onFrame: (k: number, logPost: Float32Array) => void): void {
+    this.#ended = true;
+    this.#score(onFrame, true);
+  }
+
+  /** Ends the stream: scores the remaining frames (the future beyond the end repeats the last frame). */
+  end(onFrame: (k: number, logPost: Float32Array) => void): void {
+    if (this.#ended) return;
+    // Half a window of silence completes the frames whose window reaches past the end.
+    this.#mel.push(
+      this.#resampler.process(new Float32Array(Math.round(this.sampleRate * 0.03))),
+      (f) => this.#project(f),
+    );
+    this.#ended = true;
+    this.#score(onFrame, true);
+  }
+
+  #project(f: MelFrame): void {
+    const m = this.#m;
+    this.#norm.normalise(f.bands, f.energy, this.#x);
+    const slot = (this.#frames % this.#span) * m.proj;
+    this.#quiet[this.#frames % this.#span] = this.#x[MEL_BANDS] <= QUIET_LEVEL ? 1 : 0;
+    dense(m.wp, m.bp, this.#x, this.#proj, false);
+    for (let o = 0; o < m.proj; o++) this.#ring[slot + o] = Math.tanh(this.#proj[o]);
+    this.#frames++;
+  }
+
+  #score(onFrame: (k: number, logPost: Float32Array) => void, final: boolean): void {
+    const m = this.#m;
+    const last = this.#frames - 1;
+    while (this.#next <= last && (final || this.#next + this.#maxOff <= last)) {
+      const k = this.#next;
+      // Gather the context (clamped to the frames that exist; the ring holds the last `span` frames).
+      const ctx = this.#ctx;
+      let quiet = true;
+      for (let j = 0; j < m.offsets.length; j++) {
+        const f = Math.min(last, Math.max(0, k + m.offsets[j], last - this.#span + 1));
+        ctx.set(this.#ring.subarray((f % this.#span) * m.proj, (f % this.#span + 1) * m.proj), j * m.proj);
+        if (!this.#quiet[f % this.#span]) quiet = false;
+      }
+      if (quiet) {
+        // A pause: every frame of the context is far below the speech's level. No need for the model.
+        this.skipped++;
+        onFrame(k, SILENT);
+        this.#next++;
+        continue;
+      }
+      dense(m.w1, m.b1, ctx, this.#a1, true);
+      dense(m.w2, m.b2, this.#a1, this.#a2, true);
+      dense(m.w3, m.b3, this.#a2, this.#out, false);
+      logSoftmax(this.#out);
+      onFrame(k, this.#out);
+      this.#next++;
+    }
+  }
+}
+
+function dense(w: Float32Array, b: Float32Array, x: Float32Array, y: Float32Array, relu: boolean): void {
+  const n = x.length;
+  const n4 = n - (n % 4);
+  for (let o = 0; o < y.length; o++) {
+    // Four independent sums: the additions do not wait on one another.
+    let s0 = b[o], s1 = 0, s2 = 0, s3 = 0;
+    const row = o * n;
+    let i = 0;
+    for (; i < n4; i += 4) {
+      s0 += w[row + i] * x[i];
+      s1 += w[row + i + 1] * x[i + 1];
+      s2 += w[row + i + 2] * x[i + 2];
+      s3 += w[row + i + 3] * x[i + 3];
+    }
+    for (; i < n; i++) s0 += w[row + i] * x[i];
+    const s = s0 + s1 + s2 + s3;
+    y[o] = relu && s < 0 ? 0 : s;
+  }
+}
+
+function logSoftmax(z: Float32Array): void {
+  let max = -Infinity;
+  for (let i = 0; i < z.length; i++) if (z[i] > max) max = z[i];
+  let sum = 0;
+  for (let i = 0; i < z.length; i++) sum += Math.exp(z[i] - max);
+  const lse = max + Math.log(sum);
+  for (let i = 0; i < z.length; i++) z[i] -= lse;
+}

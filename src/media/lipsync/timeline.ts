@@ -1,0 +1,182 @@
+/**
+ * Visemes on the session's media timeline. The viseme engine decides frames per response (10 ms of the
+ * response's own audio each); the playout places the responses' samples on the timeline (with silence
+ * between responses, after an underrun, after a barge-in). This joins the two: the target viseme and the
+ * co-articulated weights at any timeline instant, and a stream of timeline-stamped viseme changes for
+ * clients that draw the avatar themselves.
+ *
+ * @module
+ */
+import { coarticulate } from "./coarticulation.ts";
+import type { VisemeFrame } from "./engine.ts";
+import { type Viseme, VISEME_COUNT, VISEME_INDEX, VISEMES } from "./visemes.ts";
+
+/** A viseme change on the timeline (for clients that draw the avatar). */
+export interface TimelineViseme {
+  /** Media-timeline time, ms (the session audio's presentation time). */
+  t_ms: number;
+  viseme: Viseme;
+  /** Co-articulated weights at `t_ms` (15, `VISEMES` order), with what was known then. */
+  weights: number[];
+}
+
+interface Placement {
+  responseId: string;
+  /** First response sample (timeline rate) of the placement. */
+  from: number;
+  /** Timeline sample where it plays. */
+  at: number;
+  n: number;
+}
+
+interface ResponseFrames {
+  frames: Uint8Array;
+  /** Frames decided. */
+  count: number;
+}
+
+const UNDECIDED = 255;
+/** Placements older than this behind the newest are forgotten (ms). */
+const KEEP_MS = 3000;
+
+/** Counters of a timeline. */
+export interface TimelineStats {
+  /** Frames shown with a decision (rendered or queried). */
+  onTime: number;
+  /** Queries for speech whose viseme was not decided yet (the last decision was held). */
+  late: number;
+}
+
+/** The visemes of one session's timeline. */
+export class VisemeTimeline {
+  readonly #rate: number;
+  readonly #responses = new Map<string, ResponseFrames>();
+  #placements: Placement[] = [];
+  readonly #listeners = new Set<(v: TimelineViseme) => void>();
+  #lastEmitted = -1;
+  /** Timeline sample up to which changes were emitted. */
+  #emittedUntil = 0;
+  #writtenUntil = 0;
+  readonly stats: TimelineStats = { onTime: 0, late: 0 };
+  readonly #weights = new Float32Array(VISEME_COUNT);
+
+  /** @param sampleRate the timeline's sample rate (48 kHz in the media plane) */
+  constructor(sampleRate: number) {
+    this.#rate = sampleRate;
+  }
+
+  /** A frame decided by the engine. */
+  frame(f: VisemeFrame): void {
+    let r = this.#responses.get(f.responseId);
+    if (!r) {
+      r = { frames: new Uint8Array(1024).fill(UNDECIDED), count: 0 };
+      this.#responses.set(f.responseId, r);
+      // Responses are few; keep the recent ones.
+      if (this.#responses.size > 16) this.#responses.delete(this.#responses.keys().next().value!);
+    }
+    if (f.frame >= r.frames.length) {
+      const grown = new Uint8Array(Math.max(r.frames.length * 2, f.frame + 1)).fill(UNDECIDED);
+      grown.set(r.frames);
+      r.frames = grown;
+    }
+    r.frames[f.frame] = f.index;
+    r.count = Math.max(r.count, f.frame + 1);
+    if (this.#listeners.size) this.#emit();
+  }
+
+  /** `n` samples of a response, from its sample `from`, were placed on the timeline at sample `at`. */
+  placed(responseId: string, from: number, at: number, n: number): void {
+    if (n <= 0) return;
+    const last = this.#placements.at(-1);
+    if (last && last.responseId === responseId && last.from + last.n === from && last.at + last.n === at) {
+      last.n += n;
+    } else this.#placements.push({ responseId, from, at, n });
+    const horizon = at - KEEP_MS * this.#rate / 1000;
+    while (this.#placements.length > 1 && this.#placements[0].at + this.#placements[0].n < horizon) {
+      this.#placements.shift();
+    }
+    if (this.#listeners.size) this.#emit();
+  }
+
+  /** The timeline is written (speech or silence) up to sample `s`: changes up to there can be emitted. */
+  written(s: number): void {
+    if (s <= this.#writtenUntil) return;
+    this.#writtenUntil = s;
+    if (this.#listeners.size) this.#emit();
+  }
+
+  /** Barge-in: the response's frames are dropped (what was placed of it has played or is cut). */
+  interrupt(responseId: string): void {
+    this.#responses.delete(responseId);
+  }
+
+  /** The target viseme at timeline time `ms`: -1 where nothing is known yet, `sil` where nobody speaks. */
+  targetAt(ms: number): number {
+    const s = Math.floor(ms * this.#rate / 1000);
+    for (let i = this.#placements.length - 1; i >= 0; i--) {
+      const p = this.#placements[i];
+      if (s < p.at) continue;
+      if (s >= p.at + p.n) break;
+      const r = this.#responses.get(p.responseId);
+      if (!r) return VISEME_INDEX.sil;
+      const frame = Math.floor((p.from + s - p.at) * 100 / this.#rate);
+      const v = frame < r.frames.length ? r.frames[frame] : UNDECIDED;
+      return v === UNDECIDED ? -1 : v;
+    }
+    return VISEME_INDEX.sil;
+  }
+
+  /**
+   * The co-articulated weights at timeline time `ms` (a shared buffer, valid until the next call). Where
+   * the engine has not decided the instant yet, its last decision for that response is held.
+   */
+  weightsAt(ms: number): Float32Array {
+    const own = this.targetAt(ms);
+    let held = -1;
+    if (own === -1) {
+      this.stats.late++;
+      for (let back = 10; back <= 200 && held < 0; back += 10) held = this.targetAt(ms - back);
+    } else this.stats.onTime++;
+    return coarticulate(ms, (t) => {
+      const v = this.targetAt(t);
+      return v === -1 && held >= 0 && t <= ms ? held : v;
+    }, this.#weights);
+  }
+
+  /** Whether speech is placed at timeline time `ms`. */
+  speakingAt(ms: number): boolean {
+    const s = Math.floor(ms * this.#rate / 1000);
+    return this.#placements.some((p) => s >= p.at && s < p.at + p.n && this.#responses.has(p.responseId));
+  }
+
+  /** Listens to viseme changes stamped on the timeline; returns the unsubscribe function. */
+  subscribe(listener: (v: TimelineViseme) => void): () => void {
+    if (this.#listeners.size === 0) this.#emittedUntil = Math.max(this.#emittedUntil, this.#writtenUntil);
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Emits the changes of every 10 ms step whose viseme is known, in timeline order. */
+  #emit(): void {
+    const end = this.#placements.at(-1);
+    const step = this.#rate / 100;
+    let s = this.#emittedUntil;
+    const until = Math.max(end ? end.at + end.n : 0, this.#writtenUntil);
+    for (; s + step <= until; s += step) {
+      const ms = s * 1000 / this.#rate;
+      const v = this.targetAt(ms);
+      if (v === -1) break; // not decided yet: resume from here
+      if (v !== this.#lastEmitted) {
+        this.#lastEmitted = v;
+        const w = coarticulate(ms, (t) => this.targetAt(t), new Float32Array(VISEME_COUNT));
+        const event = {
+          t_ms: Math.round(ms),
+          viseme: VISEMES[v],
+          weights: [...w].map((x) => Math.round(x * 1000) / 1000),
+        };
+        for (const l of this.#listeners) l(event);
+      }
+    }
+    this.#emittedUntil = s;
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * Lip sync in live sessions: the source chosen for each response by what its engine gives (the reference
+ * engine's V0 `response.words`; vendor1's transcript deltas, sent after the audio burst they describe;
+ * vendor3's character alignment; audio alone), visemes stamped on the media timeline, and the start of a
+ * response held back until 80 ms of it are queued.
+ */
+import assert from "node:assert/strict";
+import { EspeakLib } from "../../engine/espeak_lib.ts";
+import { generateEngineTls, startReferenceEngine } from "../../engine/mod.ts";
+import { espeakUtterance } from "../../bench/lipsync/corpus.ts";
+import type { TimelineViseme } from "../../src/media/lipsync/timeline.ts";
+import { startVendor1Fake } from "../fakes/vendor1_realtime.ts";
+import { type Alignment, startVendor3Fake } from "../fakes/vendor3.ts";
+import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { engineBody } from "../helpers/fixtures.ts";
+import { createHarness } from "../helpers/harness.ts";
+import { MediaClientRecorder, type MediaContext, smallRenderer, until, withMedia } from "../helpers/media.ts";
+import { MediaPlane } from "../../src/media/plane.ts";
+import { loadConfig } from "../../src/config.ts";
+import { createLogger } from "../../src/log.ts";
+import { testTls, withVendors } from "../providers/_helpers.ts";
+import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
+
+const lib = EspeakLib.open();
+const TEXT = "Bob made a map of the big pub, maybe five.";
+
+/** espeak-ng speech at `rate` in 20 ms chunks, with its words. */
+function speech(rate: number, text = TEXT) {
+  const u = espeakUtterance(lib, "s", text, { voice: "en-us+m8", rate: 170 }, "en");
+  const pcm = Int16Array.from(
+    new StreamResampler(u.sampleRate, rate).process(u.samples),
+    (x) => Math.round(x),
+  );
+  const n = rate / 50;
+  const chunks: Int16Array[] = [];
+  for (let at = 0; at < pcm.length; at += n) chunks.push(pcm.slice(at, at + n));
+  return { chunks, words: u.words, text: u.text };
+}
+
+Deno.test("lip sync session: the reference engine's response.words make its greeting lip-synced from word timings", async () => {
+  const tls = await generateEngineTls();
+  const engine = await startReferenceEngine({
+    tls,
+    authToken: "t0k",
+    greeting: TEXT,
+    authFailure: "close_4001",
+  });
+  const plane = await MediaPlane.create({
+    config: { ...loadConfig({}).media, width: 256, height: 256 },
+    publicUrl: "http://localhost:8787",
+    logger: createLogger({ sink: () => {} }),
+    renderer: await smallRenderer(),
+  });
+  const h = await createHarness({ mediaPlane: plane, caCerts: [tls.caPem] });
+  try {
+    const base = h.serve();
+    const key = await h.key("proj_lipsync");
+    const res = await h.req("POST", "/v1/sessions", { key, body: engineBody(engine.url, {}, "t0k") });
+    assert.equal(res.status, 200, res.text);
+    const sid = res.body.session_id;
+    const media = plane.get(sid)!.media;
+    const shown: TimelineViseme[] = [];
+    const stop = media.subscribeVisemes((v) => shown.push(v));
+    const c = MediaClientRecorder.withToken(
+      `${base.replace("http", "ws")}/media/v0/sessions/${sid}`,
+      res.body.client_token,
+    );
+    await until(() => engine.stats().sessions[0]?.responses_played >= 1, DEADLINE_MS, "greeting played");
+    stop();
+    const responses = media.stats().lipSync.responses;
+    assert.equal(responses[0]?.source, "words", JSON.stringify(responses));
+    assert.ok(responses[0].words >= 8, `${responses[0].words} words`);
+    // The visemes on the timeline: increasing times, the closures of "Bob made a map" among them.
+    assert.ok(shown.length > 20, `${shown.length} viseme changes`);
+    for (let i = 1; i < shown.length; i++) assert.ok(shown[i].t_ms > shown[i - 1].t_ms);
+    assert.ok(shown.filter((v) => v.viseme === "PP").length >= 4, "lips close for b, m, p");
+    for (const v of shown) assert.ok(Math.abs(v.weights.reduce((a, b) => a + b, 0) - 1) < 0.02);
+    await c.close();
+  } finally {
+    await h.close();
+    await engine.close();
+  }
+});
+
+Deno.test("lip sync session: vendor1's transcript deltas (after the audio burst) make a transcript-aligned mouth", async () => {
+  const SECRET = `ek_test_${crypto.randomUUID().replaceAll("-", "")}`;
+  const fake = startVendor1Fake(testTls, { secret: SECRET });
+  try {
+    await withVendors({ SVC_VENDOR1_REALTIME_URL: fake.url }, async ({ create, wsUrl, plane }) => {
+      const res = await create({
+        provider_type: "vendor1_realtime",
+        provider_config: { vendor1_realtime: { client_secret: SECRET } },
+      });
+      assert.equal(res.status, 200, res.text);
+      const sid = res.body.session_id;
+      // The reply arrives while nobody watches (it waits in the queue), then a client joins.
+      const s = speech(24000);
+      fake.call().speak(s.chunks, s.text);
+      const media = plane!.get(sid)!.media;
+      await until(() => media.stats().queuedSamples > 0, DEADLINE_MS, "queued speech");
+      const c = MediaClientRecorder.withToken(wsUrl(sid), res.body.client_token);
+      await until(() => media.stats().lipSync.responses.length >= 1, DEADLINE_MS, "response lip-synced");
+      const r = media.stats().lipSync.responses[0];
+      assert.equal(r.source, "text", JSON.stringify(r));
+      assert.ok(r.frames.text > r.frames.audio, JSON.stringify(r.frames));
+      await c.close();
+    }, { media: true });
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("lip sync session: vendor3's character alignment makes a word-timed mouth", async () => {
+  const fake = startVendor3Fake(testTls, { publicAgents: ["agent_a"], privateAgents: [], apiKey: "xi_k" });
+  try {
+    await withVendors(
+      { SVC_VENDOR3_URL: fake.url, SVC_VENDOR3_API_URL: fake.apiUrl },
+      async ({ create, wsUrl, plane }) => {
+        const res = await create({
+          provider_type: "vendor3",
+          provider_config: { vendor3: { agent_id: "agent_a" } },
+        });
+        assert.equal(res.status, 200, res.text);
+        const sid = res.body.session_id;
+        const c = MediaClientRecorder.withToken(wsUrl(sid), res.body.client_token);
+        await c.until(() => c.segments().length > 0, DEADLINE_MS, "stream");
+        const rate = fake.conversation().outputRate;
+        const s = speech(rate);
+        // Group the 20 ms chunks by 10 (200 ms events) and give each its characters, timed from its start.
+        const events: Int16Array[] = [];
+        const alignments: Alignment[] = [];
+        for (let i = 0; i < s.chunks.length; i += 10) {
+          const group = s.chunks.slice(i, i + 10);
+          const pcm = new Int16Array(group.reduce((n, g) => n + g.length, 0));
+          let o = 0;
+          for (const g of group) {
+            pcm.set(g, o);
+            o += g.length;
+          }
+          const from = i * 20, to = from + pcm.length * 1000 / rate;
+          const a: Alignment = { chars: [], char_start_times_ms: [], char_durations_ms: [] };
+          for (const w of s.words) {
+            if (w.start_ms < from || w.start_ms >= to) continue;
+            const chars = [...w.word, " "];
+            const step = (w.end_ms - w.start_ms) / w.word.length;
+            chars.forEach((ch, k) => {
+              a.chars.push(ch);
+              a.char_start_times_ms.push(Math.round(w.start_ms - from + k * step));
+              a.char_durations_ms.push(ch === " " ? 0 : Math.round(step));
+            });
+          }
+          events.push(pcm);
+          alignments.push(a);
+        }
+        fake.conversation().speak(events, s.text, alignments);
+        const media = plane!.get(sid)!.media;
+        await until(() => media.stats().lipSync.responses.length >= 1, DEADLINE_MS, "response lip-synced");
+        const r = media.stats().lipSync.responses[0];
+        assert.equal(r.source, "words", JSON.stringify(r));
+        assert.ok(r.words >= 8, `${r.words} words`);
+        await c.close();
+      },
+      { media: true },
+    );
+  } finally {
+    await fake.close();
+  }
+});
+
+/** A session on the fake engine, watched by a client, and espeak-ng speech for it. */
+async function watched({ create, wsUrl, fake, media }: MediaContext) {
+  const s = await create();
+  const engine = fake.of(s.session_id);
+  const c = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+  await c.until(() => c.segments().length > 0, DEADLINE_MS, "stream");
+  return { engine, c, m: media(s.session_id), sp: speech(24000) };
+}
+
+Deno.test("lip sync session: audio alone without knowledge; a response's start waits until 80 ms of it are queued", async () => {
+  await withMedia(async (ctx) => {
+    const { engine, c, m, sp } = await watched(ctx);
+    engine.events.onResponseStarted("r_1");
+    // 40 ms of the response: held back (not played) however long the clock runs.
+    engine.events.onAudio(sp.chunks[0], "r_1");
+    engine.events.onAudio(sp.chunks[1], "r_1");
+    const written = m.stats().audioWritten;
+    await until(() => m.stats().audioWritten > written + 48000 * 0.3, DEADLINE_MS, "the clock to run 300 ms");
+    const held = m.stats().queuedSamples;
+    assert.ok(
+      held >= 2 * 960 - 2 && held <= 2 * 960,
+      `the response's first 40 ms are still held (${held} queued)`,
+    );
+    // Another 40 ms: 80 ms queued, the response starts.
+    engine.events.onAudio(sp.chunks[2], "r_1");
+    engine.events.onAudio(sp.chunks[3], "r_1");
+    await until(() => m.stats().queuedSamples < 4 * 960, DEADLINE_MS, "playout to start");
+    for (const chunk of sp.chunks.slice(4)) engine.events.onAudio(chunk, "r_1");
+    engine.events.onResponseDone("r_1", "completed");
+    await until(() => engine.played.some((p) => p.responseId === "r_1"), DEADLINE_MS, "r_1 played");
+    const r = m.stats().lipSync.responses[0];
+    assert.equal(r.source, "audio");
+    assert.ok(r.frames.audio >= sp.chunks.length * 2 - 2, `${r.frames.audio} frames`);
+    await c.close();
+  });
+});
+
+Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk plays at once", async () => {
+  await withMedia(async (ctx) => {
+    const { engine, c, m, sp } = await watched(ctx);
+    engine.events.onResponseStarted("r_1");
+    engine.events.onAudio(sp.chunks[0], "r_1");
+    engine.events.onAudio(sp.chunks[1], "r_1");
+    await until(() => m.stats().queuedSamples < 2 * 960 - 2, DEADLINE_MS, "the first 40 ms to play");
+    engine.events.onResponseDone("r_1", "completed");
+    await c.close();
+  }, { media: { lipSyncHoldMs: 0 } });
+});
