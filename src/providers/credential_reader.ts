@@ -12,7 +12,7 @@
  *
  * — decodes their values (as `TextDecoder` + `JSON.parse` would) into bytes it owns, and gives the rest of
  * the service a copy of the body in which each of those values is replaced by a stand-in: the same JSON
- * type, the same length in UTF-16 code units, and the same kind for every rule the schema applies to it
+ * type, the same length (as the schema measures it), and the same kind for every rule the schema applies to it
  * (a header value's invalid characters; a URL's whitespace, scheme, host, userinfo and path), so the
  * schema answers exactly what it would have answered for the original (tests/api/credential_validation_
  * test.ts runs both paths on thousands of generated bodies). Header *names* are not credentials: they stay
@@ -244,59 +244,53 @@ function named(b: Uint8Array, ms: Member[], name: string): Member[] {
   return ms.filter((m) => keyText(b, m) === name);
 }
 
-const PCID = "provider_connection_id";
-
 /**
- * Whether the (valid) value at `i`, at nesting depth `depth` of the body, holds a `provider_connection_id`
- * key (any case) where `containsProviderConnectionId` of config_schema.ts would see it (objects down to
- * depth 16) — without decoding any key or value to a string.
+ * The stand-in of a credential value that is not a string: the same value with every string in it emptied
+ * (a credential put in the wrong type is not kept anywhere). Its structure stays — keys (a
+ * `provider_connection_id` among them is refused the same way), numbers, array lengths — and so does the
+ * value of a `length` member: the schema's length rules measure any value's `length`.
  */
-function holdsPcid(b: Uint8Array, i: number, depth: number): boolean {
-  const end = valueEnd(b, i);
-  let d = depth - 1;
-  const containers: number[] = [];
-  for (let j = i; j < end; j++) {
-    const c = b[j];
-    if (c === QUOTE) {
-      const s = stringEnd(b, j);
-      const after = ws(b, s);
-      const isKey = containers[containers.length - 1] === LBRACE && b[after] === COLON;
-      if (isKey && d <= 16) {
-        let k = 0;
-        let match = true;
-        decodeJsonString(b, j + 1, s - 1, (cp) => {
-          const want = k < PCID.length ? PCID.charCodeAt(k) : -1;
-          const lower = cp >= 0x41 && cp <= 0x5a ? cp | 0x20 : cp;
-          if (lower !== want) match = false;
-          k++;
-        });
-        if (match && k === PCID.length) return true;
-      }
-      j = s - 1;
-    } else if (c === LBRACE || c === LBRACKET) {
-      containers.push(c);
-      d++;
-    } else if (c === RBRACE || c === RBRACKET) {
-      containers.pop();
-      d--;
-    }
-  }
-  return false;
-}
-
-/** The stand-in of a value that is not a string: the same JSON type (and a provider_connection_id if it held one). */
-function nonStringStandIn(b: Uint8Array, m: Member, depth: number): string | null {
+function scrubbed(b: Uint8Array, m: Member): string | null {
   const c = b[m.valueStart];
-  if (c === LBRACE) return holdsPcid(b, m.valueStart, depth) ? `{"${PCID}":0}` : "{}";
-  if (c === LBRACKET) return holdsPcid(b, m.valueStart, depth) ? `[{"${PCID}":0}]` : "[]";
-  if (c === 0x74 || c === 0x66 || c === 0x6e) return null; // true, false, null: kept
-  return "0";
+  if (c === 0x74 || c === 0x66 || c === 0x6e) return null; // true, false, null: kept as they are
+  if (c !== LBRACE && c !== LBRACKET) return "0";
+  const out = new ByteBuffer(m.valueEnd - m.valueStart);
+  const containers: number[] = [];
+  let expectKey = false;
+  let lastKey = "";
+  let at = m.valueStart;
+  for (let j = m.valueStart; j < m.valueEnd; j++) {
+    const d = b[j];
+    if (d === QUOTE) {
+      const e = stringEnd(b, j);
+      if (expectKey) {
+        lastKey = keyText(b, { keyStart: j, keyEnd: e, valueStart: e, valueEnd: e });
+        expectKey = false;
+      } else if (!(containers.at(-1) === LBRACE && lastKey === "length")) {
+        out.bytes(b.subarray(at, j));
+        out.ascii('""');
+        at = e;
+      }
+      j = e - 1;
+    } else if (d === LBRACE || d === LBRACKET) {
+      containers.push(d);
+      expectKey = d === LBRACE;
+    } else if (d === RBRACE || d === RBRACKET) containers.pop();
+    else if (d === COMMA) expectKey = containers.at(-1) === LBRACE;
+  }
+  out.bytes(b.subarray(at, m.valueEnd));
+  const text = new TextDecoder().decode(out.view());
+  out.zero();
+  return text;
 }
 
-/** A string value decoded: its UTF-8 bytes, UTF-16 length, and the character facts the schema checks. */
+/** A string value decoded: its UTF-8 bytes, its lengths, and the character facts the schema checks. */
 interface Decoded {
   bytes: Uint8Array;
+  /** Length in UTF-16 code units (`value.length`). */
   units: number;
+  /** Length in code points, a lone surrogate counting one (how the schema's `min`/`max` measure strings). */
+  codePoints: number;
   /** A character URL fields refuse. */
   urlForbidden: boolean;
   /** A UTF-16 code unit header values refuse (controls but tab, DEL). */
@@ -306,27 +300,30 @@ interface Decoded {
 function decodeValue(b: Uint8Array, m: Member, into: ByteBuffer): Decoded {
   let forbidden = false;
   let headerInvalid = false;
+  let codePoints = 0;
   const units = decodeJsonString(b, m.valueStart + 1, m.valueEnd - 1, (cp) => {
+    codePoints++;
     if (urlForbidden(cp)) forbidden = true;
     if ((cp < 0x20 && cp !== 0x09) || cp === 0x7f) headerInvalid = true;
     into.codePoint(cp);
   });
-  return { bytes: into.take(), units, urlForbidden: forbidden, headerInvalid };
+  return { bytes: into.take(), units, codePoints, urlForbidden: forbidden, headerInvalid };
 }
 
 /** The stand-in of a credential string (JSON text, quotes included). */
 function stringStandIn(kind: FieldKind, d: Decoded): string {
   switch (kind) {
     case "secret":
-      return `"${"x".repeat(d.units)}"`;
+      return `"${"x".repeat(d.codePoints)}"`;
     case "headers":
+      // The header rules measure `value.length` (UTF-16 units) and test each unit.
       return d.units === 0 ? '""' : `"${d.headerInvalid ? "\\u0001" : "x"}${"x".repeat(d.units - 1)}"`;
     case "engine_url":
     case "signed_url":
       return JSON.stringify(
         urlSkeleton(
           d.bytes,
-          d.units,
+          d.codePoints,
           d.urlForbidden,
           "wss",
           kind === "signed_url" ? VENDOR3_SIGNED_URL_PATH : undefined,
@@ -377,7 +374,7 @@ export function readCredentials(body: Uint8Array): CredentialRead {
             const last = kept && mi === all.length - 1;
             if (kind === "headers") return readHeaders(m, last);
             if (body[m.valueStart] !== QUOTE) {
-              const standIn = nonStringStandIn(body, m, 3);
+              const standIn = scrubbed(body, m);
               if (standIn !== null) edits.push([m.valueStart, m.valueEnd, standIn]);
               return;
             }
@@ -393,7 +390,7 @@ export function readCredentials(body: Uint8Array): CredentialRead {
 
   function readHeaders(m: Member, last: boolean): void {
     if (body[m.valueStart] !== LBRACE) {
-      const standIn = body[m.valueStart] === QUOTE ? '""' : nonStringStandIn(body, m, 3);
+      const standIn = body[m.valueStart] === QUOTE ? '""' : scrubbed(body, m);
       if (standIn !== null) edits.push([m.valueStart, m.valueEnd, standIn]);
       return;
     }
@@ -402,7 +399,7 @@ export function readCredentials(body: Uint8Array): CredentialRead {
     for (const h of members(body, m.valueStart)) {
       const name = keyText(body, h);
       if (body[h.valueStart] !== QUOTE) {
-        const standIn = nonStringStandIn(body, h, 4);
+        const standIn = scrubbed(body, h);
         if (standIn !== null) edits.push([h.valueStart, h.valueEnd, standIn]);
         order[name] = null;
         continue;

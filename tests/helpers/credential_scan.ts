@@ -189,6 +189,8 @@ export interface ScanOptions {
   onScan?: (r: ScanResult) => void;
   /** Connect deadline of the service (the `live` scan happens within it). */
   connectTimeoutMs?: number;
+  /** More environment of the service process (e.g. glibc's malloc tunables). */
+  env?: Record<string, string>;
 }
 
 /** Runs the audit; returns every scan's result. Throws when the service does not behave as expected. */
@@ -258,6 +260,7 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
     SVC_MEDIA_ENABLED: "false",
     SVC_DEMO_PAGE: "false",
     SVC_RATE_LIMIT_PER_MINUTE: "0",
+    ...options.env,
   }, { root });
   const results: ScanResult[] = [];
   const needles = new Map<string, Uint8Array>();

@@ -237,22 +237,30 @@ export function eachQueryPair(
   }
 }
 
+/** Length in code points (a lone surrogate counting one), as the schema's `max` measures strings. */
+function codePointLength(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
 /**
- * The validation skeleton of a URL field (see the module's description): a string of the same UTF-16
- * length `units` that the URL rules judge as they judge the original — whitespace or control characters
+ * The validation skeleton of a URL field (see the module's description): a string of `codePoints` code
+ * points (the original's length as the schema's `max` measures it) that the URL rules judge as they judge
+ * the original — whitespace or control characters
  * (`forbidden`), the scheme, whether it parses, its host, its userinfo's emptiness, and, with
  * `requiredPath`, whether its path is that one. The rest is letters.
  */
 export function urlSkeleton(
   bytes: Uint8Array,
-  units: number,
+  codePoints: number,
   forbidden: boolean,
   scheme: "wss",
   requiredPath?: string,
 ): string {
-  if (forbidden) return " " + "x".repeat(Math.max(0, units - 1));
+  if (forbidden) return " " + "x".repeat(Math.max(0, codePoints - 1));
   const split = splitUrl(bytes, scheme);
-  if (!split) return "x".repeat(units);
+  if (!split) return "x".repeat(codePoints);
   let user = "";
   if (split.userinfo) {
     const u = split.userinfo;
@@ -264,7 +272,7 @@ export function urlSkeleton(
   }
   const head = `${scheme}://${split.extraSlashes}${user}${hostText(bytes, split)}${path}`;
   const tail = `${split.query ? "?" : ""}${split.fragment ? "#" : ""}`;
-  const pad = units - head.length - tail.length;
+  const pad = codePoints - codePointLength(head) - tail.length;
   if (pad <= 0) return head + tail;
   // Padding goes where no rule looks: the query, the fragment, or a query of its own.
   if (split.query) return `${head}?${"x".repeat(pad)}${split.fragment ? "#" : ""}`;
