@@ -48,6 +48,8 @@ export interface Hit {
   mapping: string;
   /** The bytes around the copy (printable ASCII, others as `·`; every needle shown as `«name»`). */
   context: string;
+  /** The 16 bytes right after the copy (fewer at the end of a mapping). */
+  after: Uint8Array;
 }
 
 interface Mapping {
@@ -251,6 +253,7 @@ export function scanProcess(pid: number, needles: Map<string, Uint8Array>): Hit[
               region: kinds.get(m) ?? "other_anon",
               mapping: m.line,
               context: contextOf(view, i, needles),
+              after: view.slice(i + needle.length, i + needle.length + 16),
             });
           }
         }
