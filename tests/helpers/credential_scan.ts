@@ -425,3 +425,98 @@ export function countByRegion(
   for (const h of hits) if (filter(h.needle)) out[h.region]++;
   return out;
 }
+
+/** One scan of a split deployment: which process. */
+export interface SplitScanResult {
+  process: "api" | "worker";
+  point: "ended" | "refused" | "failed";
+  hits: Hit[];
+}
+
+/**
+ * The same audit across the API → worker hand-over: an API process (the Deploy-like sandbox) and a worker
+ * sharing a KV Connect server; an external engine's session ended, a refused create and a refused start,
+ * each followed by a scan of both processes.
+ */
+export async function runSplitScan(): Promise<SplitScanResult[]> {
+  const { startApi, startKvConnect, startWorker } = await import("./split.ts");
+  const { runCli } = await import("./cli.ts");
+  const tls = await generateEngineTls();
+  const dir = await Deno.makeTempDir({ prefix: "svc-memscan-split-" });
+  await Deno.writeTextFile(`${dir}/ca.pem`, tls.caPem);
+  const ok = await startFakeEngine(tls, "ok");
+  const refusing = await startFakeEngine(tls, "reject_401");
+  const kv = await startKvConnect(dir);
+  const stops: (() => Promise<unknown>)[] = [];
+  const results: SplitScanResult[] = [];
+  try {
+    const worker = await startWorker(kv, {
+      SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
+      SVC_MEDIA_ENABLED: "false",
+      SVC_PROVIDER_CONNECT_TIMEOUT_MS: "20000",
+    });
+    stops.push(async () => {
+      worker.kill("SIGTERM");
+      await worker.exited();
+    });
+    const api = await startApi(kv, { SVC_RATE_LIMIT_PER_MINUTE: "0" });
+    stops.push(async () => {
+      api.kill("SIGTERM");
+      await api.exited();
+    });
+    const boot = await runCli(["admin", "bootstrap", "--project", "proj_scan", "--name", "scan", "--json"], {
+      env: kv.env,
+    });
+    if (boot.code !== 0) throw new Error(`bootstrap: ${boot.stderr}`);
+    const key = JSON.parse(boot.stdout).api_key as string;
+    const needles = new Map<string, Uint8Array>();
+    const body = (scenario: string, url: string, extra: Record<string, unknown> = {}) => {
+      const c = (field: string) => {
+        const value = canary(`${field}${scenario}`);
+        needles.set(`external_engine.${field}.${scenario}`, new TextEncoder().encode(value));
+        return value;
+      };
+      return {
+        provider_type: "external_engine",
+        provider_config: {
+          external_engine: {
+            url: `${url}?k=${c("url")}`,
+            auth_headers: { Authorization: `Bearer ${c("auth_header")}` },
+            ...extra,
+          },
+        },
+      };
+    };
+    const post = async (path: string, b?: unknown) => {
+      const res = await fetch(api.url + path, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: b === undefined ? undefined : JSON.stringify(b),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    };
+    const scanBoth = (point: SplitScanResult["point"]) => {
+      results.push({ process: "api", point, hits: scanProcess(api.child.pid, needles) });
+      results.push({ process: "worker", point, hits: scanProcess(worker.child.pid, needles) });
+    };
+    const created = await post("/v1/sessions", body("ended", ok.url));
+    if (created.status !== 200) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+    const ended = await post(`/v1/sessions/${created.body.session_id}/end`);
+    if (ended.status !== 200) throw new Error(`end: ${ended.status}`);
+    scanBoth("ended");
+    const refused = await post("/v1/sessions", body("refused", ok.url, { unknown_field: true }));
+    if (refused.status !== 400) throw new Error(`refused: ${refused.status}`);
+    scanBoth("refused");
+    const failed = await post("/v1/sessions", body("failed", refusing.url));
+    if (failed.status !== 502) throw new Error(`failed: ${failed.status} ${JSON.stringify(failed.body)}`);
+    scanBoth("failed");
+  } finally {
+    for (const stop of stops.reverse()) await stop();
+    await kv.close();
+    await ok.close();
+    await refusing.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+  return results;
+}

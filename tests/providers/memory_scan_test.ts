@@ -22,6 +22,7 @@ import {
   countByRegion,
   POINTS,
   runCredentialScan,
+  runSplitScan,
   type ScanResult,
   VARIANTS,
 } from "../helpers/credential_scan.ts";
@@ -45,9 +46,17 @@ if (skip) console.warn(skip);
 
 const QUOTE = 0x22;
 
-/** A copy that is the create request's own JSON text (the canary sits inside a JSON string there). */
+/**
+ * A copy that is the create request's own JSON text: the canary sits inside a JSON string there (a quote
+ * right after it), or — where the bytes after it were overwritten since — the printable text right before
+ * it is JSON (`":"`). What the bridges write has neither: header lines (`Name: value`), a request line, the
+ * holder's length-prefixed fields.
+ */
 function jsonText(h: Hit): boolean {
-  return h.after.length > 0 && h.after[0] === QUOTE;
+  if (h.after.length > 0 && h.after[0] === QUOTE) return true;
+  let start = h.before.length;
+  while (start > 0 && h.before[start - 1] >= 0x20 && h.before[start - 1] < 0x7f) start--;
+  return new TextDecoder().decode(h.before.subarray(start)).includes('":"');
 }
 
 function describe(hits: Hit[]): string {
@@ -133,6 +142,38 @@ Deno.test({
       }
     }
     console.log(`copies per scan (this variant's canaries so far):\n${table.join("\n")}`);
+    assert.equal(problems.length, 0, problems.join("\n"));
+  },
+});
+
+Deno.test({
+  name: "memory scan: the API → worker hand-over leaves no copy in the V8 heap of either process",
+  ignore: skip !== null,
+  sanitizeResources: false, // child processes' pipes are drained in the background until they exit
+  sanitizeOps: false,
+  async fn() {
+    const results = await runSplitScan();
+    const problems: string[] = [];
+    const table: string[] = [];
+    for (const r of results) {
+      const c = countByRegion(r.hits);
+      table.push(
+        `${r.process} ${r.point}: V8 ${c.v8_heap}, malloc ${
+          c.malloc_main + c.malloc_thread + c.malloc_mmap
+        }, other ${c.stack + c.file + c.other_anon}`,
+      );
+      const inV8 = r.hits.filter((h) => h.region === "v8_heap");
+      if (inV8.length) {
+        problems.push(`${r.process} ${r.point}: ${inV8.length} copies in the V8 heap\n${describe(inV8)}`);
+      }
+      const ours = r.hits.filter((h) => !jsonText(h));
+      if (ours.length) {
+        problems.push(
+          `${r.process} ${r.point}: ${ours.length} copies that are not request JSON\n${describe(ours)}`,
+        );
+      }
+    }
+    console.log(`copies per scan (split deployment):\n${table.join("\n")}`);
     assert.equal(problems.length, 0, problems.join("\n"));
   },
 });
