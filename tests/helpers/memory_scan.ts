@@ -48,7 +48,7 @@ export interface Hit {
   mapping: string;
   /** The bytes around the copy (printable ASCII, others as `·`; every needle shown as `«name»`). */
   context: string;
-  /** The 160 bytes right before the copy (fewer at the start of a read window). */
+  /** The 400 bytes right before the copy (fewer at the start of a read window). */
   before: Uint8Array;
   /** The 16 bytes right after the copy (fewer at the end of a mapping). */
   after: Uint8Array;
@@ -255,7 +255,7 @@ export function scanProcess(pid: number, needles: Map<string, Uint8Array>): Hit[
               region: kinds.get(m) ?? "other_anon",
               mapping: m.line,
               context: contextOf(view, i, needles),
-              before: view.slice(Math.max(0, i - 160), i),
+              before: view.slice(Math.max(0, i - 400), i),
               after: view.slice(i + needle.length, i + needle.length + 16),
             });
           }
