@@ -296,7 +296,9 @@ if (import.meta.main) {
     const media = [...all].filter((n) => n.startsWith("src/media/")).length;
     const npm = [...all].filter((n) => /^npm:(ws|@resvg\/resvg-wasm)$|^node:dgram$/.test(n));
     console.log(
-      `  ${e}: ${local(runtime)} / ${local(all)} (src/media: ${media}; ${npm.join(", ") || "no ws, resvg, dgram"})`,
+      `  ${e}: ${local(runtime)} / ${local(all)} (src/media: ${media}; ${
+        npm.join(", ") || "no ws, resvg, dgram"
+      })`,
     );
   }
   const cycles = importCycles(graph, (n) => n.startsWith("src/"));

@@ -14,7 +14,7 @@ import { formatAge, parseTimeFlag } from "../time_flag.ts";
 import { UsageError } from "../usage_error.ts";
 import { watch } from "../watch.ts";
 import type { Io } from "../io.ts";
-import { SESSION_STATUSES } from "../../src/sessions/state.ts";
+import { SESSION_STATUSES } from "../../src/vocabulary/session_states.ts";
 import { PROVIDER_TYPES } from "../../src/providers/types.ts";
 
 /** Most pages `--all` reads (100 sessions each): a bound, not an expected size. */

@@ -11,11 +11,11 @@ import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { SessionService } from "../sessions/service.ts";
-import type { SessionWorker } from "../worker/worker.ts";
-import { registerWorkerRoutes } from "../worker/routes.ts";
-import type { InternalAuth } from "../hosting/internal_auth.ts";
+import type { SessionWorker } from "../worker/session_worker.ts";
+import { registerWorkerRoutes } from "./routes/internal.ts";
+import type { InternalAuth } from "../fleet/internal_auth.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "./app_env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
 import { RateLimiter } from "../kv/rate_limit.ts";
@@ -37,7 +37,7 @@ import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
 import { telemetry } from "../telemetry/state.ts";
-import { apiMetrics } from "../telemetry/api_metrics.ts";
+import { apiMetrics } from "./middleware/api_metrics.ts";
 
 /** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/hosting/internal_api.ts). */
 const INTERNAL_PREFIX = "/internal/";

@@ -11,7 +11,7 @@ import { ApiError, errorBody } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { containsProviderConnectionId } from "../providers/config_schema.ts";
 import { PROVIDER_TYPES } from "../providers/types.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "./app_env.ts";
 
 interface Issue {
   code: string;

@@ -9,10 +9,10 @@ import { ERROR_CODES } from "../errors.ts";
 import { KEY_ID_PATTERN, MAX_ID_LENGTH, SESSION_ID_PATTERN } from "../ids.ts";
 import { displayNameField, urlField } from "../text_fields.ts";
 import { SESSION_STATUSES } from "../kv/sessions.ts";
-import { END_REASONS } from "../sessions/end_reasons.ts";
+import { END_REASONS } from "../vocabulary/end_reasons.ts";
 import { ProviderConfig } from "../providers/config_schema.ts";
 import { PROVIDER_TYPES } from "../providers/types.ts";
-import { TRANSPORTS } from "../sessions/transport.ts";
+import { TRANSPORTS } from "../sessions/resolve_transport.ts";
 
 const epochMs = () =>
   z.number().int().min(0).openapi({ format: "int64", description: "Unix epoch milliseconds" });

@@ -7,7 +7,7 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ERROR_CODES } from "../errors.ts";
 import { SESSION_ID_PATTERN } from "../ids.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "./app_env.ts";
 import { EndReason, ProviderType } from "./schemas.ts";
 
 const epochMs = () =>

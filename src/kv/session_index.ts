@@ -25,10 +25,10 @@
  */
 import { ANY_FACET, sessionIndexKey, sessionIndexPrefix } from "./keys.ts";
 import { PROVIDER_TYPES, type ProviderType } from "../providers/types.ts";
-import type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
-import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
-import type { EndReason } from "../sessions/end_reasons.ts";
-import type { SessionView } from "../sessions/view.ts";
+import type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../vocabulary/session_states.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
+import type { SessionView } from "../vocabulary/session_view.ts";
 
 /** The transports a session runs on (the index's transport facet). */
 const INDEXED_TRANSPORTS: readonly ResolvedTransport[] = ["websocket_fmp4", "webrtc_sfu"];

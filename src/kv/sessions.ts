@@ -17,9 +17,9 @@
  * @module
  */
 import { ApiError } from "../errors.ts";
-import { lifecycleEvent } from "../sessions/events.ts";
-import type { SessionRecord } from "../sessions/record.ts";
-import { edge, freesSlot, type SessionStatus } from "../sessions/state.ts";
+import { lifecycleEvent } from "../vocabulary/lifecycle_events.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { edge, freesSlot, type SessionStatus } from "../vocabulary/session_states.ts";
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
 import { idempotencyKey, liveSessionsKey, ownedSessionKey, ownerLoadKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
@@ -28,8 +28,13 @@ import { addIndexToOp, expiryOf } from "./session_index.ts";
 import { sessionRetentionOf } from "./session_retention.ts";
 import { recordEnd } from "../telemetry/metrics.ts";
 
-export type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
-export { LIVE_STATUSES, SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
+export type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+export {
+  LIVE_STATUSES,
+  SESSION_STATUSES,
+  type SessionStatus,
+  TERMINAL_STATUSES,
+} from "../vocabulary/session_states.ts";
 
 const mutex = new KeyedMutex();
 

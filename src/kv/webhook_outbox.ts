@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { LifecycleEventType } from "../sessions/state.ts";
+import type { LifecycleEventType } from "../vocabulary/session_states.ts";
 import { kvOp } from "./guard.ts";
 import {
   webhookDueKey,

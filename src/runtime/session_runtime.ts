@@ -9,8 +9,8 @@
  */
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
-import type { EndReason } from "../sessions/end_reasons.ts";
-import type { ResolvedTransport } from "../sessions/record.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
+import type { ResolvedTransport } from "../vocabulary/session_record.ts";
 import type {
   ProviderClosure,
   ProviderConnection,

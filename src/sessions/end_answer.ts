@@ -10,10 +10,10 @@ import { kvOp } from "../kv/guard.ts";
 import { sessionKey } from "../kv/keys.ts";
 import { expiryOf } from "../kv/session_index.ts";
 import { sessionRetentionOf } from "../kv/session_retention.ts";
-import type { EndedSession } from "../hosting/session_host.ts";
-import type { EndReason } from "./end_reasons.ts";
-import { durationS } from "./events.ts";
-import type { SessionRecord } from "./record.ts";
+import type { EndedSession } from "./session_host.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
+import { durationS } from "../vocabulary/lifecycle_events.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
 
 /** How long a retried end may still collect the answer of an end that got 503. */
 export const UNANSWERED_END_TTL_MS = 15 * 60_000;

@@ -12,9 +12,9 @@ import { cursorKeyOf } from "../kv/list_cursor_key.ts";
 import { listSessionIndex } from "../kv/session_index.ts";
 import type { ProviderType } from "../providers/types.ts";
 import { type CursorFilters, decodeCursor, encodeCursor } from "./list_cursor.ts";
-import type { ResolvedTransport } from "./record.ts";
-import type { SessionStatus } from "./state.ts";
-import type { SessionView } from "./view.ts";
+import type { ResolvedTransport } from "../vocabulary/session_record.ts";
+import type { SessionStatus } from "../vocabulary/session_states.ts";
+import type { SessionView } from "../vocabulary/session_view.ts";
 
 /** Page size when none is asked for. */
 export const DEFAULT_LIST_LIMIT = 20;

@@ -27,20 +27,20 @@ import { checkProviderConfigShape } from "../providers/config_schema.ts";
 import type { ProviderType } from "../providers/types.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { EndedSession, SessionHost, StreamEndpoints } from "../hosting/session_host.ts";
+import type { EndedSession, SessionHost, StreamEndpoints } from "./session_host.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
-import type { SessionRecord } from "./record.ts";
-import { isEnded } from "./state.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { isEnded } from "../vocabulary/session_states.ts";
 import { claimUnansweredEnd } from "./end_answer.ts";
-import { type SessionView, toView } from "./view.ts";
-import { resolveTransport, type Transport } from "./transport.ts";
+import { type SessionView, toView } from "../vocabulary/session_view.ts";
+import { resolveTransport, type Transport } from "./resolve_transport.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordStartDuration } from "../telemetry/metrics.ts";
 import { annotate, inSpan } from "../telemetry/tracing.ts";
 
-export type { EndedSession } from "../hosting/session_host.ts";
-export { type SessionView, toView } from "./view.ts";
+export type { EndedSession } from "./session_host.ts";
+export { type SessionView, toView } from "../vocabulary/session_view.ts";
 
 /** How many workers a create tries when the ones it picked turn out to be full. */
 const PLACEMENT_ATTEMPTS = 5;

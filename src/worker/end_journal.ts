@@ -14,8 +14,8 @@ import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import { type TransitionResult, transitionSession } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
-import type { SessionRecord } from "../sessions/record.ts";
-import { isLive, type SessionStatus } from "../sessions/state.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { isLive, type SessionStatus } from "../vocabulary/session_states.ts";
 
 /** A final transition of a session whose runtime has stopped. */
 export interface PendingEnd {

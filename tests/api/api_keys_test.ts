@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { hashApiKey, isWellFormedApiKey } from "../../src/auth/api_key_format.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
 
 async function kvDump(h: Harness): Promise<string> {
   const rows: string[] = [];

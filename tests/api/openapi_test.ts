@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { emitOpenApi } from "../../src/api/document.ts";
+import { emitOpenApi } from "../../src/api/emit_openapi.ts";
 import { ERROR_CATALOG, ERROR_CODES } from "../../src/errors.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 const committed = await Deno.readTextFile(new URL("../../openapi.json", import.meta.url));
 

@@ -3,7 +3,7 @@ import { ApiKeyCache, apiKeyCacheFor } from "../../src/kv/api_key_cache.ts";
 import { createApiKey, revokeApiKey } from "../../src/kv/api_keys.ts";
 import { hashApiKey, hashApiKeySync } from "../../src/auth/api_key_format.ts";
 import { ApiError } from "../../src/errors.ts";
-import { faultyKv, KvFaults } from "../helpers/faulty_kv.ts";
+import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
 
 async function newKey(kv: Deno.Kv) {
   const { plaintext, record } = await createApiKey(kv, {

@@ -14,8 +14,8 @@ import { OggOpusDemuxer, opusPacketSamples } from "../../src/media/ogg_opus.ts";
 import { PlayoutQueue } from "../../src/media/playout_queue.ts";
 import { LinearResampler } from "../../src/media/resample.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
-import { tone } from "../helpers/fake_connector.ts";
-import { readSegment } from "../helpers/media.ts";
+import { tone } from "../../testing/fake_connector.ts";
+import { readSegment } from "../../testing/media.ts";
 
 function flvTag(type: number, body: Uint8Array, ts: number): Uint8Array {
   const t = new Uint8Array(11 + body.length + 4);

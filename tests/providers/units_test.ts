@@ -22,7 +22,7 @@ import { silentLogger } from "../../src/log.ts";
 import { CredentialHolder } from "../../src/runtime/credential_holder.ts";
 import type { ProviderClosure, ProviderEvents } from "../../src/providers/types.ts";
 import { ApiError } from "../../src/errors.ts";
-import { rms, tone, toneHz } from "../fakes/server.ts";
+import { rms, tone, toneHz } from "../../testing/fakes/server.ts";
 import { testTls } from "./_helpers.ts";
 
 Deno.test("g711: µ-law and A-law reference points, and every code survives a round trip", () => {

@@ -7,10 +7,10 @@
  * agent failure → engine_failed, and every start failure mapped.
  */
 import assert from "node:assert/strict";
-import { startVendor2Fake, type Vendor2Behavior } from "../fakes/vendor2.ts";
-import { rms, toneHz, until } from "../fakes/server.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { MediaClientRecorder } from "../helpers/media.ts";
+import { startVendor2Fake, type Vendor2Behavior } from "../../testing/fakes/vendor2.ts";
+import { rms, toneHz, until } from "../../testing/fakes/server.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { MediaClientRecorder } from "../../testing/media.ts";
 import {
   concat,
   decodeStreamAudio,

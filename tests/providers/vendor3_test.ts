@@ -8,10 +8,10 @@
  * failure mapped.
  */
 import assert from "node:assert/strict";
-import { startVendor3Fake, type Vendor3Behavior, type Vendor3Options } from "../fakes/vendor3.ts";
-import { rms, toneHz, until } from "../fakes/server.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { MediaClientRecorder } from "../helpers/media.ts";
+import { startVendor3Fake, type Vendor3Behavior, type Vendor3Options } from "../../testing/fakes/vendor3.ts";
+import { rms, toneHz, until } from "../../testing/fakes/server.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { MediaClientRecorder } from "../../testing/media.ts";
 import {
   concat,
   decodeStreamAudio,

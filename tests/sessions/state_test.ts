@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { transitionSession } from "../../src/kv/sessions.ts";
-import { lifecycleEvent } from "../../src/sessions/events.ts";
-import type { SessionRecord } from "../../src/sessions/record.ts";
+import { lifecycleEvent } from "../../src/vocabulary/lifecycle_events.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import {
   edge,
   freesSlot,
   SESSION_STATUSES,
   TERMINAL_STATUSES,
   TRANSITIONS,
-} from "../../src/sessions/state.ts";
+} from "../../src/vocabulary/session_states.ts";
 
 const rec = (status: SessionRecord["status"]): SessionRecord => ({
   session_id: "session:abc",

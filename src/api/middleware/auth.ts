@@ -15,7 +15,7 @@ import { hasApiKeyShape, hashApiKeySync, isWellFormedApiKey } from "../../auth/a
 import type { Scope } from "../../auth/scopes.ts";
 import { apiKeyCacheFor } from "../../kv/api_key_cache.ts";
 import type { RateLimiter } from "../../kv/rate_limit.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** Extracts the presented key; `undefined` when none was sent, `null` when the header is unusable. */
 export function presentedKey(header: (name: string) => string | undefined): string | null | undefined {

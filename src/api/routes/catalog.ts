@@ -5,7 +5,7 @@
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Catalog } from "../../media/catalog.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import { CatalogList } from "../schemas.ts";

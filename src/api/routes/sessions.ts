@@ -10,7 +10,7 @@ import { CredentialHolder } from "../../runtime/credential_holder.ts";
 import type { SessionService } from "../../sessions/service.ts";
 import { valueSpan } from "../json_span.ts";
 import { rawBody } from "../middleware/raw_body.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import {

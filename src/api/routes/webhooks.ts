@@ -15,7 +15,7 @@ import {
   rotateWebhookSecret,
   type WebhookSecretRecord,
 } from "../../kv/webhook_secrets.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import { WebhookSecret } from "../schemas.ts";

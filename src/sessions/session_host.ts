@@ -1,0 +1,89 @@
+/**
+ * The session host port: where the API side of the service (`src/sessions/service.ts`) starts, ends and
+ * reaches the sessions it creates, without running them itself.
+ *
+ * Two adapters implement it: in-process (`SVC_ROLE=all`, the worker lives in the same process) and remote
+ * (`SVC_ROLE=api`, the worker is another process reached over its signed internal API). A router picks the
+ * right one per session from the record's `owner` (see `router.ts`).
+ *
+ * @module
+ */
+import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
+import type { ProviderType } from "../providers/types.ts";
+import type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+
+/** One ICE server of `stream_metadata.ice_servers`. */
+export interface IceServer {
+  urls: string | string[];
+  username?: string;
+  credential?: string;
+}
+
+/** Where a session's media is reached: the worker-specific part of `stream_metadata`. */
+export interface StreamEndpoints {
+  /** The media WebSocket of a websocket_fmp4 session (null when no media plane runs). */
+  media_url: string | null;
+  /** The SFU signalling endpoint of a webrtc_sfu session; null for websocket_fmp4. */
+  sfu_endpoint: string | null;
+  /** STUN/TURN servers (TURN credentials minted for the token's lifetime); empty for websocket_fmp4. */
+  ice_servers: IceServer[];
+}
+
+/** What a worker needs to start a session (the record's non-secret facts). */
+export interface StartSpec {
+  sessionId: string;
+  projectId: string;
+  providerType: ProviderType;
+  transport: ResolvedTransport;
+  avatarId: string | null;
+  bgId: string | null;
+}
+
+/** The end answer (`POST /v1/sessions/{id}/end`). */
+export interface EndedSession {
+  session_id: string;
+  status: SessionRecord["status"];
+  ended_at: number;
+  chunks_rendered: number;
+  duration_s: number;
+  warning?: string;
+  end_reason: EndReason;
+}
+
+/** How to end a session. */
+export interface EndOptions {
+  force: boolean;
+  reason: EndReason;
+}
+
+/** Where a new session is placed. */
+export interface Placement {
+  /** Instance id of the worker (the record's `owner`). */
+  owner: string;
+  /**
+   * The worker's capacity, checked exactly against its load counter when the record is written; absent when
+   * the worker checks its own capacity (in-process).
+   */
+  capacity?: number;
+}
+
+/** The port. Every method throws an {@link import("../errors.ts").ApiError} with the mapped code. */
+export interface SessionHost {
+  /** Whether some worker serves `webrtc_sfu` (an SFU is configured): `auto` then prefers it. */
+  sfuAvailable(): Promise<boolean>;
+  /**
+   * Picks a worker serving `transport` for a new session, skipping `exclude` (workers found full). Throws 503
+   * SVC_RENDER_CAPACITY.
+   */
+  place(exclude: ReadonlySet<string>, transport: ResolvedTransport): Promise<Placement>;
+  /**
+   * Starts a `created` session on its worker and resolves once it is `active`, with its endpoints. The
+   * credentials are handed over and zeroed here whatever happens.
+   */
+  start(placement: Placement, spec: StartSpec, credentials: CredentialHolder): Promise<StreamEndpoints>;
+  /** Ends an `active` (or `ending`) session through its owner. */
+  end(record: SessionRecord, options: EndOptions): Promise<EndedSession>;
+  /** The endpoints of an `active` session, with fresh TURN credentials where the transport has them. */
+  stream(record: SessionRecord): Promise<StreamEndpoints>;
+}
