@@ -5,10 +5,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { insertSession, type SessionRecord, transitionSession } from "../src/kv/sessions.ts";
+import { insertSession, transitionSession } from "../src/kv/sessions.ts";
+import type { SessionRecord } from "../src/vocabulary/session_record.ts";
 import { indexKeys, type IndexValue, indexValue, viewOf } from "../src/kv/session_index.ts";
-import type { ProviderType } from "../src/providers/types.ts";
-import type { ResolvedTransport } from "../src/vocabulary/session_record.ts";
+import type { ProviderType } from "../src/vocabulary/provider_types.ts";
+import type { TransportKind } from "../src/vocabulary/transports.ts";
 import type { SessionStatus } from "../src/vocabulary/session_states.ts";
 import { toView } from "../src/vocabulary/session_view.ts";
 import { newSessionId } from "../src/ids.ts";
@@ -31,7 +32,7 @@ export async function seedSession(
     projectId: string;
     status: SessionStatus;
     provider?: ProviderType;
-    transport?: ResolvedTransport;
+    transport?: TransportKind;
     createdAt: number;
     owner?: string | null;
   },

@@ -8,11 +8,11 @@ import { SCOPES } from "../auth/scopes.ts";
 import { ERROR_CODES } from "../errors.ts";
 import { KEY_ID_PATTERN, MAX_ID_LENGTH, SESSION_ID_PATTERN } from "../ids.ts";
 import { displayNameField, urlField } from "../text_fields.ts";
-import { SESSION_STATUSES } from "../kv/sessions.ts";
+import { SESSION_STATUSES } from "../vocabulary/session_states.ts";
 import { END_REASONS } from "../vocabulary/end_reasons.ts";
 import { ProviderConfig } from "../providers/config_schema.ts";
-import { PROVIDER_TYPES } from "../providers/types.ts";
-import { TRANSPORTS } from "../sessions/resolve_transport.ts";
+import { PROVIDER_TYPES } from "../vocabulary/provider_types.ts";
+import { REQUESTED_TRANSPORTS } from "../vocabulary/transports.ts";
 
 const epochMs = () =>
   z.number().int().min(0).openapi({ format: "int64", description: "Unix epoch milliseconds" });
@@ -102,7 +102,7 @@ export const EndReason = z.enum(END_REASONS).openapi("EndReason", {
 /** Provider types. */
 export const ProviderType = z.enum(PROVIDER_TYPES).openapi("ProviderType");
 /** Requested transports. */
-export const Transport = z.enum(TRANSPORTS).openapi("Transport");
+export const Transport = z.enum(REQUESTED_TRANSPORTS).openapi("Transport");
 
 /** `avatar_config`. */
 export const AvatarConfig = z.strictObject({

@@ -7,6 +7,7 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ERROR_CODES } from "../errors.ts";
 import { SESSION_ID_PATTERN } from "../ids.ts";
+import { TRANSPORT_KINDS } from "../vocabulary/transports.ts";
 import type { AppEnv } from "./app_env.ts";
 import { EndReason, ProviderType } from "./schemas.ts";
 
@@ -25,7 +26,7 @@ export const SessionStartedEvent = z.strictObject({
     project_id: z.string(),
     status: z.literal("active"),
     provider_type: ProviderType,
-    transport: z.enum(["websocket_fmp4", "webrtc_sfu"]),
+    transport: z.enum(TRANSPORT_KINDS),
     created_at: epochMs(),
     started_at: epochMs(),
   }),

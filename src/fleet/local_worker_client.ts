@@ -6,7 +6,8 @@
  */
 import { ApiError } from "../errors.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
 import type {
   EndedSession,
@@ -21,7 +22,7 @@ export class LocalWorkerClient {
   constructor(readonly worker: SessionWorker) {}
 
   /** This worker, if it serves the transport and has a free render slot (it checks its capacity itself). */
-  place(transport: ResolvedTransport): Placement {
+  place(transport: TransportKind): Placement {
     if (!this.worker.transports.includes(transport)) throw new ApiError("SVC_SFU_NOT_CONFIGURED");
     if (!this.worker.hasCapacity()) throw new ApiError("SVC_RENDER_CAPACITY");
     return { owner: this.worker.instanceId };

@@ -18,7 +18,8 @@ import {
   type OwnerLease,
   TOMBSTONE_RETENTION_MS,
 } from "../kv/owner_leases.ts";
-import { getSession, LIVE_STATUSES, transitionSession } from "../kv/sessions.ts";
+import { getSession, transitionSession } from "../kv/sessions.ts";
+import { LIVE_STATUSES } from "../vocabulary/session_states.ts";
 import type { Logger } from "../log.ts";
 import { OWNER_LOST_WARNING } from "../vocabulary/end_reasons.ts";
 

@@ -12,7 +12,8 @@ import type { Logger } from "../log.ts";
 import { MEDIA_PATH } from "../media/plane.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import { TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
-import type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import { endThroughKv } from "./end_through_kv.ts";
 import type { LocalWorkerClient } from "./local_worker_client.ts";
 import { type RemoteWorkerClient, WorkerUnreachableError } from "./remote_worker_client.ts";
@@ -54,7 +55,7 @@ export class SessionRouter implements SessionHost {
     return (await remote?.directory.live() ?? []).some((w) => w.transports.includes("webrtc_sfu"));
   }
 
-  async place(exclude: ReadonlySet<string>, transport: ResolvedTransport): Promise<Placement> {
+  async place(exclude: ReadonlySet<string>, transport: TransportKind): Promise<Placement> {
     const { local, remote } = this.deps;
     if (local) {
       if (exclude.has(local.worker.instanceId)) throw new ApiError("SVC_RENDER_CAPACITY");

@@ -13,6 +13,7 @@ import { ownerLoads } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
 import type { InternalAuth } from "./internal_auth.ts";
 import type { Placement } from "../sessions/session_host.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 
 /** A worker API processes can call. */
 export interface LiveWorker {
@@ -23,7 +24,7 @@ export interface LiveWorker {
   publicUrl: string;
   capacity: number;
   /** The transports it serves. */
-  transports: ("websocket_fmp4" | "webrtc_sfu")[];
+  transports: TransportKind[];
 }
 
 /** How long a worker that could not be reached is left out of placement. */
@@ -70,7 +71,7 @@ export class WorkerDirectory {
    */
   async pick(
     exclude: ReadonlySet<string>,
-    transport: "websocket_fmp4" | "webrtc_sfu" = "websocket_fmp4",
+    transport: TransportKind = "websocket_fmp4",
   ): Promise<Placement & { url: string }> {
     const now = this.deps.clock.now();
     const candidates = (await this.live()).filter((w) =>

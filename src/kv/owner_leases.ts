@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { TransportKind } from "../vocabulary/transports.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { ownedSessionPrefix, ownerLeaseKey, ownerLeasePrefix } from "./keys.ts";
 
@@ -28,7 +29,7 @@ export interface WorkerAdvert {
   /** Capacity minus the sessions it runs now (at the last renewal; placement counts exactly in KV). */
   free_slots: number;
   /** The transports it serves (absent in older registrations: `websocket_fmp4` only). */
-  transports?: ("websocket_fmp4" | "webrtc_sfu")[];
+  transports?: TransportKind[];
   /** HMAC of its id and addresses with the internal secret (see `src/hosting/internal_auth.ts`). */
   signature: string | null;
 }

@@ -28,14 +28,6 @@ import { addIndexToOp, expiryOf } from "./session_index.ts";
 import { sessionRetentionOf } from "./session_retention.ts";
 import { recordEnd } from "../telemetry/metrics.ts";
 
-export type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
-export {
-  LIVE_STATUSES,
-  SESSION_STATUSES,
-  type SessionStatus,
-  TERMINAL_STATUSES,
-} from "../vocabulary/session_states.ts";
-
 const mutex = new KeyedMutex();
 
 /** Reads a session of a project, or null (unknown, or another project's). */

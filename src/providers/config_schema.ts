@@ -8,7 +8,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { VendorEndpoints } from "../config.ts";
-import { checkProviderConfig, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "./registry.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
+import { checkProviderConfig, PROVIDERS } from "./registry.ts";
 
 export { ExternalEngineConfig } from "./external_engine/schema.ts";
 export { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";

@@ -10,15 +10,15 @@
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
-import type { ResolvedTransport } from "../vocabulary/session_record.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import type {
   ProviderClosure,
   ProviderConnection,
   ProviderConnector,
   ProviderEvents,
-  ProviderType,
   ToolCall,
 } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { TOOL_ERRORS } from "../providers/tool_calls.ts";
 import type { CredentialHolder } from "./credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
@@ -53,7 +53,7 @@ export type SessionMediaFactory = (session: {
   avatarId: string | null;
   bgId: string | null;
   /** How the session's media reaches its browser. */
-  transport: ResolvedTransport;
+  transport: TransportKind;
   connection: ProviderConnection;
   /**
    * Called by the media plane when it fails on its own: the session ends with `outcome` (default:
@@ -73,7 +73,7 @@ export interface StartRequest {
   avatarId: string | null;
   bgId: string | null;
   /** How the session's media reaches its browser (default `websocket_fmp4`). */
-  transport?: ResolvedTransport;
+  transport?: TransportKind;
   timeoutMs: number;
 }
 

@@ -10,9 +10,9 @@ import { ApiError } from "../errors.ts";
 import { kvOp } from "../kv/guard.ts";
 import { cursorKeyOf } from "../kv/list_cursor_key.ts";
 import { listSessionIndex } from "../kv/session_index.ts";
-import type { ProviderType } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { type CursorFilters, decodeCursor, encodeCursor } from "./list_cursor.ts";
-import type { ResolvedTransport } from "../vocabulary/session_record.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import type { SessionStatus } from "../vocabulary/session_states.ts";
 import type { SessionView } from "../vocabulary/session_view.ts";
 
@@ -26,7 +26,7 @@ export interface ListSessionsQuery {
   /** One or more statuses (any of them). */
   status?: readonly SessionStatus[];
   provider_type?: ProviderType;
-  transport?: ResolvedTransport;
+  transport?: TransportKind;
   /** Inclusive lower bound of `created_at` (Unix ms). */
   created_after?: number;
   /** Exclusive upper bound of `created_at` (Unix ms). */

@@ -5,15 +5,10 @@
  * @module
  */
 import { ApiError } from "../errors.ts";
-import type { ResolvedTransport } from "../kv/sessions.ts";
-
-/** Transports a client may request. */
-export const TRANSPORTS = ["auto", "websocket_fmp4", "webrtc_sfu"] as const;
-/** One requested transport. */
-export type Transport = (typeof TRANSPORTS)[number];
+import type { RequestedTransport, TransportKind } from "../vocabulary/transports.ts";
 
 /** Resolves the requested transport against whether an SFU is configured. */
-export function resolveTransport(requested: Transport, sfuConfigured: boolean): ResolvedTransport {
+export function resolveTransport(requested: RequestedTransport, sfuConfigured: boolean): TransportKind {
   if (requested === "webrtc_sfu") {
     if (!sfuConfigured) {
       throw new ApiError(

@@ -24,7 +24,7 @@ import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
-import type { ProviderType } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { EndedSession, SessionHost, StreamEndpoints } from "./session_host.ts";
@@ -33,7 +33,8 @@ import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { isEnded } from "../vocabulary/session_states.ts";
 import { claimUnansweredEnd } from "./end_answer.ts";
 import { type SessionView, toView } from "../vocabulary/session_view.ts";
-import { resolveTransport, type Transport } from "./resolve_transport.ts";
+import { resolveTransport } from "./resolve_transport.ts";
+import type { RequestedTransport } from "../vocabulary/transports.ts";
 import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordStartDuration } from "../telemetry/metrics.ts";
@@ -56,7 +57,7 @@ export interface CreateSessionInput {
   provider_type: ProviderType;
   provider_config: Record<string, Record<string, unknown> | undefined>;
   avatar_config?: { avatar_id?: string; bg_id?: string };
-  transport: Transport;
+  transport: RequestedTransport;
   webhook_url?: string;
 }
 

@@ -10,8 +10,9 @@
  */
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
-import type { ProviderType } from "../providers/types.ts";
-import type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 
 /** One ICE server of `stream_metadata.ice_servers`. */
 export interface IceServer {
@@ -35,7 +36,7 @@ export interface StartSpec {
   sessionId: string;
   projectId: string;
   providerType: ProviderType;
-  transport: ResolvedTransport;
+  transport: TransportKind;
   avatarId: string | null;
   bgId: string | null;
 }
@@ -76,7 +77,7 @@ export interface SessionHost {
    * Picks a worker serving `transport` for a new session, skipping `exclude` (workers found full). Throws 503
    * SVC_RENDER_CAPACITY.
    */
-  place(exclude: ReadonlySet<string>, transport: ResolvedTransport): Promise<Placement>;
+  place(exclude: ReadonlySet<string>, transport: TransportKind): Promise<Placement>;
   /**
    * Starts a `created` session on its worker and resolves once it is `active`, with its endpoints. The
    * credentials are handed over and zeroed here whatever happens.

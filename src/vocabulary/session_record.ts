@@ -5,12 +5,10 @@
  * @module
  */
 import type { ErrorCode } from "../errors.ts";
-import type { ProviderType } from "../providers/types.ts";
+import type { ProviderType } from "./provider_types.ts";
 import type { EndReason } from "./end_reasons.ts";
 import type { SessionStatus } from "./session_states.ts";
-
-/** Transports in effect for a session (`auto` is resolved at creation). */
-export type ResolvedTransport = "websocket_fmp4" | "webrtc_sfu";
+import type { TransportKind } from "./transports.ts";
 
 /** An end asked of the session's owner through KV (the fallback when the owner cannot be called). */
 export interface EndRequest {
@@ -25,7 +23,8 @@ export interface SessionRecord {
   project_id: string;
   status: SessionStatus;
   provider_type: ProviderType;
-  transport: ResolvedTransport;
+  /** The transport it runs on (`auto` is resolved at creation). */
+  transport: TransportKind;
   avatar_id: string | null;
   bg_id: string | null;
   webhook_url: string | null;

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ProviderType } from "../providers/types.ts";
+import type { ProviderType } from "./provider_types.ts";
 import type { EndReason } from "./end_reasons.ts";
 import type { SessionRecord } from "./session_record.ts";
 

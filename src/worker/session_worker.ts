@@ -25,7 +25,8 @@ import type { EndedSession, EndOptions, StartSpec, StreamEndpoints } from "../se
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { durationS } from "../vocabulary/lifecycle_events.ts";
 import { LifetimeMonitor } from "./lifetime_monitor.ts";
-import type { ResolvedTransport, SessionRecord } from "../vocabulary/session_record.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { TRANSPORT_KINDS, type TransportKind } from "../vocabulary/transports.ts";
 import { isEnded, type SessionStatus } from "../vocabulary/session_states.ts";
 import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journal.ts";
 import { claimUnansweredEnd, endAnswer, UNANSWERED_END_TTL_MS } from "../sessions/end_answer.ts";
@@ -92,8 +93,8 @@ export class SessionWorker {
   }
 
   /** The transports this worker serves (webrtc_sfu when its media plane has an SFU). */
-  get transports(): ResolvedTransport[] {
-    return this.deps.media?.sfuConfigured ? ["websocket_fmp4", "webrtc_sfu"] : ["websocket_fmp4"];
+  get transports(): TransportKind[] {
+    return TRANSPORT_KINDS.filter((t) => t !== "webrtc_sfu" || this.deps.media?.sfuConfigured);
   }
 
   /** Whether a render slot is free (always true without a media plane). */

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { LIVE_STATUSES, type SessionRecord } from "../../src/kv/sessions.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
+import { LIVE_STATUSES } from "../../src/vocabulary/session_states.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";

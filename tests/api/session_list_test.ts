@@ -5,10 +5,11 @@
  * every transition — the API's, the worker's, the reaper's and the end journal's.
  */
 import assert from "node:assert/strict";
-import { insertSession, type SessionRecord, transitionSession } from "../../src/kv/sessions.ts";
+import { insertSession, transitionSession } from "../../src/kv/sessions.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../src/vocabulary/session_states.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../../src/providers/types.ts";
-import type { ResolvedTransport } from "../../src/vocabulary/session_record.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../../src/vocabulary/provider_types.ts";
+import { TRANSPORT_KINDS } from "../../src/vocabulary/transports.ts";
 import { Reaper } from "../../src/fleet/reaper.ts";
 import { silentLogger } from "../../src/log.ts";
 import { ownerLeaseKey } from "../../src/kv/keys.ts";
@@ -22,7 +23,7 @@ import { eventually } from "../../testing/webhook_receiver.ts";
 import { assertIndexInStep, seedSession } from "../../testing/session_index.ts";
 
 const T0 = 1_780_000_000_000;
-const TRANSPORTS: ResolvedTransport[] = ["websocket_fmp4", "webrtc_sfu"];
+const TRANSPORTS = TRANSPORT_KINDS;
 
 /** A small deterministic PRNG (the test's data is the same on every run). */
 function prng(seed: number): () => number {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import type { SessionRecord, SessionStatus } from "../../src/kv/sessions.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
+import type { SessionStatus } from "../../src/vocabulary/session_states.ts";
 import { TEARDOWN_TIMEOUT_MS } from "../../src/runtime/session_runtime.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";

@@ -16,7 +16,7 @@ import {
 } from "../../src/providers/wire/socket.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
-import { createConnectors } from "../../src/providers/registry.ts";
+import { createConnectors } from "../../src/providers/connectors.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import { CredentialHolder } from "../../src/runtime/credential_holder.ts";

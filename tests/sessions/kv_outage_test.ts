@@ -5,7 +5,7 @@
  * worker backs off. And an engine that hangs up right after its handshake never leaves a session `active`.
  */
 import assert from "node:assert/strict";
-import type { SessionRecord } from "../../src/kv/sessions.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
 import { FakeConnector } from "../../testing/fake_connector.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";

@@ -11,7 +11,7 @@ import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
 import { decodeStart, INTERNAL_PATHS } from "../../fleet/internal_api.ts";
 import type { InternalAuth } from "../../fleet/internal_auth.ts";
-import { PROVIDER_TYPES } from "../../providers/types.ts";
+import { PROVIDER_TYPES } from "../../vocabulary/provider_types.ts";
 import { isEndReason } from "../../vocabulary/end_reasons.ts";
 import { SESSION_ID_PATTERN } from "../../ids.ts";
 import type { AppEnv } from "../app_env.ts";
