@@ -33,8 +33,8 @@ import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { registerSfuRoutes } from "./routes/sfu.ts";
-import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
+import { AVATAR_CATALOG } from "../vocabulary/avatar_catalog.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
 import { telemetry } from "../telemetry/state.ts";
 import { apiMetrics } from "./middleware/api_metrics.ts";
@@ -151,7 +151,7 @@ export function createApp(deps: AppDeps): App {
     registerSessionListRoute(app, { kv, clock });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
-    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });
+    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? AVATAR_CATALOG });
   }
   if (deps.worker?.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
   if (deps.worker?.media?.sfu) {

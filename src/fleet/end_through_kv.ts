@@ -9,14 +9,14 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
-import { ApiError } from "../errors.ts";
 import { retryUnavailable } from "../kv/guard.ts";
 import { getSession, transitionSession } from "../kv/sessions.ts";
 import { REMOTE_END_WARNING } from "../vocabulary/end_reasons.ts";
 import { durationS } from "../vocabulary/lifecycle_events.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
-import { isEnded } from "../vocabulary/session_states.ts";
-import type { EndedSession, EndOptions } from "../sessions/session_host.ts";
+import type { EndOptions } from "../vocabulary/host_requests.ts";
+import { notActiveError } from "../vocabulary/not_active_error.ts";
+import type { EndedSession } from "../vocabulary/schemas.ts";
 
 /** Asks the owner through KV and waits up to `waitMs` for it. */
 export async function endThroughKv(
@@ -30,12 +30,7 @@ export async function endThroughKv(
   const moved = await transitionSession(kv, projectId, sessionId, ["active"], "ending", {
     end_request: { reason: options.reason, force: options.force, requested_by: deps.instanceId },
   }, clock.now());
-  if (!moved.ok) {
-    const cur = moved.record;
-    if (!cur) throw new ApiError("SVC_SESSION_NOT_FOUND");
-    if (isEnded(cur.status)) throw new ApiError("SVC_SESSION_ENDED");
-    throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${cur.status}, not active.`);
-  }
+  if (!moved.ok) throw notActiveError(moved.record);
   const deadline = clock.now() + waitMs;
   let final: SessionRecord | null = null;
   while (clock.now() < deadline) {

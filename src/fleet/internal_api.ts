@@ -15,7 +15,7 @@
  * @module
  */
 import { CredentialHolder } from "../runtime/credential_holder.ts";
-import type { StartSpec } from "../sessions/session_host.ts";
+import type { StartSpec } from "../vocabulary/host_requests.ts";
 
 /** Paths of the internal API. */
 export const INTERNAL_PATHS = {

@@ -9,13 +9,9 @@ import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
-import type {
-  EndedSession,
-  EndOptions,
-  Placement,
-  StartSpec,
-  StreamEndpoints,
-} from "../sessions/session_host.ts";
+import type { Placement } from "../sessions/session_host.ts";
+import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 
 /** Reaches the worker of this process. */
 export class LocalWorkerClient {

@@ -10,7 +10,8 @@ import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { encodeStart, INTERNAL_PATHS } from "./internal_api.ts";
 import type { InternalAuth } from "./internal_auth.ts";
-import type { EndedSession, EndOptions, StartSpec, StreamEndpoints } from "../sessions/session_host.ts";
+import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 
 /** A worker that could not be reached at all (nothing was delivered to it). */
 export class WorkerUnreachableError extends Error {

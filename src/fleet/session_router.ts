@@ -17,14 +17,10 @@ import type { TransportKind } from "../vocabulary/transports.ts";
 import { endThroughKv } from "./end_through_kv.ts";
 import type { LocalWorkerClient } from "./local_worker_client.ts";
 import { type RemoteWorkerClient, WorkerUnreachableError } from "./remote_worker_client.ts";
-import type {
-  EndedSession,
-  EndOptions,
-  Placement,
-  SessionHost,
-  StartSpec,
-  StreamEndpoints,
-} from "../sessions/session_host.ts";
+import type { Placement, SessionHost } from "../sessions/session_host.ts";
+import { notActiveError } from "../vocabulary/not_active_error.ts";
+import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { WorkerDirectory } from "./worker_directory.ts";
 import { listLiveInstances } from "../kv/owner_leases.ts";
 
@@ -100,9 +96,7 @@ export class SessionRouter implements SessionHost {
         remote.directory.markUnreachable(worker.instanceId);
       }
     }
-    if (record.status !== "active") {
-      throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${record.status}, not active.`);
-    }
+    if (record.status !== "active") throw notActiveError(record);
     const teardown = this.deps.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS;
     return await endThroughKv(this.deps, record, options, teardown + (this.deps.remoteEndMarginMs ?? 5_000));
   }

@@ -29,7 +29,7 @@ import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { TRANSPORT_KINDS, type TransportKind } from "../vocabulary/transports.ts";
 import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../vocabulary/session_states.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
-import type { SessionView } from "../vocabulary/session_view.ts";
+import type { SessionView } from "../vocabulary/schemas.ts";
 
 /** The fields of a record its index keys are made of. */
 type Indexed = Pick<

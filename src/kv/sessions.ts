@@ -17,6 +17,8 @@
  * @module
  */
 import { ApiError } from "../errors.ts";
+import { endAnswer } from "../vocabulary/end_answer.ts";
+import type { EndedSession } from "../vocabulary/schemas.ts";
 import { lifecycleEvent } from "../vocabulary/lifecycle_events.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { edge, freesSlot, type SessionStatus } from "../vocabulary/session_states.ts";
@@ -196,4 +198,35 @@ export async function ownerLoads(kv: Deno.Kv, owners: string[]): Promise<Map<str
     batch.forEach((o, k) => out.set(o, entries[k].value ?? 0));
   }
   return out;
+}
+
+/** How long a retried end may still collect the answer of an end that got 503. */
+export const UNANSWERED_END_TTL_MS = 15 * 60_000;
+
+/**
+ * Takes the undelivered answer of an ended session: the retry of an end answered 503 because storage was out
+ * when its teardown finished (the record carries `end_unanswered_until`; the first retry takes it) (compare-and-set, so only one retry gets it). Resolves
+ * with the answer, or null when there is none (the end was answered, or the window passed).
+ */
+export async function claimUnansweredEnd(
+  kv: Deno.Kv,
+  rec: SessionRecord,
+  now: number,
+): Promise<EndedSession | null> {
+  if (!rec.end_unanswered_until || rec.end_unanswered_until <= now) return null;
+  const key = sessionKey(rec.project_id, rec.session_id);
+  return await kvOp(async () => {
+    const entry = await kv.get<SessionRecord>(key);
+    const cur = entry.value;
+    if (!cur?.end_unanswered_until || cur.end_unanswered_until <= now) return null;
+    // The listing's entries do not hold this field; the record keeps its retention.
+    const expireIn = expiryOf(cur.status, sessionRetentionOf(kv));
+    const ok = (await kv.atomic().check(entry).set(
+      key,
+      { ...cur, end_unanswered_until: null },
+      expireIn === undefined ? undefined : { expireIn },
+    ).commit()
+      .finally(() => forgetSession(kv, rec.project_id, rec.session_id))).ok;
+    return ok ? endAnswer(cur, cur.end_reason ?? "ended_by_api") : null;
+  });
 }

@@ -13,7 +13,7 @@ import { TOKEN_TTL_MS } from "../auth/tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { MediaConfig, SfuConfig } from "../config.ts";
 import { ApiError } from "../errors.ts";
-import type { StreamEndpoints } from "../sessions/session_host.ts";
+import type { StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { Logger } from "../log.ts";
 import type { SessionMediaFactory } from "../runtime/session_runtime.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";

@@ -14,7 +14,7 @@ import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { type CursorFilters, decodeCursor, encodeCursor } from "./list_cursor.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import type { SessionStatus } from "../vocabulary/session_states.ts";
-import type { SessionView } from "../vocabulary/session_view.ts";
+import type { SessionList } from "../vocabulary/schemas.ts";
 
 /** Page size when none is asked for. */
 export const DEFAULT_LIST_LIMIT = 20;
@@ -35,13 +35,6 @@ export interface ListSessionsQuery {
   limit?: number;
   /** `next_cursor` of the previous page, with the same filters. */
   cursor?: string;
-}
-
-/** One page of the listing. */
-export interface SessionList {
-  data: SessionView[];
-  /** Pass as `cursor` (with the same filters) for the next page; null on the last page. */
-  next_cursor: string | null;
 }
 
 /** Reads one page of `projectId`'s sessions. Throws 400 SVC_INVALID_REQUEST for a cursor that is not one. */

@@ -19,7 +19,13 @@ import {
   releaseIdempotencyKey,
 } from "../kv/idempotency.ts";
 import { retryUnavailable } from "../kv/guard.ts";
-import { getSession, insertSession, PlacementFullError, transitionSession } from "../kv/sessions.ts";
+import {
+  claimUnansweredEnd,
+  getSession,
+  insertSession,
+  PlacementFullError,
+  transitionSession,
+} from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
@@ -27,21 +33,25 @@ import { checkProviderConfigShape } from "../providers/config_schema.ts";
 import type { ProviderType } from "../vocabulary/provider_types.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { EndedSession, SessionHost, StreamEndpoints } from "./session_host.ts";
+import type { SessionHost } from "./session_host.ts";
+import type {
+  ClientToken,
+  CreatedSession,
+  EndedSession,
+  SessionView,
+  StreamEndpoints,
+} from "../vocabulary/schemas.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { isEnded } from "../vocabulary/session_states.ts";
-import { claimUnansweredEnd } from "./end_answer.ts";
-import { type SessionView, toView } from "../vocabulary/session_view.ts";
+import { toView } from "../vocabulary/session_view.ts";
+import { notActiveError } from "../vocabulary/not_active_error.ts";
 import { resolveTransport } from "./resolve_transport.ts";
 import type { RequestedTransport } from "../vocabulary/transports.ts";
-import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
+import { AVATAR_CATALOG, resolveAvatarConfig } from "../vocabulary/avatar_catalog.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordStartDuration } from "../telemetry/metrics.ts";
 import { annotate, inSpan } from "../telemetry/tracing.ts";
-
-export type { EndedSession } from "./session_host.ts";
-export { type SessionView, toView } from "../vocabulary/session_view.ts";
 
 /** How many workers a create tries when the ones it picked turn out to be full. */
 const PLACEMENT_ATTEMPTS = 5;
@@ -59,29 +69,6 @@ export interface CreateSessionInput {
   avatar_config?: { avatar_id?: string; bg_id?: string };
   transport: RequestedTransport;
   webhook_url?: string;
-}
-
-/** `stream_metadata` of create and client-token answers. */
-export interface StreamMetadata extends StreamEndpoints {
-  session_token: string;
-}
-
-/** The create-session answer. */
-export interface CreatedSession {
-  client_token: string;
-  expires_at: number;
-  session_id: string;
-  status: SessionRecord["status"];
-  stream_metadata: StreamMetadata;
-  transport: SessionRecord["transport"];
-}
-
-/** The client-token answer. */
-export interface MintedToken {
-  client_token: string;
-  expires_at: number;
-  stream_metadata: StreamMetadata;
-  transport: SessionRecord["transport"];
 }
 
 /** Dependencies of the session service. */
@@ -154,7 +141,7 @@ export class SessionService {
     const sfu = input.transport === "websocket_fmp4" ? false : await host.sfuAvailable();
     const transport = resolveTransport(input.transport, sfu);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
-    const avatar = resolveAvatarConfig(CATALOG, input.avatar_config);
+    const avatar = resolveAvatarConfig(AVATAR_CATALOG, input.avatar_config);
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
     if (input.webhook_url !== undefined) await this.#checkWebhookUrl(caller.projectId, input.webhook_url);
 
@@ -270,12 +257,9 @@ export class SessionService {
       // The retry of an end answered 503 while its record could not be written gets that end.
       const answer = await claimUnansweredEnd(this.deps.kv, rec, this.deps.clock.now());
       if (answer) return answer;
-      throw new ApiError("SVC_SESSION_ENDED");
     }
     // `ending` goes to the owner too: a retried end whose teardown is done completes there.
-    if (rec.status !== "active" && rec.status !== "ending") {
-      throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
-    }
+    if (rec.status !== "active" && rec.status !== "ending") throw notActiveError(rec);
     const ended = await this.deps.host.end(rec, {
       force,
       reason: force ? "ended_by_api_forced" : "ended_by_api",
@@ -285,14 +269,11 @@ export class SessionService {
   }
 
   /** Mints a fresh client token and session token for an active session. */
-  async mintClientToken(caller: Caller, sessionId: string): Promise<MintedToken> {
+  async mintClientToken(caller: Caller, sessionId: string): Promise<ClientToken> {
     const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     if (!this.deps.tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
-    if (rec.status !== "active") {
-      if (isEnded(rec.status)) throw new ApiError("SVC_SESSION_ENDED");
-      throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
-    }
+    if (rec.status !== "active") throw notActiveError(rec);
     const { client_token, expires_at, stream_metadata, transport } = await this.#answer(
       rec,
       await this.deps.host.stream(rec),

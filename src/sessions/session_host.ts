@@ -4,59 +4,16 @@
  *
  * Two adapters implement it: in-process (`SVC_ROLE=all`, the worker lives in the same process) and remote
  * (`SVC_ROLE=api`, the worker is another process reached over its signed internal API). A router picks the
- * right one per session from the record's `owner` (see `router.ts`).
+ * right one per session from the record's `owner` (see `src/fleet/session_router.ts`). What the port
+ * carries is session vocabulary: `src/vocabulary/host_requests.ts` (asked) and `schemas.ts` (answered).
  *
  * @module
  */
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import type { EndReason } from "../vocabulary/end_reasons.ts";
-import type { ProviderType } from "../vocabulary/provider_types.ts";
+import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
-
-/** One ICE server of `stream_metadata.ice_servers`. */
-export interface IceServer {
-  urls: string | string[];
-  username?: string;
-  credential?: string;
-}
-
-/** Where a session's media is reached: the worker-specific part of `stream_metadata`. */
-export interface StreamEndpoints {
-  /** The media WebSocket of a websocket_fmp4 session (null when no media plane runs). */
-  media_url: string | null;
-  /** The SFU signalling endpoint of a webrtc_sfu session; null for websocket_fmp4. */
-  sfu_endpoint: string | null;
-  /** STUN/TURN servers (TURN credentials minted for the token's lifetime); empty for websocket_fmp4. */
-  ice_servers: IceServer[];
-}
-
-/** What a worker needs to start a session (the record's non-secret facts). */
-export interface StartSpec {
-  sessionId: string;
-  projectId: string;
-  providerType: ProviderType;
-  transport: TransportKind;
-  avatarId: string | null;
-  bgId: string | null;
-}
-
-/** The end answer (`POST /v1/sessions/{id}/end`). */
-export interface EndedSession {
-  session_id: string;
-  status: SessionRecord["status"];
-  ended_at: number;
-  chunks_rendered: number;
-  duration_s: number;
-  warning?: string;
-  end_reason: EndReason;
-}
-
-/** How to end a session. */
-export interface EndOptions {
-  force: boolean;
-  reason: EndReason;
-}
 
 /** Where a new session is placed. */
 export interface Placement {

@@ -1,6 +1,7 @@
 /**
- * Lifecycle events of a session: their payloads, built from the record a transition writes. Which
- * transition emits which event is decided by the state table (`state.ts`); this module only shapes them.
+ * Lifecycle events of a session: their payloads, built from the record a transition writes (their schemas
+ * and types are in `schemas.ts`). Which transition emits which event is decided by the state table
+ * (`session_states.ts`); this module only shapes them.
  *
  * Every session with a `webhook_url` gets `session.started` when it becomes `active`, and exactly one
  * terminal event: `session.ended` (it was active; `ended` or `ended_with_warnings`) or `session.failed` (it
@@ -10,55 +11,12 @@
  *
  * @module
  */
-import type { ErrorCode } from "../errors.ts";
+import type { LifecyclePayload } from "./schemas.ts";
 import type { SessionRecord } from "./session_record.ts";
 import { edge, type LifecycleEventType, type SessionStatus } from "./session_states.ts";
 
-/** `data` of `session.started`. */
-export interface SessionStartedData {
-  session_id: string;
-  project_id: string;
-  status: "active";
-  provider_type: string;
-  transport: string;
-  created_at: number;
-  started_at: number;
-}
-
-/** `data` of `session.ended`. */
-export interface SessionEndedData {
-  session_id: string;
-  project_id: string;
-  status: "ended" | "ended_with_warnings";
-  end_reason: string;
-  started_at: number | null;
-  ended_at: number;
-  duration_s: number;
-  chunks_rendered: number;
-  warning?: string;
-}
-
-/** `data` of `session.failed`. */
-export interface SessionFailedData {
-  session_id: string;
-  project_id: string;
-  status: "failed";
-  end_reason: string;
-  error_code: ErrorCode;
-  created_at: number;
-  ended_at: number;
-}
-
-/** A webhook body: `{type, timestamp, data}` (the Standard Webhooks payload shape). */
-export interface LifecyclePayload {
-  type: LifecycleEventType;
-  /** ISO 8601 time of the transition. */
-  timestamp: string;
-  data: SessionStartedData | SessionEndedData | SessionFailedData;
-}
-
-/** An event ready for the outbox. */
-export interface LifecycleEvent {
+/** An event ready for the outbox (see `src/kv/webhook_outbox.ts`). */
+export interface OutgoingEvent {
   event_id: string;
   project_id: string;
   session_id: string;
@@ -140,7 +98,7 @@ export function lifecyclePayload(
  * The event the transition from `prev` to `next.status` writes (per the state table), for a session with a
  * `webhook_url`; null otherwise.
  */
-export function lifecycleEvent(prev: SessionStatus, next: SessionRecord, now: number): LifecycleEvent | null {
+export function lifecycleEvent(prev: SessionStatus, next: SessionRecord, now: number): OutgoingEvent | null {
   const type = edge(prev, next.status)?.emits;
   if (!type || !next.webhook_url) return null;
   const payload = lifecyclePayload(type, next, now);

@@ -55,7 +55,7 @@ export interface SessionRecord {
   stream?: { media_url: string | null; sfu_endpoint: string | null } | null;
   /**
    * Set with the final status when an API end was answered 503 (storage was out) after its teardown had
-   * happened: until then, a retried end answers 200 with this end instead of 409 (see `end_answer.ts`).
+   * happened: until then, a retried end answers 200 with this end instead of 409 (see `claimUnansweredEnd` in `src/kv/sessions.ts`).
    */
   end_unanswered_until?: number | null;
 }

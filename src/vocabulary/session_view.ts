@@ -1,25 +1,12 @@
 /**
  * The public view of a session: what `GET /v1/sessions/{session_id}` answers and what each item of the
- * listing (`GET /v1/sessions`) is. It never holds credentials, tokens or internal fields.
+ * listing (`GET /v1/sessions`) is (its type is inferred from the `Session` schema of `schemas.ts`). It
+ * never holds credentials, tokens or internal fields.
  *
  * @module
  */
-import type { ProviderType } from "./provider_types.ts";
-import type { EndReason } from "./end_reasons.ts";
+import type { SessionView } from "./schemas.ts";
 import type { SessionRecord } from "./session_record.ts";
-
-/** The public view of a session. */
-export interface SessionView {
-  session_id: string;
-  status: SessionRecord["status"];
-  provider_type: ProviderType;
-  transport: SessionRecord["transport"];
-  created_at?: number;
-  started_at?: number;
-  ended_at?: number;
-  /** Why the session ended or failed (absent while it is live). */
-  end_reason?: EndReason;
-}
 
 /** The public view of a record (no credentials, no tokens, no internal fields). */
 export function toView(rec: SessionRecord): SessionView {

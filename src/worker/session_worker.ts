@@ -21,7 +21,10 @@ import type { Logger } from "../log.ts";
 import type { MediaPlaneInfo } from "../media/plane.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import { type SelfEnded, type SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
-import type { EndedSession, EndOptions, StartSpec, StreamEndpoints } from "../sessions/session_host.ts";
+import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
+import { endAnswer } from "../vocabulary/end_answer.ts";
+import { notActiveError } from "../vocabulary/not_active_error.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { durationS } from "../vocabulary/lifecycle_events.ts";
 import { LifetimeMonitor } from "./lifetime_monitor.ts";
@@ -29,8 +32,7 @@ import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { TRANSPORT_KINDS, type TransportKind } from "../vocabulary/transports.ts";
 import { isEnded, type SessionStatus } from "../vocabulary/session_states.ts";
 import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journal.ts";
-import { claimUnansweredEnd, endAnswer, UNANSWERED_END_TTL_MS } from "../sessions/end_answer.ts";
-import type { TransitionResult } from "../kv/sessions.ts";
+import { claimUnansweredEnd, type TransitionResult, UNANSWERED_END_TTL_MS } from "../kv/sessions.ts";
 import { kvOp } from "../kv/guard.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { inSpan, SpanKind } from "../telemetry/tracing.ts";
@@ -230,8 +232,8 @@ export class SessionWorker {
   async stream(projectId: string, sessionId: string, known?: SessionRecord): Promise<StreamEndpoints> {
     // In one process the API has just read the record (`known`): the runtime below says whether it runs.
     const rec = known ?? await getSession(this.deps.kv, projectId, sessionId);
-    if (!rec || rec.status !== "active") throw notActive(rec);
-    if (!this.deps.runtime.has(sessionId)) throw notActive({ ...rec, status: "ending" });
+    if (!rec || rec.status !== "active") throw notActiveError(rec);
+    if (!this.deps.runtime.has(sessionId)) throw notActiveError({ ...rec, status: "ending" });
     return await this.endpoints(sessionId, rec.transport);
   }
 
@@ -258,11 +260,11 @@ export class SessionWorker {
       const answer = await claimUnansweredEnd(kv, rec, clock.now());
       if (answer) return answer;
     }
-    if (rec.status !== "active") throw notActive(rec);
+    if (rec.status !== "active") throw notActiveError(rec);
     // Being torn down already (a lifetime limit, a concurrent end): not active any more.
-    if (this.#stopping.has(sessionId) || !runtime.has(sessionId)) throw notActive({ status: "ending" });
+    if (this.#stopping.has(sessionId) || !runtime.has(sessionId)) throw notActiveError({ status: "ending" });
     const moved = await transitionSession(kv, projectId, sessionId, ["active"], "ending", {}, clock.now());
-    if (!moved.ok) throw notActive(moved.record);
+    if (!moved.ok) throw notActiveError(moved.record);
     const ended = await this.#stopAndRecord(moved.record!, options.force, options.reason, ["ending"], {
       timeoutMs: this.deps.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS,
       answer: true,
@@ -361,7 +363,7 @@ export class SessionWorker {
         : await this.journal.record(end, this.#endWait());
       if (!landed.ok) {
         // Ended some other way meanwhile (e.g. the owner was presumed lost): that end stands.
-        if (options.answer) throw notActive(landed.record);
+        if (options.answer) throw notActiveError(landed.record);
         return null;
       }
       return { ...answer, duration_s: durationS(landed.record!.started_at, endedAt) };
@@ -378,7 +380,7 @@ export class SessionWorker {
   /**
    * Records the end of an API end call, which is waiting for the answer. When storage does not take it in
    * time, the call answers 503 and the record is marked so that a retried end (on any API process)
-   * answers 200 with this end once it has landed (see `end_answer.ts`).
+   * answers 200 with this end once it has landed (see `claimUnansweredEnd` in `src/kv/sessions.ts`).
    */
   async #landAnswering(sessionId: string, end: PendingEnd): Promise<TransitionResult> {
     try {
@@ -553,11 +555,4 @@ function startFailure(e: SelfEnded): ApiError {
       ? "The conversation engine failed right after accepting the session."
       : "The conversation engine ended the session right after accepting it.",
   );
-}
-
-/** The 404/409 answer for a session that is not active. */
-export function notActive(rec: Pick<SessionRecord, "status"> | null): ApiError {
-  if (!rec) return new ApiError("SVC_SESSION_NOT_FOUND");
-  if (isEnded(rec.status)) return new ApiError("SVC_SESSION_ENDED");
-  return new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
 }

@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/errors.ts";
-import { CATALOG, resolveAvatarConfig } from "../../src/media/catalog.ts";
+import { CATALOG } from "../../src/media/catalog.ts";
+import { resolveAvatarConfig } from "../../src/vocabulary/avatar_catalog.ts";
 import { FlvDemuxer } from "../../src/media/flv.ts";
 import { mediaSegment } from "../../src/media/transports/ws_fmp4/fmp4.ts";
 import { FrameCache } from "../../src/media/frame_cache.ts";

@@ -5,7 +5,7 @@
  */
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
+import { LifecycleEvent } from "../../src/vocabulary/schemas.ts";
 import { verifyWebhook } from "../../src/webhooks/verify.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import type { FakeEngineBehavior } from "../../testing/fake_engine.ts";

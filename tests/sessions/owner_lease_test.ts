@@ -5,7 +5,7 @@
  */
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
+import { LifecycleEvent } from "../../src/vocabulary/schemas.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
 import { startServiceProcess } from "../../testing/service_process.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";

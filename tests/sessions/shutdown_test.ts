@@ -3,7 +3,7 @@
  * `service_shutdown` and deliver their webhooks before it exits 0, within the shutdown budget.
  */
 import assert from "node:assert/strict";
-import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
+import { LifecycleEvent } from "../../src/vocabulary/schemas.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { engineBody, testTls } from "../../testing/fixtures.ts";

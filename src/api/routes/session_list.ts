@@ -13,7 +13,7 @@ import { SESSION_STATUSES } from "../../vocabulary/session_states.ts";
 import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
-import { Session } from "../schemas.ts";
+import { SessionList } from "../../vocabulary/schemas.ts";
 
 /** Epoch milliseconds given as digits in the query. */
 const epochParam = (name: string, description: string) =>
@@ -63,17 +63,6 @@ export const ListSessionsQuerySchema = z.strictObject({
       "`next_cursor` of the previous page, with the same filters. Opaque; a cursor that was altered, issued to another project or issued for other filters answers 400.",
   }),
 });
-
-/** `GET /v1/sessions` answer. */
-export const SessionList = z.object({
-  data: z.array(Session).openapi({
-    description:
-      "Sessions, newest first (by `created_at`, then `session_id`), each as `GET /v1/sessions/{session_id}` answers it (with `end_reason` once ended).",
-  }),
-  next_cursor: z.string().nullable().openapi({
-    description: "Pass as `cursor` for the next page (with the same filters); null on the last page.",
-  }),
-}).openapi("SessionList");
 
 const listSessionsRoute = createRoute({
   method: "get",

@@ -13,16 +13,8 @@ import { rawBody } from "../middleware/raw_body.ts";
 import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
-import {
-  ClientToken,
-  CreatedSession,
-  CreateSessionBody,
-  EndedSession,
-  EndQuery,
-  IdempotencyHeader,
-  Session,
-  SessionIdParam,
-} from "../schemas.ts";
+import { CreateSessionBody, EndQuery, IdempotencyHeader, SessionIdParam } from "../schemas.ts";
+import { ClientToken, CreatedSession, EndedSession, Session } from "../../vocabulary/schemas.ts";
 
 const createSessionRoute = createRoute({
   method: "post",
