@@ -7,6 +7,7 @@
  */
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "./app_env.ts";
+import { describeRetrySchedule } from "../webhooks/schedule.ts";
 import { SessionEndedEvent, SessionFailedEvent, SessionStartedEvent } from "../vocabulary/schemas.ts";
 
 /** The headers of every delivery (Standard Webhooks). */
@@ -29,7 +30,7 @@ const ack = {
   410: { description: "410 Gone: the URL is gone; no further events are sent to it (for 30 days)." },
   default: {
     description:
-      "Anything else (including 3xx, which is not followed, and timeouts) is retried: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h after successive failures, with up to 10 % jitter (deployment setting SVC_WEBHOOK_RETRY_SCHEDULE).",
+      `Anything else (including 3xx, which is not followed, and timeouts) is retried: ${describeRetrySchedule().delays} after successive failures, with up to 10 % jitter (deployment setting SVC_WEBHOOK_RETRY_SCHEDULE).`,
   },
 };
 

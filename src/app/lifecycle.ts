@@ -16,7 +16,8 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { InstanceRole, WorkerAdvert } from "../kv/owner_leases.ts";
+import type { WorkerAdvert } from "../kv/owner_leases.ts";
+import type { Role } from "../config.ts";
 import { OwnerLeaseKeeper } from "../fleet/owner_lease_keeper.ts";
 import { Reaper } from "../fleet/reaper.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
@@ -30,7 +31,7 @@ export interface LifecycleDeps {
   config: Config;
   logger: Logger;
   instanceId: string;
-  role: InstanceRole;
+  role: Role;
   /** This process's session worker (roles all and worker). */
   worker?: SessionWorker;
   /** What the lease advertises of the worker at each renewal (roles all and worker). */

@@ -7,13 +7,9 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
-import {
-  type InstanceRole,
-  releaseOwnerLease,
-  renewOwnerLease,
-  type WorkerAdvert,
-} from "../kv/owner_leases.ts";
+import { releaseOwnerLease, renewOwnerLease, type WorkerAdvert } from "../kv/owner_leases.ts";
 import type { Logger } from "../log.ts";
+import type { Role } from "../config.ts";
 
 /** The host name for operators (needs `--allow-sys`; an API process in a sandbox may not have it). */
 function hostName(): string {
@@ -39,7 +35,7 @@ export class OwnerLeaseKeeper {
       instanceId: string;
       ttlMs: number;
       /** What the process is (default `all`). */
-      role?: InstanceRole;
+      role?: Role;
       /** The worker's advert, computed at each renewal. */
       advert?: () => Promise<WorkerAdvert | null>;
       onReaped: () => Promise<void>;

@@ -9,7 +9,7 @@ import type { Scope } from "../auth/scopes.ts";
 import { newKeyId } from "../ids.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { apiKeyHashKey, apiKeyKey, apiKeyPrefix, apiKeyRevocationKey } from "./keys.ts";
-import { apiKeyCacheFor } from "./api_key_cache.ts";
+import { apiKeyCacheFor, type ApiKeyIndex } from "./api_key_cache.ts";
 
 /** A stored API key (never the plaintext). */
 export interface ApiKeyRecord {
@@ -25,17 +25,6 @@ export interface ApiKeyRecord {
   hint: string;
   /** key_id of the key that created it, or `"bootstrap"`. */
   created_by: string;
-}
-
-/**
- * The hash index entry that authenticates a request; processes keep the entries they read in memory
- * (see `api_key_cache.ts`).
- */
-export interface ApiKeyIndex {
-  project_id: string;
-  key_id: string;
-  scopes: Scope[];
-  revoked_at: number | null;
 }
 
 /**

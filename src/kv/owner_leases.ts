@@ -8,15 +8,13 @@
  *
  * @module
  */
+import type { Role } from "../config.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { ownedSessionPrefix, ownerLeaseKey, ownerLeasePrefix } from "./keys.ts";
 
 /** How long a reaped lease's tombstone is kept (it still lets late index entries be found and reaped). */
 export const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
-
-/** What a process is: the value of `SVC_ROLE`. */
-export type InstanceRole = "all" | "api" | "worker";
 
 /** How API processes reach a session host. */
 export interface WorkerAdvert {
@@ -47,7 +45,7 @@ export interface OwnerLease {
   /** Set when another process reaped the sessions of this (expired) lease. */
   reaped_at: number | null;
   /** What the process is (leases written before roles existed have none: read as `all`). */
-  role?: InstanceRole;
+  role?: Role;
   /** Set for processes that run sessions. */
   worker?: WorkerAdvert | null;
 }
@@ -65,7 +63,7 @@ export async function renewOwnerLease(
   instanceId: string,
   now: number,
   ttlMs: number,
-  about: { pid: number; hostname: string; role?: InstanceRole; worker?: WorkerAdvert | null },
+  about: { pid: number; hostname: string; role?: Role; worker?: WorkerAdvert | null },
 ): Promise<RenewOutcome> {
   return await kvOp(async () => {
     let outcome: RenewOutcome = "renewed";

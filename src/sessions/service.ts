@@ -27,6 +27,7 @@ import {
   transitionSession,
 } from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
+import { generateWebhookSecret } from "../webhooks/sign.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
@@ -321,7 +322,7 @@ export class SessionService {
       if (!err.transient) throw new ApiError("SVC_INVALID_REQUEST", `${err.message}.`);
     }
     // Operators can read the signing secret before the first event is sent.
-    await getOrCreateWebhookSecret(this.deps.kv, projectId, clock.now());
+    await getOrCreateWebhookSecret(this.deps.kv, projectId, clock.now(), generateWebhookSecret);
   }
 
   async #fingerprint(input: CreateSessionInput): Promise<string> {

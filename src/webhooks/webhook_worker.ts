@@ -25,7 +25,7 @@ import {
 } from "../kv/webhook_outbox.ts";
 import type { Logger } from "../log.ts";
 import { nextAttemptAt } from "./schedule.ts";
-import { webhookHeaders } from "./sign.ts";
+import { generateWebhookSecret, webhookHeaders } from "./sign.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "./url_guard.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordWebhookAttempt } from "../telemetry/metrics.ts";
@@ -305,7 +305,7 @@ export class WebhookWorker {
         ? failure(null, err.message)
         : { kind: "give_up", state: "refused", status: null, error: err.message };
     }
-    const secret = await getOrCreateWebhookSecret(kv, rec.project_id, clock.now());
+    const secret = await getOrCreateWebhookSecret(kv, rec.project_id, clock.now(), generateWebhookSecret);
     const nowMs = clock.now();
     const headers = await webhookHeaders(
       signingSecrets(secret, nowMs),

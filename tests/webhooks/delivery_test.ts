@@ -7,7 +7,7 @@ import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { listEvents, type WebhookEventRecord } from "../../src/kv/webhook_outbox.ts";
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "../../src/webhooks/schedule.ts";
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "../../src/config.ts";
 import { verifyWebhook } from "../../src/webhooks/verify.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { engineBody, testTls } from "../../testing/fixtures.ts";
