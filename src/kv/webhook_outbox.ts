@@ -19,9 +19,6 @@ import {
   webhookGoneKey,
 } from "./keys.ts";
 
-/** One event type (the session lifecycle events, see `src/sessions/state.ts`). */
-export type WebhookEventType = LifecycleEventType;
-
 /** Where an event is in its delivery. */
 export type WebhookEventState =
   /** waiting for an attempt (or being attempted) */
@@ -45,7 +42,8 @@ export interface WebhookEventRecord {
   event_id: string;
   project_id: string;
   session_id: string;
-  type: WebhookEventType;
+  /** One of the lifecycle events (see `src/vocabulary/session_states.ts`). */
+  type: LifecycleEventType;
   url: string;
   /** The exact JSON body sent (signed as is on every attempt). */
   body: string;

@@ -25,26 +25,6 @@ export const END_REASONS = [
 /** One end reason. */
 export type EndReason = (typeof END_REASONS)[number];
 
-/** What each reason means (the documentation table in docs/api.md follows this). */
-export const END_REASON_DESCRIPTIONS: Record<EndReason, string> = {
-  ended_by_api: "`POST /v1/sessions/{session_id}/end` (graceful teardown).",
-  ended_by_api_forced: "`POST /v1/sessions/{session_id}/end?force=true`.",
-  no_client_joined: "No media client connected within the join window (`SVC_SESSION_JOIN_WINDOW_S`).",
-  idle_timeout: "No media client was connected for the idle timeout (`SVC_SESSION_IDLE_TIMEOUT_S`).",
-  max_duration: "The session reached its maximum duration (`SVC_SESSION_MAX_DURATION_S`).",
-  engine_ended: "The conversation engine ended the session (`session.end` then a normal close).",
-  engine_failed: "The conversation engine connection failed (drop, error close, fatal error).",
-  engine_quota_exceeded:
-    "The conversation engine ended the session because the provider account's quota or rate limit is exhausted (its error or close said so; status `ended_with_warnings`). New sessions answer `429 SVC_RATE_LIMIT_PROVIDER_QUOTA` until the account is topped up.",
-  render_failed: "The avatar media plane (renderer or encoder) failed.",
-  sfu_failed:
-    "A `webrtc_sfu` session's media server (SFU) became unreachable and did not come back within `SVC_SFU_RECOVERY_TIMEOUT_S` (status `ended_with_warnings`).",
-  owner_lost:
-    "The process running the session stopped without ending it; another process found its expired owner lease and ended it.",
-  service_shutdown: "The service process running the session shut down (SIGINT/SIGTERM).",
-  start_failed: "The session never became active: its start failed (status `failed`, see `error_code`).",
-};
-
 /** True when `s` is a known end reason. */
 export function isEndReason(s: string): s is EndReason {
   return (END_REASONS as readonly string[]).includes(s);
