@@ -96,10 +96,22 @@ export const DOCUMENT_INFO = {
 /**
  * Builds the HTTP app of one process, with the API side, the worker side or both.
  *
- * @example Usage
- * ```ts ignore
- * const { app } = createApp({ kv, clock: systemClock, config, tokens, logger, api: { sessions } });
- * Deno.serve(app.fetch);
+ * @example An app with neither side (health check, error answers); `src/app/compose.ts` passes the sides
+ * ```ts
+ * import { createApp } from "./app.ts";
+ * import { TokenService } from "../auth/tokens.ts";
+ * import { systemClock } from "../clock.ts";
+ * import { loadConfig } from "../config.ts";
+ * import { silentLogger } from "../log.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const config = loadConfig({ SVC_KV: ":memory:" });
+ * const tokens = new TokenService(null, systemClock);
+ * const deps = { kv, clock: systemClock, config, tokens, logger: silentLogger, instanceId: "example" };
+ * const { app, settled } = createApp(deps);
+ * (await app.request("/healthz")).status; // 200
+ * await settled();
+ * kv.close();
  * ```
  */
 export function createApp(deps: AppDeps): App {
