@@ -12,7 +12,7 @@ import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { SessionService } from "../sessions/service.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
-import { registerWorkerRoutes } from "./routes/internal.ts";
+import { registerInternalRoutes } from "./routes/internal.ts";
 import type { InternalAuth } from "../fleet/internal_auth.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { AppEnv } from "./app_env.ts";
@@ -39,7 +39,7 @@ import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
 import { telemetry } from "../telemetry/state.ts";
 import { apiMetrics } from "./middleware/api_metrics.ts";
 
-/** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/hosting/internal_api.ts). */
+/** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/fleet/internal_api.ts). */
 const INTERNAL_PREFIX = "/internal/";
 
 /** Version of the API document. */
@@ -170,7 +170,7 @@ export function createApp(deps: AppDeps): App {
     registerSfuRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
   }
   if (deps.worker?.auth) {
-    registerWorkerRoutes(app, {
+    registerInternalRoutes(app, {
       worker: deps.worker.worker,
       auth: deps.worker.auth,
       maxBodyBytes: internalMaxBodyBytes,

@@ -1,5 +1,5 @@
 /**
- * The worker's internal API, as both sides speak it (`remote_client.ts` calls it, `src/worker/routes.ts`
+ * The worker's internal API, as both sides speak it (`remote_worker_client.ts` calls it, `src/api/routes/internal.ts`
  * serves it). Every call is a signed POST (see `internal_auth.ts`); answers are JSON, errors the service's
  * flat error body.
  *

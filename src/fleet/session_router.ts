@@ -2,7 +2,7 @@
  * The session host the API side uses: it routes each call to where the session runs. New sessions go to
  * this process's own worker (`SVC_ROLE=all`) or to the least loaded live worker (`SVC_ROLE=api`). Ends and
  * client tokens go straight to the session's owner: in-process, or over the owner's signed internal API;
- * when the owner cannot be called, an end falls back to a request recorded in KV (see `kv_end_request.ts`).
+ * when the owner cannot be called, an end falls back to a request recorded in KV (see `end_through_kv.ts`).
  *
  * @module
  */

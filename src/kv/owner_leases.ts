@@ -4,7 +4,7 @@
  * it (`worker`: its internal URL, public URL, capacity and free slots, signed with the internal secret). The
  * live sessions a worker runs are indexed under it (`["owned_session", instance, pid, sid]`, written and
  * removed in the same atomic operations that create and finish the sessions). A lease whose `expires_at`
- * has passed belongs to a process that is gone: its sessions are reaped (see `src/sessions/reaper.ts`).
+ * has passed belongs to a process that is gone: its sessions are reaped (see `src/fleet/reaper.ts`).
  *
  * @module
  */
@@ -28,7 +28,7 @@ export interface WorkerAdvert {
   free_slots: number;
   /** The transports it serves (absent in older registrations: `websocket_fmp4` only). */
   transports?: TransportKind[];
-  /** HMAC of its id and addresses with the internal secret (see `src/hosting/internal_auth.ts`). */
+  /** HMAC of its id and addresses with the internal secret (see `src/fleet/internal_auth.ts`). */
   signature: string | null;
 }
 

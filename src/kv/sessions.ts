@@ -11,7 +11,7 @@
  * its public view) and set the retention of an ended session (`session_retention.ts`) on the record and its
  * entries. The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
  * session is live, see `owner_leases.ts`) and the webhook outbox (the event the state table names for the
- * transition, see `src/sessions/state.ts`), so a session's final state, its freed slots and its one terminal
+ * transition, see `src/vocabulary/session_states.ts`), so a session's final state, its freed slots and its one terminal
  * event land together or not at all.
  *
  * @module

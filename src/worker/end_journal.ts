@@ -6,7 +6,7 @@
  * turns out to be final already, ended by someone else), so an outage delays the record, never loses it.
  *
  * What it cannot survive is this process dying before storage comes back: then the session's owner lease
- * runs out and the reaper ends it as `owner_lost` (see `src/sessions/reaper.ts`).
+ * runs out and the reaper ends it as `owner_lost` (see `src/fleet/reaper.ts`).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The vendor1 realtime bridge against its protocol-faithful fake (tests/fakes/vendor1_realtime.ts), through
+ * The vendor1 realtime bridge against its protocol-faithful fake (testing/fakes/vendor1_realtime.ts), through
  * the real HTTP API: an active session, the client secret presented as `Authorization: Bearer` and nowhere
  * else, agent audio → fMP4 fragments with sound, microphone PCM → `input_audio_buffer.append` at the
  * session's rate (PCM16 24 kHz, or µ-law 8 kHz), barge-in → flush and `conversation.item.truncate`,

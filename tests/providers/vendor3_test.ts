@@ -1,5 +1,5 @@
 /**
- * The vendor3 bridge against its protocol-faithful fake (tests/fakes/vendor3.ts), through the real HTTP
+ * The vendor3 bridge against its protocol-faithful fake (testing/fakes/vendor3.ts), through the real HTTP
  * API: public agents by `agent_id` in the query; private agents through the caller's `signed_url` (used as
  * given, only on an allowed host and within its 15 minutes) or one the service mints with `api_key` (in the
  * `xi-api-key` header of the REST call only); the announced audio formats adopted (PCM 16/44.1 kHz, µ-law 8

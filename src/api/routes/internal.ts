@@ -1,5 +1,5 @@
 /**
- * The worker's internal API (see `src/hosting/internal_api.ts` for the wire format): start, end and the
+ * The worker's internal API (see `src/fleet/internal_api.ts` for the wire format): start, end and the
  * endpoints of the sessions this worker runs, for API processes. Every call must carry a valid signature
  * made with `SVC_INTERNAL_SECRET` (401 otherwise); these routes are not part of the public API and are left
  * out of the OpenAPI document.
@@ -18,7 +18,7 @@ import type { AppEnv } from "../app_env.ts";
 import type { SessionWorker } from "../../worker/session_worker.ts";
 
 /** Dependencies of the internal routes. */
-export interface WorkerRouteDeps {
+export interface InternalRouteDeps {
   worker: SessionWorker;
   auth: InternalAuth;
   /** Largest accepted body (the public body limit plus the spec). */
@@ -26,7 +26,7 @@ export interface WorkerRouteDeps {
 }
 
 /** Reads a signed body; throws 401 when the signature does not hold, 413 when it is too large. */
-async function signedBody(c: Context<AppEnv>, deps: WorkerRouteDeps): Promise<Uint8Array<ArrayBuffer>> {
+async function signedBody(c: Context<AppEnv>, deps: InternalRouteDeps): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(c.req.header("content-length") ?? "0");
   if (declared > deps.maxBodyBytes) throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
   const body = new Uint8Array(await c.req.arrayBuffer());
@@ -59,7 +59,7 @@ function sessionRef(body: Uint8Array): { project_id: string; session_id: string;
 }
 
 /** Registers the internal routes on a worker's app. */
-export function registerWorkerRoutes(app: OpenAPIHono<AppEnv>, deps: WorkerRouteDeps): void {
+export function registerInternalRoutes(app: OpenAPIHono<AppEnv>, deps: InternalRouteDeps): void {
   app.post(INTERNAL_PATHS.start, async (c) => {
     const body = await signedBody(c, deps);
     let decoded;
