@@ -22,7 +22,7 @@ import { OwnerLeaseKeeper } from "../fleet/owner_lease_keeper.ts";
 import { Reaper } from "../fleet/reaper.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
-import { WebhookWorker } from "../webhooks/webhook_worker.ts";
+import { WebhookWorker } from "../webhooks/webhook_delivery.ts";
 
 /** Dependencies of the lifecycle machinery. */
 export interface LifecycleDeps {
