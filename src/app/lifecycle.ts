@@ -22,7 +22,7 @@ import { OwnerLeaseKeeper } from "../fleet/owner_lease_keeper.ts";
 import { Reaper } from "../fleet/reaper.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
-import { WebhookWorker } from "../webhooks/webhook_delivery.ts";
+import { WebhookDelivery } from "../webhooks/webhook_delivery.ts";
 
 /** Dependencies of the lifecycle machinery. */
 export interface LifecycleDeps {
@@ -56,7 +56,7 @@ const STALE_START_EVERY = 10;
 
 /** The lifecycle machinery of one process. */
 export class Lifecycle {
-  readonly webhooks: WebhookWorker | null;
+  readonly webhooks: WebhookDelivery | null;
   readonly reaper: Reaper;
   readonly lease: OwnerLeaseKeeper;
   #reaperTimer: ReturnType<typeof setInterval> | null = null;
@@ -69,7 +69,7 @@ export class Lifecycle {
   constructor(readonly deps: LifecycleDeps) {
     const { kv, clock, config, logger, instanceId, worker } = deps;
     this.webhooks = worker
-      ? new WebhookWorker({
+      ? new WebhookDelivery({
         kv,
         clock,
         logger,

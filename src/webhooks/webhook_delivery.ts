@@ -1,5 +1,5 @@
 /**
- * The webhook delivery worker: polls the outbox's due index, claims due events with a lease, signs and
+ * Webhook delivery (a background loop of every process that runs sessions): polls the outbox's due index, claims due events with a lease, signs and
  * POSTs them, and records each outcome (see `src/kv/webhook_outbox.ts`). Any number of processes may run
  * one on the same KV: claims are compare-and-set, and an event whose claimant dies is due again when the
  * lease runs out. No KV queues are used (they do not exist on Deno Deploy or over KV Connect).
@@ -48,8 +48,8 @@ export interface WebhookSettings {
   concurrency: number;
 }
 
-/** Dependencies of the worker. */
-export interface WebhookWorkerDeps {
+/** Dependencies of the delivery loop. */
+export interface WebhookDeliveryDeps {
   kv: Deno.Kv;
   clock: Clock;
   logger: Logger;
@@ -71,7 +71,7 @@ type SendResult =
   | Extract<AttemptOutcome, { kind: "delivered" } | { kind: "give_up" }>
   | { kind: "failed"; status: number | null; error: string; retryAfterMs: number | null };
 
-/** Abort reason of attempts cut by {@link WebhookWorker.stop}. */
+/** Abort reason of attempts cut by {@link WebhookDelivery.stop}. */
 const STOPPED = new DOMException("the webhook worker stopped", "AbortError");
 
 /** How long a claim lasts beyond the attempt timeout (DNS, signing, recording). */
@@ -94,8 +94,8 @@ function retryAfterMs(res: Response, now: number): number | null {
 }
 
 /** Delivers webhook events from the outbox. */
-export class WebhookWorker {
-  readonly #deps: WebhookWorkerDeps;
+export class WebhookDelivery {
+  readonly #deps: WebhookDeliveryDeps;
   readonly #resolve: Resolver;
   readonly #fetch: typeof fetch;
   readonly #random: () => number;
@@ -104,7 +104,7 @@ export class WebhookWorker {
   #loop: Promise<void> | null = null;
   #finishing = false;
 
-  constructor(deps: WebhookWorkerDeps) {
+  constructor(deps: WebhookDeliveryDeps) {
     this.#deps = deps;
     this.#resolve = deps.resolve ?? dnsResolver();
     this.#fetch = deps.fetch ?? fetch;
