@@ -11,7 +11,8 @@ import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
 import { decodeStart, INTERNAL_PATHS } from "../../fleet/internal_api.ts";
 import type { InternalAuth } from "../../fleet/internal_auth.ts";
-import { PROVIDER_TYPES } from "../../vocabulary/provider_types.ts";
+import { isProviderType } from "../../vocabulary/provider_types.ts";
+import { isTransportKind } from "../../vocabulary/transports.ts";
 import { isEndReason } from "../../vocabulary/end_reasons.ts";
 import { SESSION_ID_PATTERN } from "../../ids.ts";
 import type { AppEnv } from "../app_env.ts";
@@ -71,8 +72,7 @@ export function registerInternalRoutes(app: OpenAPIHono<AppEnv>, deps: InternalR
     if (!decoded) throw new ApiError("SVC_INVALID_REQUEST", "The start request is malformed.");
     const { spec, credentials } = decoded;
     if (
-      !(PROVIDER_TYPES as readonly string[]).includes(spec.providerType) ||
-      (spec.transport !== "websocket_fmp4" && spec.transport !== "webrtc_sfu") ||
+      !isProviderType(spec.providerType) || !isTransportKind(spec.transport) ||
       !SESSION_ID_PATTERN.test(spec.sessionId)
     ) {
       credentials.zero();
