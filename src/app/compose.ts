@@ -74,7 +74,7 @@ export interface ComposeOptions {
   mediaPlane?: MediaPlane;
   /** A media factory used instead of a media plane (tests and the soak); no ffmpeg is started then. */
   mediaFactory?: SessionMediaFactory;
-  /** Connectors replacing the configured ones (tests). */
+  /** Bridges replacing the configured ones (tests; the option keeps the port's name until part two). */
   connectors?: Partial<Record<ProviderType, ProviderConnector>>;
   /** CA certificates trusted for engine connections, beyond `SVC_ENGINE_CA_FILE`. */
   caCerts?: string[];
