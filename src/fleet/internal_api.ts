@@ -1,7 +1,7 @@
 /**
- * The worker's internal API, as both sides speak it (`remote_worker_client.ts` calls it, `src/api/routes/internal.ts`
- * serves it). Every call is a signed POST (see `internal_auth.ts`); answers are JSON, errors the service's
- * flat error body.
+ * The worker's internal API, as both sides speak it (`remote_worker_client.ts` calls it,
+ * `src/api/routes/internal.ts` serves it). Every call is a signed POST (see `internal_auth.ts`); answers are
+ * JSON, errors the service's flat error body.
  *
  * | path | body | answer |
  * |---|---|---|

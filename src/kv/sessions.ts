@@ -11,8 +11,8 @@
  * its public view) and set the retention of an ended session (`session_retention.ts`) on the record and its
  * entries. The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
  * session is live, see `owner_leases.ts`) and the webhook outbox (the event the state table names for the
- * transition, see `src/vocabulary/session_states.ts`), so a session's final state, its freed slots and its one terminal
- * event land together or not at all.
+ * transition, see `src/vocabulary/session_states.ts`), so a session's final state, its freed slots and its
+ * one terminal event land together or not at all.
  *
  * @module
  */
@@ -205,8 +205,9 @@ export const UNANSWERED_END_TTL_MS = 15 * 60_000;
 
 /**
  * Takes the undelivered answer of an ended session: the retry of an end answered 503 because storage was out
- * when its teardown finished (the record carries `end_unanswered_until`; the first retry takes it) (compare-and-set, so only one retry gets it). Resolves
- * with the answer, or null when there is none (the end was answered, or the window passed).
+ * when its teardown finished (the record carries `end_unanswered_until`). Compare-and-set, so only the first
+ * retry gets it. Resolves with the answer, or null when there is none (the end was answered, or the window
+ * passed).
  */
 export async function claimUnansweredEnd(
   kv: Deno.Kv,

@@ -2,7 +2,8 @@
  * The session service: the session logic behind the `/v1/sessions` routes, on the API side of the
  * service. It validates, claims idempotency keys and concurrency slots, writes new records, and reaches the
  * sessions through a {@link SessionHost} — in-process or on a remote worker — without running them itself.
- * The state machine is in `src/vocabulary/session_states.ts`; the worker writes the transitions only the host of a session knows of.
+ * The state machine is in `src/vocabulary/session_states.ts`; the worker writes the transitions only the
+ * host of a session knows of.
  *
  * @module
  */
