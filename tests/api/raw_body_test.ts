@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { rawBody } from "../../src/api/middleware/raw_body.ts";
-import type { AppEnv } from "../../src/api/env.ts";
-import { createHarness } from "../helpers/harness.ts";
+import type { AppEnv } from "../../src/api/app_env.ts";
+import { createHarness } from "../../testing/harness.ts";
 import type { ConnectRequest, ProviderConnection, ProviderConnector } from "../../src/providers/types.ts";
 
 Deno.test("raw body: the route's bytes are zeroed when the request is done; JSON validation still reads them", async () => {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** The middleware (place it before the route's validators). */
 export function rawBody(): MiddlewareHandler<AppEnv> {
