@@ -15,7 +15,7 @@
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { generateEngineTls } from "../engine/mod.ts";
 import { startBenchEngine } from "./engine.ts";
-import { type ServiceProcess, startServiceProcess } from "../tests/helpers/service_process.ts";
+import { type ServiceProcess, startServiceProcess } from "../testing/service_process.ts";
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];

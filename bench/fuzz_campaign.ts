@@ -28,7 +28,7 @@ import { loadConfig } from "../src/config.ts";
 import { ERROR_CATALOG } from "../src/errors.ts";
 import { createApiKey, revokeApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
-import { PROVIDER_TYPES } from "../src/providers/types.ts";
+import { PROVIDER_TYPES } from "../src/vocabulary/provider_types.ts";
 import { compose, openKv, type Service } from "../src/app/compose.ts";
 
 /** The token signing secret of the fuzzed service (the campaign forges tokens with and without it). */

@@ -25,9 +25,9 @@ import { compose } from "../src/app/compose.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { sessionKey, sessionPrefix } from "../src/kv/keys.ts";
 import { addIndexToOp, listSessionIndex } from "../src/kv/session_index.ts";
-import type { SessionRecord } from "../src/sessions/record.ts";
-import type { SessionStatus } from "../src/sessions/state.ts";
-import { PROVIDER_TYPES } from "../src/providers/types.ts";
+import type { SessionRecord } from "../src/vocabulary/session_record.ts";
+import type { SessionStatus } from "../src/vocabulary/session_states.ts";
+import { PROVIDER_TYPES } from "../src/vocabulary/provider_types.ts";
 import { newSessionId } from "../src/ids.ts";
 
 const T0 = 1_780_000_000_000;

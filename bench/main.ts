@@ -26,7 +26,7 @@
 import { parseArgs } from "node:util";
 import { generateEngineTls } from "../engine/mod.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
-import { readSegment } from "../tests/helpers/media.ts";
+import { readSegment } from "../testing/media.ts";
 import { benchVendors, vendorTable } from "./vendors.ts";
 import { benchWebRtc, webrtcTable } from "./webrtc.ts";
 

@@ -21,7 +21,7 @@ import { loadConfig } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { silentLogger } from "../src/log.ts";
 import { compose as startService, openKv } from "../src/app/compose.ts";
-import { launchChromium } from "../tests/helpers/browser.ts";
+import { launchChromium } from "../testing/browser.ts";
 
 const args = parseArgs({
   args: Deno.args,

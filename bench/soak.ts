@@ -24,12 +24,13 @@ import { OffsetClock } from "../src/clock.ts";
 import { loadConfig } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { countPendingEvents, listEvents } from "../src/kv/webhook_outbox.ts";
-import { LIVE_STATUSES, type SessionRecord } from "../src/kv/sessions.ts";
+import type { SessionRecord } from "../src/vocabulary/session_record.ts";
+import { LIVE_STATUSES } from "../src/vocabulary/session_states.ts";
 import { createLogger } from "../src/log.ts";
 import { compose as startService } from "../src/app/compose.ts";
-import { startFakeEngine } from "../tests/helpers/fake_engine.ts";
-import { testMedia } from "../tests/helpers/test_media.ts";
-import { startWebhookReceiver } from "../tests/helpers/webhook_receiver.ts";
+import { startFakeEngine } from "../testing/fake_engine.ts";
+import { testMedia } from "../testing/test_media.ts";
+import { startWebhookReceiver } from "../testing/webhook_receiver.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

@@ -17,11 +17,11 @@
 import { parseArgs } from "node:util";
 import { generateEngineTls } from "../engine/mod.ts";
 import { type SentChunk, startBenchEngine, wallNow } from "./engine.ts";
-import { readSegment } from "../tests/helpers/media.ts";
-import { startVendor1Fake } from "../tests/fakes/vendor1_realtime.ts";
-import { startVendor2Fake } from "../tests/fakes/vendor2.ts";
-import { startVendor3Fake } from "../tests/fakes/vendor3.ts";
-import { pcmBase64 } from "../tests/fakes/server.ts";
+import { readSegment } from "../testing/media.ts";
+import { startVendor1Fake } from "../testing/fakes/vendor1_realtime.ts";
+import { startVendor2Fake } from "../testing/fakes/vendor2.ts";
+import { startVendor3Fake } from "../testing/fakes/vendor3.ts";
+import { pcmBase64 } from "../testing/fakes/server.ts";
 
 /** Latency of one engine's chunks, ms. */
 export interface ChunkLatency {

@@ -23,8 +23,8 @@
 import { parseArgs } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { generateEngineTls } from "../engine/mod.ts";
-import { launchChromium } from "../tests/helpers/browser.ts";
-import { type JanusProcess, processCpuSeconds, startJanus } from "../tests/helpers/janus.ts";
+import { launchChromium } from "../testing/browser.ts";
+import { type JanusProcess, processCpuSeconds, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
 
 /** Latency figures of one measure, ms. */

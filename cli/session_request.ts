@@ -6,7 +6,8 @@
  * @module
  */
 import type { CreateSessionRequest } from "@avatar-svc/sdk";
-import { type CliField, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../src/providers/registry.ts";
+import { type CliField, PROVIDERS } from "../src/providers/registry.ts";
+import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../src/vocabulary/provider_types.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** The provider-related flags of `sessions create` (all optional; raw strings as typed). */
@@ -119,7 +120,7 @@ export function buildSessionRequest(flags: SessionFlags, file?: Json): CreateSes
 
   const providerConfig: Json = isObject(body.provider_config) ? { ...body.provider_config } : {};
   const config: Json = isObject(providerConfig[type]) ? { ...(providerConfig[type] as Json) } : {};
-  const fields = (PROVIDER_TYPES as string[]).includes(type) ? PROVIDERS[type as ProviderType].cli : [];
+  const fields = isProviderType(type) ? PROVIDERS[type].cli : [];
   for (const field of fields) {
     const given = flags[flagKey(field)];
     if (field.value === "headers") {

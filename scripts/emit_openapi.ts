@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { emitOpenApi } from "../src/api/document.ts";
+import { emitOpenApi } from "../src/api/emit_openapi.ts";
 import { errorReferenceMarkdown } from "../src/api/error_reference.ts";
 
 const outputs: [URL, string][] = [

@@ -319,7 +319,7 @@ export interface components {
             };
         };
         /**
-         * @description Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, engine_quota_exceeded, render_failed, sfu_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#end-reasons.
+         * @description Why the session ended or failed: ended_by_api, ended_by_api_forced, no_client_joined, idle_timeout, max_duration, engine_ended, engine_failed, engine_quota_exceeded, render_failed, sfu_failed, owner_lost, service_shutdown, start_failed. See docs/api.md#lifetimes-and-end-reasons.
          * @enum {string}
          */
         EndReason: "ended_by_api" | "ended_by_api_forced" | "no_client_joined" | "idle_timeout" | "max_duration" | "engine_ended" | "engine_failed" | "engine_quota_exceeded" | "render_failed" | "sfu_failed" | "owner_lost" | "service_shutdown" | "start_failed";

@@ -19,14 +19,21 @@ export type ListSessionsQuery = NonNullable<operations["listSessions"]["paramete
  * a session created while you iterate is never listed twice, nor does it push an older one out.
  *
  * @example Every active session, 100 at a time
- * ```ts ignore
+ * ```ts
+ * import { createClient } from "@avatar-svc/sdk";
+ *
+ * const svc = createClient({ baseUrl: "https://avatar.example.com", apiKey: "svc_sk_…" });
  * for await (const page of svc.listSessions({ status: ["active"], limit: 100 })) {
  *   for (const s of page.data) console.log(s.session_id, s.provider_type);
  * }
  * ```
  * @example Only the first page
- * ```ts ignore
+ * ```ts
+ * import { createClient } from "@avatar-svc/sdk";
+ *
+ * const svc = createClient({ baseUrl: "https://avatar.example.com", apiKey: "svc_sk_…" });
  * const { data, next_cursor } = await svc.listSessions({ status: ["failed"] });
+ * console.log(data.length, next_cursor);
  * ```
  */
 export interface SessionPages extends PromiseLike<SessionList>, AsyncIterable<SessionList> {}

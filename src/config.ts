@@ -8,7 +8,35 @@
  * @module
  */
 import { z } from "zod";
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./webhooks/schedule.ts";
+
+/**
+ * The default delays of webhook deliveries after each failed attempt (Standard Webhooks' example schedule):
+ * 5 s … 24 h (`SVC_WEBHOOK_RETRY_SCHEDULE`; see `src/webhooks/schedule.ts`).
+ */
+export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,14h,20h,24h";
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3600_000 };
+
+/** Longest single delay accepted: 48 hours. */
+export const MAX_RETRY_DELAY_MS = 48 * 3600_000;
+
+/**
+ * Parses `5s,5m,30m,2h` into milliseconds. Throws an Error (message safe to show) when an entry is not a
+ * duration, a delay is outside 1 ms..48 h, delays decrease, or there are not 1..20 of them.
+ */
+export function parseRetrySchedule(text: string): number[] {
+  const parts = text.split(",").map((p) => p.trim());
+  if (parts.length < 1 || parts.length > 20) throw new Error("must list 1..20 delays");
+  const out = parts.map((p) => {
+    const m = /^(\d+)(ms|s|m|h)$/.exec(p);
+    if (!m) throw new Error("must be comma-separated durations such as 5s,5m,2h");
+    const ms = Number(m[1]) * UNIT_MS[m[2]];
+    if (ms < 1 || ms > MAX_RETRY_DELAY_MS) throw new Error("each delay must be 1ms..48h");
+    return ms;
+  });
+  for (let i = 1; i < out.length; i++) if (out[i] < out[i - 1]) throw new Error("delays must not decrease");
+  return out;
+}
 
 /** How the token signing secret is provided. */
 export type TokenSecretSetting =
@@ -16,8 +44,10 @@ export type TokenSecretSetting =
   | { kind: "ephemeral" }
   | { kind: "none" };
 
+/** What a process may run: `SVC_ROLE`. */
+export const ROLES = ["all", "api", "worker"] as const;
 /** What a process runs: `SVC_ROLE`. */
-export type Role = "all" | "api" | "worker";
+export type Role = (typeof ROLES)[number];
 
 /** The parsed, validated configuration of one service process. */
 export interface Config {
@@ -195,7 +225,7 @@ const hostList = z.string().transform((v) => v.split(",").map((h) => h.trim().to
 /** Each variable: its schema and its default (as the string a user would write). */
 const VARIABLES = {
   SVC_ROLE: {
-    schema: z.enum(["all", "api", "worker"], { error: "must be all, api or worker" }),
+    schema: z.enum(ROLES, { error: "must be all, api or worker" }),
     default: "all",
   },
   SVC_INTERNAL_SECRET: { schema: secret, default: undefined },

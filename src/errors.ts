@@ -339,7 +339,10 @@ export function errorSpec(code: ErrorCode): ErrorSpec {
  * @example Usage
  * ```ts
  * import { ApiError } from "./errors.ts";
- * throw new ApiError("SVC_SESSION_NOT_FOUND");
+ * const err = new ApiError("SVC_RATE_LIMIT_CONCURRENT_SESSIONS", "The project has reached its ceiling.");
+ * err.status; // 429, from the catalog
+ * err.retryAfter; // set: the code is retryable
+ * // thrown from a handler, the app's onError answers it with the flat error body
  * ```
  */
 export class ApiError extends Error {

@@ -6,7 +6,7 @@
  */
 import { loadConfigFromEnv } from "../../src/config.ts";
 import { openKv } from "../../src/kv/open.ts";
-import { bootstrap, parseBootstrapInput } from "../admin_bootstrap.ts";
+import { bootstrap, parseBootstrapInput } from "../bootstrap.ts";
 import type { CommandSpec } from "../command.ts";
 
 /** The help text of `admin bootstrap` (also printed for `admin` alone). */

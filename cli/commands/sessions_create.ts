@@ -10,7 +10,8 @@ import type { CommandSpec, OptionSpec, Values } from "../command.ts";
 import type { Io } from "../io.ts";
 import { formatTime, printDetails, printJson } from "../output.ts";
 import { progressEnabled, startProgress } from "../progress.ts";
-import { PROVIDER_TYPES } from "../../src/providers/registry.ts";
+import { PROVIDER_TYPES } from "../../src/vocabulary/provider_types.ts";
+import { REQUESTED_TRANSPORTS } from "../../src/vocabulary/transports.ts";
 import { reportApiError } from "../report_error.ts";
 import {
   buildSessionRequest,
@@ -76,7 +77,12 @@ export const sessionsCreate: CommandSpec = {
     })),
     { name: "avatar", type: "string", arg: "<avatar_id>", help: "avatar_config.avatar_id" },
     { name: "bg", type: "string", arg: "<bg_id>", help: "avatar_config.bg_id" },
-    { name: "transport", type: "string", arg: "<t>", help: "auto (default) | websocket_fmp4 | webrtc_sfu" },
+    {
+      name: "transport",
+      type: "string",
+      arg: "<t>",
+      help: REQUESTED_TRANSPORTS.map((t) => t === "auto" ? "auto (default)" : t).join(" | "),
+    },
     { name: "webhook-url", type: "string", arg: "<https://…>", help: "webhook_url for session events" },
     {
       name: "idempotency-key",

@@ -14,12 +14,12 @@ import { formatAge, parseTimeFlag } from "../time_flag.ts";
 import { UsageError } from "../usage_error.ts";
 import { watch } from "../watch.ts";
 import type { Io } from "../io.ts";
-import { SESSION_STATUSES } from "../../src/sessions/state.ts";
-import { PROVIDER_TYPES } from "../../src/providers/types.ts";
+import { SESSION_STATUSES } from "../../src/vocabulary/session_states.ts";
+import { PROVIDER_TYPES } from "../../src/vocabulary/provider_types.ts";
+import { isTransportKind, TRANSPORT_KINDS } from "../../src/vocabulary/transports.ts";
 
 /** Most pages `--all` reads (100 sessions each): a bound, not an expected size. */
 const MAX_PAGES = 1000;
-const TRANSPORTS = ["websocket_fmp4", "webrtc_sfu"];
 const HEAD = ["SESSION ID", "STATUS", "AGE", "PROVIDER", "TRANSPORT", "END REASON"];
 /** Lines of a watch screen that are not session rows (title, table rules and header, footer). */
 const WATCH_CHROME_LINES = 6;
@@ -58,8 +58,8 @@ function filtersOf(values: Values, now: number): ListSessionsQuery {
   }
   const transport = values.transport as string | undefined;
   if (transport !== undefined) {
-    if (!TRANSPORTS.includes(transport)) {
-      throw new UsageError(`--transport must be one of ${TRANSPORTS.join(", ")}`);
+    if (!isTransportKind(transport)) {
+      throw new UsageError(`--transport must be one of ${TRANSPORT_KINDS.join(", ")}`);
     }
     q.transport = transport as ListSessionsQuery["transport"];
   }
@@ -162,7 +162,12 @@ export const sessionsList: CommandSpec = {
       arg: "<type>",
       help: `only this provider type: ${PROVIDER_TYPES.join(", ")}`,
     },
-    { name: "transport", type: "string", arg: "<t>", help: `only this transport: ${TRANSPORTS.join(", ")}` },
+    {
+      name: "transport",
+      type: "string",
+      arg: "<t>",
+      help: `only this transport: ${TRANSPORT_KINDS.join(", ")}`,
+    },
     {
       name: "created-after",
       type: "string",

@@ -11,12 +11,12 @@ import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { SessionService } from "../sessions/service.ts";
-import type { SessionWorker } from "../worker/worker.ts";
-import { registerWorkerRoutes } from "../worker/routes.ts";
-import type { InternalAuth } from "../hosting/internal_auth.ts";
-import { INTERNAL_PATHS } from "../hosting/internal_api.ts";
+import type { SessionWorker } from "../worker/session_worker.ts";
+import { registerInternalRoutes } from "./routes/internal.ts";
+import type { InternalAuth } from "../fleet/internal_auth.ts";
+import { INTERNAL_PATHS } from "../fleet/internal_api.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "./app_env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
 import { RateLimiter } from "../kv/rate_limit.ts";
@@ -35,13 +35,13 @@ import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { registerSfuRoutes } from "./routes/sfu.ts";
-import { CATALOG } from "../media/catalog.ts";
 import type { MediaPlane } from "../media/plane.ts";
+import { AVATAR_CATALOG } from "../vocabulary/avatar_catalog.ts";
 import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
 import { telemetry } from "../telemetry/state.ts";
-import { apiMetrics } from "../telemetry/api_metrics.ts";
+import { apiMetrics } from "./middleware/api_metrics.ts";
 
-/** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/hosting/internal_api.ts). */
+/** Prefix of the worker's internal API (`INTERNAL_PATHS` of src/fleet/internal_api.ts). */
 const INTERNAL_PREFIX = "/internal/";
 
 /** Version of the API document. */
@@ -98,10 +98,22 @@ export const DOCUMENT_INFO = {
 /**
  * Builds the HTTP app of one process, with the API side, the worker side or both.
  *
- * @example Usage
- * ```ts ignore
- * const { app } = createApp({ kv, clock: systemClock, config, tokens, logger, api: { sessions } });
- * Deno.serve(app.fetch);
+ * @example An app with neither side (health check, error answers); `src/app/compose.ts` passes the sides
+ * ```ts
+ * import { createApp } from "./app.ts";
+ * import { TokenService } from "../auth/tokens.ts";
+ * import { systemClock } from "../clock.ts";
+ * import { loadConfig } from "../config.ts";
+ * import { silentLogger } from "../log.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const config = loadConfig({ SVC_KV: ":memory:" });
+ * const tokens = new TokenService(null, systemClock);
+ * const deps = { kv, clock: systemClock, config, tokens, logger: silentLogger, instanceId: "example" };
+ * const { app, settled } = createApp(deps);
+ * (await app.request("/healthz")).status; // 200
+ * await settled();
+ * kv.close();
  * ```
  */
 export function createApp(deps: AppDeps): App {
@@ -156,14 +168,14 @@ export function createApp(deps: AppDeps): App {
     registerSessionListRoute(app, { kv, clock });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
-    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });
+    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? AVATAR_CATALOG });
   }
   if (deps.worker?.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
   if (deps.worker?.media?.sfu) {
     registerSfuRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
   }
   if (deps.worker?.auth) {
-    registerWorkerRoutes(app, {
+    registerInternalRoutes(app, {
       worker: deps.worker.worker,
       auth: deps.worker.auth,
       maxBodyBytes: internalMaxBodyBytes,

@@ -10,8 +10,8 @@ import type { Hook } from "@hono/zod-openapi";
 import { ApiError, errorBody } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { containsProviderConnectionId } from "../providers/config_schema.ts";
-import { PROVIDER_TYPES } from "../providers/types.ts";
-import type { AppEnv } from "./env.ts";
+import { PROVIDER_TYPES } from "../vocabulary/provider_types.ts";
+import type { AppEnv } from "./app_env.ts";
 
 interface Issue {
   code: string;
@@ -54,6 +54,20 @@ export function formatIssues(issues: readonly Issue[], root: string): string {
   return parts.join("; ");
 }
 
+/**
+ * Refuses a body holding `provider_connection_id` at any depth (400 `SVC_PROVIDER_MISCONFIGURED`): managed
+ * provider connections are not supported. Checked on every body that fails validation and on the create
+ * body that passes it (the key may hide where validation cannot see it, e.g. a header name).
+ */
+export function refuseProviderConnectionId(body: unknown): void {
+  if (containsProviderConnectionId(body)) {
+    throw new ApiError(
+      "SVC_PROVIDER_MISCONFIGURED",
+      "provider_connection_id is not accepted: managed provider connections are not supported.",
+    );
+  }
+}
+
 /** Validation hook of every route: maps zod failures to the service's codes. */
 export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
   if (result.success) return;
@@ -65,12 +79,7 @@ export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c
       );
     case "json": {
       const data = (result as { data?: unknown }).data;
-      if (containsProviderConnectionId(data)) {
-        throw new ApiError(
-          "SVC_PROVIDER_MISCONFIGURED",
-          "provider_connection_id is not accepted: managed provider connections are not supported.",
-        );
-      }
+      refuseProviderConnectionId(data);
       if (
         data === null || typeof data !== "object" || Array.isArray(data) || Object.keys(data).length === 0
       ) {

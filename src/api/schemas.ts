@@ -1,5 +1,7 @@
 /**
- * Request and response schemas of the API (zod, registered as OpenAPI components).
+ * Request schemas of the API and its answers outside the session contract (API keys, the webhook secret,
+ * the catalog, the error body): zod, registered as OpenAPI components. The session answers and the webhook
+ * payloads are in `src/vocabulary/schemas.ts`.
  *
  * @module
  */
@@ -8,14 +10,8 @@ import { SCOPES } from "../auth/scopes.ts";
 import { ERROR_CODES } from "../errors.ts";
 import { KEY_ID_PATTERN, MAX_ID_LENGTH, SESSION_ID_PATTERN } from "../ids.ts";
 import { displayNameField, urlField } from "../text_fields.ts";
-import { SESSION_STATUSES } from "../kv/sessions.ts";
-import { END_REASONS } from "../sessions/end_reasons.ts";
 import { ProviderConfig } from "../providers/config_schema.ts";
-import { PROVIDER_TYPES } from "../providers/types.ts";
-import { TRANSPORTS } from "../sessions/transport.ts";
-
-const epochMs = () =>
-  z.number().int().min(0).openapi({ format: "int64", description: "Unix epoch milliseconds" });
+import { epochMs, ProviderType, Transport } from "../vocabulary/schemas.ts";
 
 /** The flat error body. */
 export const ErrorBody = z.object({
@@ -93,17 +89,6 @@ export const SessionIdParam = z.object({
   }),
 });
 
-/** Session statuses. */
-export const SessionStatus = z.enum(SESSION_STATUSES).openapi("SessionStatus");
-/** End reasons. */
-export const EndReason = z.enum(END_REASONS).openapi("EndReason", {
-  description: `Why the session ended or failed: ${END_REASONS.join(", ")}. See docs/api.md#end-reasons.`,
-});
-/** Provider types. */
-export const ProviderType = z.enum(PROVIDER_TYPES).openapi("ProviderType");
-/** Requested transports. */
-export const Transport = z.enum(TRANSPORTS).openapi("Transport");
-
 /** `avatar_config`. */
 export const AvatarConfig = z.strictObject({
   avatar_id: z.string().min(1).max(64).optional().openapi({
@@ -141,52 +126,6 @@ export const CreateSessionBody = z.strictObject({
   }),
 }).openapi("CreateSessionRequest");
 
-/** One ICE server (RFC 7065 URLs). */
-export const IceServer = z.object({
-  urls: z.union([z.string(), z.array(z.string())]),
-  username: z.string().optional(),
-  credential: z.string().optional(),
-}).openapi("IceServer");
-
-/** `stream_metadata`. */
-export const StreamMetadata = z.object({
-  ice_servers: z.array(IceServer),
-  session_token: z.string().min(1).openapi({
-    description:
-      "Purpose-scoped media-plane token (5 minutes), distinct from the API key and the client token.",
-  }),
-  sfu_endpoint: z.string().nullable().openapi({ description: "Null for websocket_fmp4 sessions." }),
-  media_url: z.string().nullable().openapi({
-    description:
-      "Added by this service: the media WebSocket of a websocket_fmp4 session (`ws(s)://…/media/v0/sessions/{session_id}`), authorised by `client_token` or `session_token` (see docs/media-plane.md). Null when this deployment runs no media plane.",
-    example: "ws://localhost:8787/media/v0/sessions/session:3kTMd9xq0bq1h7nYQ2Lw6A",
-  }),
-}).openapi("StreamMetadata");
-
-/** POST /v1/sessions answer. */
-export const CreatedSession = z.object({
-  client_token: z.string().min(1).openapi({ description: "5-minute HMAC-signed media-plane token." }),
-  expires_at: epochMs(),
-  session_id: z.string().regex(SESSION_ID_PATTERN),
-  status: SessionStatus,
-  stream_metadata: StreamMetadata,
-  transport: Transport,
-}).openapi("CreatedSession");
-
-/** GET /v1/sessions/{session_id} answer. */
-export const Session = z.object({
-  session_id: z.string().regex(SESSION_ID_PATTERN),
-  status: SessionStatus,
-  provider_type: ProviderType,
-  transport: Transport,
-  created_at: epochMs().optional(),
-  started_at: epochMs().optional(),
-  ended_at: epochMs().optional(),
-  end_reason: EndReason.optional().openapi({
-    description: "Added field (not in the specification): why the session ended. Absent while it is live.",
-  }),
-}).openapi("Session");
-
 /** POST /v1/sessions/{session_id}/end query. */
 export const EndQuery = z.object({
   force: z.enum(["true", "false"]).optional().openapi({
@@ -194,27 +133,6 @@ export const EndQuery = z.object({
     description: "`true` skips the graceful disconnect handshake and terminates resources immediately.",
   }),
 });
-
-/** POST /v1/sessions/{session_id}/end answer. */
-export const EndedSession = z.object({
-  session_id: z.string().regex(SESSION_ID_PATTERN),
-  status: SessionStatus,
-  ended_at: epochMs(),
-  chunks_rendered: z.number().int().min(0).optional(),
-  duration_s: z.number().min(0).optional(),
-  warning: z.string().optional().openapi({ description: "Present only with status ended_with_warnings." }),
-  end_reason: EndReason.optional().openapi({
-    description: "Added field (not in the specification): `ended_by_api` or `ended_by_api_forced`.",
-  }),
-}).openapi("EndedSession");
-
-/** POST /v1/sessions/{session_id}/client-token answer. */
-export const ClientToken = z.object({
-  client_token: z.string().min(1),
-  expires_at: epochMs(),
-  stream_metadata: StreamMetadata,
-  transport: Transport,
-}).openapi("ClientToken");
 
 /** Optional Idempotency-Key header of POST /v1/sessions. */
 export const IdempotencyHeader = z.object({

@@ -1,76 +1,14 @@
 /**
- * The lifecycle webhooks as documented in `openapi.json` (OpenAPI 3.1 `webhooks`): their payload schemas
- * and the Standard Webhooks headers. Tests validate every delivered payload against these schemas.
+ * The lifecycle webhooks as documented in `openapi.json` (OpenAPI 3.1 `webhooks`): the Standard Webhooks
+ * headers, the acknowledgement and retry rules, and the payload schemas of `src/vocabulary/schemas.ts`
+ * (tests validate every delivered payload against them).
  *
  * @module
  */
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
-import { ERROR_CODES } from "../errors.ts";
-import { SESSION_ID_PATTERN } from "../ids.ts";
-import type { AppEnv } from "./env.ts";
-import { EndReason, ProviderType } from "./schemas.ts";
-
-const epochMs = () =>
-  z.number().int().min(0).openapi({ format: "int64", description: "Unix epoch milliseconds" });
-const sessionId = () => z.string().regex(SESSION_ID_PATTERN);
-const isoTime = () =>
-  z.string().openapi({ format: "date-time", description: "Time of the transition (ISO 8601)." });
-
-/** `session.started`: the session became `active`. */
-export const SessionStartedEvent = z.strictObject({
-  type: z.literal("session.started"),
-  timestamp: isoTime(),
-  data: z.strictObject({
-    session_id: sessionId(),
-    project_id: z.string(),
-    status: z.literal("active"),
-    provider_type: ProviderType,
-    transport: z.enum(["websocket_fmp4", "webrtc_sfu"]),
-    created_at: epochMs(),
-    started_at: epochMs(),
-  }),
-}).openapi("SessionStartedEvent");
-
-/** `session.ended`: an active session reached `ended` or `ended_with_warnings`. */
-export const SessionEndedEvent = z.strictObject({
-  type: z.literal("session.ended"),
-  timestamp: isoTime(),
-  data: z.strictObject({
-    session_id: sessionId(),
-    project_id: z.string(),
-    status: z.enum(["ended", "ended_with_warnings"]),
-    end_reason: EndReason,
-    started_at: epochMs().nullable(),
-    ended_at: epochMs(),
-    duration_s: z.number().min(0).openapi({
-      description: "Seconds from started_at to ended_at (ms precision).",
-    }),
-    chunks_rendered: z.number().int().min(0),
-    warning: z.string().optional().openapi({ description: "Present with ended_with_warnings." }),
-  }),
-}).openapi("SessionEndedEvent");
-
-/** `session.failed`: the session never became active. */
-export const SessionFailedEvent = z.strictObject({
-  type: z.literal("session.failed"),
-  timestamp: isoTime(),
-  data: z.strictObject({
-    session_id: sessionId(),
-    project_id: z.string(),
-    status: z.literal("failed"),
-    end_reason: EndReason,
-    error_code: z.enum(ERROR_CODES).openapi({ description: "The error the start failed with." }),
-    created_at: epochMs(),
-    ended_at: epochMs(),
-  }),
-}).openapi("SessionFailedEvent");
-
-/** Any lifecycle event body. */
-export const LifecycleEvent = z.discriminatedUnion("type", [
-  SessionStartedEvent,
-  SessionEndedEvent,
-  SessionFailedEvent,
-]);
+import type { AppEnv } from "./app_env.ts";
+import { describeRetrySchedule } from "../webhooks/schedule.ts";
+import { SessionEndedEvent, SessionFailedEvent, SessionStartedEvent } from "../vocabulary/schemas.ts";
 
 /** The headers of every delivery (Standard Webhooks). */
 export const WebhookHeaders = z.object({
@@ -92,7 +30,7 @@ const ack = {
   410: { description: "410 Gone: the URL is gone; no further events are sent to it (for 30 days)." },
   default: {
     description:
-      "Anything else (including 3xx, which is not followed, and timeouts) is retried: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h after successive failures, with up to 10 % jitter (deployment setting SVC_WEBHOOK_RETRY_SCHEDULE).",
+      `Anything else (including 3xx, which is not followed, and timeouts) is retried: ${describeRetrySchedule().delays} after successive failures, with up to 10 % jitter (deployment setting SVC_WEBHOOK_RETRY_SCHEDULE).`,
   },
 };
 

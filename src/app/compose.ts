@@ -20,7 +20,7 @@
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createApp } from "../api/app.ts";
-import type { AppEnv } from "../api/env.ts";
+import type { AppEnv } from "../api/app_env.ts";
 import { TokenService } from "../auth/tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
@@ -28,22 +28,23 @@ import { openKv } from "../kv/open.ts";
 import { setReadHandle, sharesDatabase } from "../kv/read_handle.ts";
 import { setSessionRetention } from "../kv/session_retention.ts";
 import { DEMO_PROJECT_ID } from "../demo/constants.ts";
-import { InternalAuth } from "../hosting/internal_auth.ts";
-import { LocalWorkerClient } from "../hosting/local_host.ts";
-import { RemoteWorkerClient } from "../hosting/remote_client.ts";
-import { SessionRouter } from "../hosting/router.ts";
-import { WorkerDirectory } from "../hosting/worker_directory.ts";
+import { InternalAuth } from "../fleet/internal_auth.ts";
+import { LocalWorkerClient } from "../fleet/local_worker_client.ts";
+import { RemoteWorkerClient } from "../fleet/remote_worker_client.ts";
+import { SessionRouter } from "../fleet/session_router.ts";
+import { WorkerDirectory } from "../fleet/worker_directory.ts";
 import { randomBase62 } from "../ids.ts";
 import { createApiKey, revokeApiKey } from "../kv/api_keys.ts";
-import { Lifecycle } from "../lifecycle.ts";
+import { Lifecycle } from "./lifecycle.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../media/plane.ts";
-import { createConnectors } from "../providers/registry.ts";
-import type { ProviderConnector, ProviderType } from "../providers/types.ts";
+import { createConnectors } from "../providers/connectors.ts";
+import type { ProviderConnector } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { type SessionMediaFactory, SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
 import { SessionService } from "../sessions/service.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
-import { SessionWorker } from "../worker/worker.ts";
+import { SessionWorker } from "../worker/session_worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";
 import { ConfigError } from "../config.ts";
 import { telemetry } from "../telemetry/state.ts";
@@ -73,7 +74,7 @@ export interface ComposeOptions {
   mediaPlane?: MediaPlane;
   /** A media factory used instead of a media plane (tests and the soak); no ffmpeg is started then. */
   mediaFactory?: SessionMediaFactory;
-  /** Connectors replacing the configured ones (tests). */
+  /** Bridges replacing the configured ones (tests; the option keeps the port's name until part two). */
   connectors?: Partial<Record<ProviderType, ProviderConnector>>;
   /** CA certificates trusted for engine connections, beyond `SVC_ENGINE_CA_FILE`. */
   caCerts?: string[];

@@ -43,11 +43,6 @@ export function isWellFormedApiKey(key: string): boolean {
  * Lowercase hex SHA-256 of the key plaintext: the only form in which a key is stored. Synchronous and
  * allocation-free (`sha256.ts`, 0.6 µs): every authenticated request hashes the presented key.
  */
-export function hashApiKeySync(key: string): string {
+export function hashApiKey(key: string): string {
   return sha256Hex(key);
-}
-
-/** {@link hashApiKeySync}, as a promise (for callers written against the earlier WebCrypto version). */
-export function hashApiKey(key: string): Promise<string> {
-  return Promise.resolve(hashApiKeySync(key));
 }

@@ -26,10 +26,21 @@
  *
  * @module
  */
-import type { ApiKeyIndex } from "./api_keys.ts";
+import type { Scope } from "../auth/scopes.ts";
 import { kvOp } from "./guard.ts";
 import { apiKeyHashKey, apiKeyRevocationKey } from "./keys.ts";
 import { readHandleOf } from "./read_handle.ts";
+
+/**
+ * The hash index entry that authenticates a request (`["api_key_hash", sha256]`, written by
+ * `api_keys.ts` with the key's record); processes keep the entries they read in memory.
+ */
+export interface ApiKeyIndex {
+  project_id: string;
+  key_id: string;
+  scopes: Scope[];
+  revoked_at: number | null;
+}
 
 /** Tuning of an {@link ApiKeyCache}. */
 export interface ApiKeyCacheOptions {

@@ -9,7 +9,7 @@ import type { Scope } from "../auth/scopes.ts";
 import { newKeyId } from "../ids.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { apiKeyHashKey, apiKeyKey, apiKeyPrefix, apiKeyRevocationKey } from "./keys.ts";
-import { apiKeyCacheFor } from "./api_key_cache.ts";
+import { apiKeyCacheFor, type ApiKeyIndex } from "./api_key_cache.ts";
 
 /** A stored API key (never the plaintext). */
 export interface ApiKeyRecord {
@@ -25,17 +25,6 @@ export interface ApiKeyRecord {
   hint: string;
   /** key_id of the key that created it, or `"bootstrap"`. */
   created_by: string;
-}
-
-/**
- * The hash index entry that authenticates a request; processes keep the entries they read in memory
- * (see `api_key_cache.ts`).
- */
-export interface ApiKeyIndex {
-  project_id: string;
-  key_id: string;
-  scopes: Scope[];
-  revoked_at: number | null;
 }
 
 /**
@@ -58,7 +47,7 @@ export async function createApiKey(
   return await kvOp(async () => {
     for (let attempt = 0; attempt < 5; attempt++) {
       const plaintext = generateApiKey();
-      const key_hash = await hashApiKey(plaintext);
+      const key_hash = hashApiKey(plaintext);
       const record: ApiKeyRecord = {
         key_id: newKeyId(),
         project_id: input.projectId,
@@ -86,16 +75,6 @@ export async function createApiKey(
     }
     throw new Error("could not allocate a unique API key");
   });
-}
-
-/** Looks up the index entry of a key by the SHA-256 of its plaintext (a KV read; see `api_key_cache.ts`). */
-export async function findApiKeyByHash(kv: Deno.Kv, keyHash: string): Promise<ApiKeyIndex | null> {
-  return await kvOp(async () => (await kv.get<ApiKeyIndex>(apiKeyHashKey(keyHash))).value);
-}
-
-/** Reads one key record of a project, or null (unknown, or another project's). */
-export async function getApiKey(kv: Deno.Kv, projectId: string, keyId: string): Promise<ApiKeyRecord | null> {
-  return await kvOp(async () => (await kv.get<ApiKeyRecord>(apiKeyKey(projectId, keyId))).value);
 }
 
 /**

@@ -126,15 +126,6 @@ export async function dropIdempotencyRecord(
   });
 }
 
-/** Reads a key's record (null when absent). */
-export async function getIdempotencyRecord(
-  kv: Deno.Kv,
-  projectId: string,
-  key: string,
-): Promise<IdempotencyRecord | null> {
-  return await kvOp(async () => (await kv.get<IdempotencyRecord>(idempotencyKey(projectId, key))).value);
-}
-
 /** Canonical JSON: object keys sorted at every depth. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;

@@ -9,9 +9,9 @@
  *
  * | key | value |
  * |---|---|
- * | `["api_key_hash", sha256_hex]` | {@link import("./api_keys.ts").ApiKeyIndex} |
+ * | `["api_key_hash", sha256_hex]` | {@link import("./api_key_cache.ts").ApiKeyIndex} |
  * | `["project", pid, "api_key", key_id]` | {@link import("./api_keys.ts").ApiKeyRecord} |
- * | `["project", pid, "session", session_id]` | {@link import("./sessions.ts").SessionRecord} |
+ * | `["project", pid, "session", session_id]` | {@link import("../vocabulary/session_record.ts").SessionRecord} |
  * | `["project", pid, "session_index", status, provider_type, transport, created_at, session_id]` | {@link import("./session_index.ts").IndexValue}: with its key, the session's listing item; 4 entries a session (its facets, or `"*"` for any: `(s,p,t)`, `(s,*,*)`, `(*,p,t)`, `(*,*,*)`), see `session_index.ts` |
  * | `["project", pid, "live_sessions"]` | number of sessions holding a concurrency slot |
  * | `["project", pid, "idempotency", idempotency_key]` | {@link import("./idempotency.ts").IdempotencyRecord} |

@@ -4,18 +4,17 @@
  * it (`worker`: its internal URL, public URL, capacity and free slots, signed with the internal secret). The
  * live sessions a worker runs are indexed under it (`["owned_session", instance, pid, sid]`, written and
  * removed in the same atomic operations that create and finish the sessions). A lease whose `expires_at`
- * has passed belongs to a process that is gone: its sessions are reaped (see `src/sessions/reaper.ts`).
+ * has passed belongs to a process that is gone: its sessions are reaped (see `src/fleet/reaper.ts`).
  *
  * @module
  */
+import type { Role } from "../config.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { ownedSessionPrefix, ownerLeaseKey, ownerLeasePrefix } from "./keys.ts";
 
 /** How long a reaped lease's tombstone is kept (it still lets late index entries be found and reaped). */
 export const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
-
-/** What a process is: the value of `SVC_ROLE`. */
-export type InstanceRole = "all" | "api" | "worker";
 
 /** How API processes reach a session host. */
 export interface WorkerAdvert {
@@ -28,8 +27,8 @@ export interface WorkerAdvert {
   /** Capacity minus the sessions it runs now (at the last renewal; placement counts exactly in KV). */
   free_slots: number;
   /** The transports it serves (absent in older registrations: `websocket_fmp4` only). */
-  transports?: ("websocket_fmp4" | "webrtc_sfu")[];
-  /** HMAC of its id and addresses with the internal secret (see `src/hosting/internal_auth.ts`). */
+  transports?: TransportKind[];
+  /** HMAC of its id and addresses with the internal secret (see `src/fleet/internal_auth.ts`). */
   signature: string | null;
 }
 
@@ -46,7 +45,7 @@ export interface OwnerLease {
   /** Set when another process reaped the sessions of this (expired) lease. */
   reaped_at: number | null;
   /** What the process is (leases written before roles existed have none: read as `all`). */
-  role?: InstanceRole;
+  role?: Role;
   /** Set for processes that run sessions. */
   worker?: WorkerAdvert | null;
 }
@@ -64,7 +63,7 @@ export async function renewOwnerLease(
   instanceId: string,
   now: number,
   ttlMs: number,
-  about: { pid: number; hostname: string; role?: InstanceRole; worker?: WorkerAdvert | null },
+  about: { pid: number; hostname: string; role?: Role; worker?: WorkerAdvert | null },
 ): Promise<RenewOutcome> {
   return await kvOp(async () => {
     let outcome: RenewOutcome = "renewed";

@@ -24,7 +24,7 @@
 import { kvOp } from "./guard.ts";
 import { sessionKey } from "./keys.ts";
 import { readHandleOf } from "./read_handle.ts";
-import type { SessionRecord } from "./sessions.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
 
 /** How long a session record read from KV is served from memory, ms. */
 export const SESSION_READ_MAX_AGE_MS = 5;

@@ -24,14 +24,12 @@
  * @module
  */
 import { ANY_FACET, sessionIndexKey, sessionIndexPrefix } from "./keys.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../providers/types.ts";
-import type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
-import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
-import type { EndReason } from "../sessions/end_reasons.ts";
-import type { SessionView } from "../sessions/view.ts";
-
-/** The transports a session runs on (the index's transport facet). */
-const INDEXED_TRANSPORTS: readonly ResolvedTransport[] = ["websocket_fmp4", "webrtc_sfu"];
+import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { TRANSPORT_KINDS, type TransportKind } from "../vocabulary/transports.ts";
+import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../vocabulary/session_states.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
+import type { SessionView } from "../vocabulary/schemas.ts";
 
 /** The fields of a record its index keys are made of. */
 type Indexed = Pick<
@@ -43,7 +41,7 @@ type Indexed = Pick<
 export type IndexValue = [
   SessionStatus,
   ProviderType,
-  ResolvedTransport,
+  TransportKind,
   number | null,
   number | null,
   EndReason | null,
@@ -119,7 +117,7 @@ export interface IndexQuery {
   /** Statuses to include (null: all). */
   statuses: readonly SessionStatus[] | null;
   providerType: ProviderType | null;
-  transport: ResolvedTransport | null;
+  transport: TransportKind | null;
   /** Inclusive lower bound of `created_at`. */
   createdAfter: number | null;
   /** Exclusive upper bound of `created_at`. */
@@ -151,7 +149,7 @@ export function streamsOf(
     : [...new Set(q.statuses)];
   if (q.providerType === null && q.transport === null) return statuses.map((s) => [s, ANY_FACET, ANY_FACET]);
   const providers = q.providerType !== null ? [q.providerType] : PROVIDER_TYPES;
-  const transports = q.transport !== null ? [q.transport] : INDEXED_TRANSPORTS;
+  const transports = q.transport !== null ? [q.transport] : TRANSPORT_KINDS;
   const out: [string, string, string][] = [];
   for (const s of statuses) for (const p of providers) for (const t of transports) out.push([s, p, t]);
   return out;

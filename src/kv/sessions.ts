@@ -11,15 +11,17 @@
  * its public view) and set the retention of an ended session (`session_retention.ts`) on the record and its
  * entries. The same atomic operations keep the owner index (`["owned_session", owner, pid, sid]`, present while the
  * session is live, see `owner_leases.ts`) and the webhook outbox (the event the state table names for the
- * transition, see `src/sessions/state.ts`), so a session's final state, its freed slots and its one terminal
- * event land together or not at all.
+ * transition, see `src/vocabulary/session_states.ts`), so a session's final state, its freed slots and its
+ * one terminal event land together or not at all.
  *
  * @module
  */
 import { ApiError } from "../errors.ts";
-import { lifecycleEvent } from "../sessions/events.ts";
-import type { SessionRecord } from "../sessions/record.ts";
-import { edge, freesSlot, type SessionStatus } from "../sessions/state.ts";
+import { endAnswer } from "../vocabulary/end_answer.ts";
+import type { EndedSession } from "../vocabulary/schemas.ts";
+import { lifecycleEvent } from "../vocabulary/lifecycle_events.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { edge, freesSlot, type SessionStatus } from "../vocabulary/session_states.ts";
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
 import { idempotencyKey, liveSessionsKey, ownedSessionKey, ownerLoadKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
@@ -27,9 +29,6 @@ import { forgetSession } from "./session_cache.ts";
 import { addIndexToOp, expiryOf } from "./session_index.ts";
 import { sessionRetentionOf } from "./session_retention.ts";
 import { recordEnd } from "../telemetry/metrics.ts";
-
-export type { ResolvedTransport, SessionRecord } from "../sessions/record.ts";
-export { LIVE_STATUSES, SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../sessions/state.ts";
 
 const mutex = new KeyedMutex();
 
@@ -199,4 +198,36 @@ export async function ownerLoads(kv: Deno.Kv, owners: string[]): Promise<Map<str
     batch.forEach((o, k) => out.set(o, entries[k].value ?? 0));
   }
   return out;
+}
+
+/** How long a retried end may still collect the answer of an end that got 503. */
+export const UNANSWERED_END_TTL_MS = 15 * 60_000;
+
+/**
+ * Takes the undelivered answer of an ended session: the retry of an end answered 503 because storage was out
+ * when its teardown finished (the record carries `end_unanswered_until`). Compare-and-set, so only the first
+ * retry gets it. Resolves with the answer, or null when there is none (the end was answered, or the window
+ * passed).
+ */
+export async function claimUnansweredEnd(
+  kv: Deno.Kv,
+  rec: SessionRecord,
+  now: number,
+): Promise<EndedSession | null> {
+  if (!rec.end_unanswered_until || rec.end_unanswered_until <= now) return null;
+  const key = sessionKey(rec.project_id, rec.session_id);
+  return await kvOp(async () => {
+    const entry = await kv.get<SessionRecord>(key);
+    const cur = entry.value;
+    if (!cur?.end_unanswered_until || cur.end_unanswered_until <= now) return null;
+    // The listing's entries do not hold this field; the record keeps its retention.
+    const expireIn = expiryOf(cur.status, sessionRetentionOf(kv));
+    const ok = (await kv.atomic().check(entry).set(
+      key,
+      { ...cur, end_unanswered_until: null },
+      expireIn === undefined ? undefined : { expireIn },
+    ).commit()
+      .finally(() => forgetSession(kv, rec.project_id, rec.session_id))).ok;
+    return ok ? endAnswer(cur, cur.end_reason ?? "ended_by_api") : null;
+  });
 }

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { LifecycleEventType } from "../sessions/state.ts";
+import type { LifecycleEventType } from "../vocabulary/session_states.ts";
 import { kvOp } from "./guard.ts";
 import {
   webhookDueKey,
@@ -18,9 +18,6 @@ import {
   webhookEventPrefix,
   webhookGoneKey,
 } from "./keys.ts";
-
-/** One event type (the session lifecycle events, see `src/sessions/state.ts`). */
-export type WebhookEventType = LifecycleEventType;
 
 /** Where an event is in its delivery. */
 export type WebhookEventState =
@@ -45,7 +42,8 @@ export interface WebhookEventRecord {
   event_id: string;
   project_id: string;
   session_id: string;
-  type: WebhookEventType;
+  /** One of the lifecycle events (see `src/vocabulary/session_states.ts`). */
+  type: LifecycleEventType;
   url: string;
   /** The exact JSON body sent (signed as is on every attempt). */
   body: string;

@@ -1,10 +1,11 @@
 /**
  * Per-project webhook signing secrets: created on first use, rotated by operators. After a rotation the
- * previous secret stays valid for a grace period, during which deliveries carry both signatures.
+ * previous secret stays valid for a grace period, during which deliveries carry both signatures. New secrets
+ * come from the caller (`generateWebhookSecret` of `src/webhooks/sign.ts`): storage knows their place, not
+ * their format.
  *
  * @module
  */
-import { generateWebhookSecret } from "../webhooks/sign.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { webhookSecretKey } from "./keys.ts";
 
@@ -49,15 +50,16 @@ async function updateSecret(
   });
 }
 
-/** The project's secret, creating it if the project has none yet. */
+/** The project's secret, creating it (with `generate`) if the project has none yet. */
 export async function getOrCreateWebhookSecret(
   kv: Deno.Kv,
   projectId: string,
   now: number,
+  generate: () => string,
 ): Promise<WebhookSecretRecord> {
   return await updateSecret(kv, projectId, (cur) =>
     cur ?? {
-      current: generateWebhookSecret(),
+      current: generate(),
       previous: null,
       previous_until: null,
       created_at: now,
@@ -65,14 +67,15 @@ export async function getOrCreateWebhookSecret(
     });
 }
 
-/** Replaces the project's secret; the old one keeps signing for {@link ROTATION_GRACE_MS}. */
+/** Replaces the project's secret with `generate()`; the old one keeps signing for {@link ROTATION_GRACE_MS}. */
 export async function rotateWebhookSecret(
   kv: Deno.Kv,
   projectId: string,
   now: number,
+  generate: () => string,
 ): Promise<WebhookSecretRecord> {
   return await updateSecret(kv, projectId, (cur) => ({
-    current: generateWebhookSecret(),
+    current: generate(),
     previous: cur?.current ?? null,
     previous_until: cur ? now + ROTATION_GRACE_MS : null,
     created_at: cur?.created_at ?? now,

@@ -13,10 +13,10 @@ import { TOKEN_TTL_MS } from "../auth/tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { MediaConfig, SfuConfig } from "../config.ts";
 import { ApiError } from "../errors.ts";
-import type { StreamEndpoints } from "../hosting/session_host.ts";
+import type { StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { Logger } from "../log.ts";
 import type { SessionMediaFactory } from "../runtime/session_runtime.ts";
-import type { ResolvedTransport } from "../sessions/record.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";
 import { checkFfmpeg } from "./ffmpeg.ts";
@@ -54,7 +54,7 @@ export interface MediaPlaneInfo {
    * The connection metadata of a session running here: `media_url` (fMP4), or `sfu_endpoint` and
    * `ice_servers` with TURN credentials minted now for the client token's lifetime (webrtc_sfu).
    */
-  endpoints(sessionId: string, transport: ResolvedTransport): Promise<StreamEndpoints>;
+  endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints>;
 }
 
 /** Options of {@link MediaPlane.create}. */
@@ -150,7 +150,7 @@ export class MediaPlane implements MediaPlaneInfo {
     return base + SFU_PATH.replace("{session_id}", sessionId);
   }
 
-  async endpoints(sessionId: string, transport: ResolvedTransport): Promise<StreamEndpoints> {
+  async endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints> {
     if (transport !== "webrtc_sfu" || !this.sfu) {
       return { media_url: this.urlFor(sessionId), sfu_endpoint: null, ice_servers: [] };
     }

@@ -26,7 +26,7 @@ import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ProviderConnection, ToolCall } from "../providers/types.ts";
 import type { SessionMedia } from "../runtime/session_runtime.ts";
-import type { EndReason } from "../sessions/end_reasons.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { AUDIO_BLOCK, AUDIO_RATE, audioEncoderArgs, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
 import { FlvDemuxer } from "./flv.ts";
 import { OggOpusDemuxer, type OpusHead } from "./ogg_opus.ts";

@@ -7,18 +7,8 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import {
-  type CheckContext,
-  checkProviderConfig,
-  PROVIDER_TYPES,
-  PROVIDERS,
-  type ProviderType,
-} from "./registry.ts";
-
-export { ExternalEngineConfig } from "./external_engine/schema.ts";
-export { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";
-export { Vendor2Config } from "./vendor2/schema.ts";
-export { VENDOR3_SIGNED_URL_PATH, Vendor3Config } from "./vendor3/schema.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
+import { type CheckContext, checkProviderConfig, PROVIDERS } from "./registry.ts";
 
 type Schemas = { [K in ProviderType]: z.ZodOptional<(typeof PROVIDERS)[K]["schema"]> };
 

@@ -1,31 +1,24 @@
 /**
- * The provider registry: the one list of conversation engine types. A new engine is added here, with
- * everything the service needs to know of it:
+ * The provider registry: what the API and the CLI know of each provider type (the names are in
+ * `src/vocabulary/provider_types.ts`), without loading any bridge:
  *
  * - `schema`: its `provider_config` object (the API validates it; the OpenAPI document shows it);
  * - `check`: the rules that need the deployment's settings or the time (answered with 400 before any
  *   session is written), on the validated config and the credentials' bytes;
- * - `connector`: how a session connects to it (the runtime drives the connection through the
- *   `ProviderConnector` port of `types.ts`);
  * - `cli`: the `sessions create` flags that fill its fields (the CLI builds its help and request from them).
  *
- * The order is the interface specification's. `docs/providers.md` describes each engine.
+ * How a session connects to each one (its bridge) is in `connectors.ts`, which only the worker side loads.
+ * `docs/providers.md` describes each engine.
  *
  * @module
  */
 import type { z } from "@hono/zod-openapi";
-import { type Clock, systemClock } from "../clock.ts";
-import type { Config, VendorEndpoints } from "../config.ts";
-import type { Logger } from "../log.ts";
-import { ExternalEngineConnector } from "./external_engine.ts";
+import type { VendorEndpoints } from "../config.ts";
+import { isProviderType, type ProviderType } from "../vocabulary/provider_types.ts";
 import { ExternalEngineConfig } from "./external_engine/schema.ts";
-import type { ConnectorDeps, ProviderConnector } from "./types.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import { Vendor1RealtimeConnector } from "./vendor1_realtime/connector.ts";
 import { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";
-import { Vendor2Connector } from "./vendor2/connector.ts";
 import { Vendor2Config } from "./vendor2/schema.ts";
-import { Vendor3Connector } from "./vendor3/connector.ts";
 import { Vendor3Config } from "./vendor3/schema.ts";
 import { signedUrlProblem } from "./vendor3/signed_url.ts";
 
@@ -58,8 +51,6 @@ export interface ProviderDefinition<S extends z.ZodType = z.ZodType> {
    * from `credentials`.
    */
   check?(config: z.output<S>, context: CheckContext): string | null;
-  /** Builds the connector of this type. */
-  connector(deps: ConnectorDeps): ProviderConnector;
   /** `sessions create` flags of its fields. */
   cli: CliField[];
 }
@@ -76,11 +67,10 @@ function define<S extends z.ZodType>(d: ProviderDefinition<S>): ProviderDefiniti
   return d;
 }
 
-/** Every provider type and what the service knows of it. */
+/** Every provider type and what the service knows of it (one entry per name of `PROVIDER_TYPES`). */
 export const PROVIDERS = {
   vendor1_realtime: define({
     schema: Vendor1RealtimeConfig,
-    connector: (deps) => new Vendor1RealtimeConnector(deps),
     cli: [{
       flag: "client-secret",
       field: "client_secret",
@@ -91,7 +81,6 @@ export const PROVIDERS = {
   }),
   vendor2: define({
     schema: Vendor2Config,
-    connector: (deps) => new Vendor2Connector(deps),
     cli: [
       { flag: "access-token", field: "access_token", arg: "<token>", help: "access token", secret: true },
       { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
@@ -99,8 +88,6 @@ export const PROVIDERS = {
   }),
   external_engine: define({
     schema: ExternalEngineConfig,
-    connector: (deps) =>
-      new ExternalEngineConnector({ caCerts: deps.caCerts, logger: deps.logger, clock: deps.clock }),
     cli: [
       { flag: "engine-url", field: "url", arg: "<wss://…>", help: "the engine's wss:// URL", secret: false },
       {
@@ -127,7 +114,6 @@ export const PROVIDERS = {
       const signed = credentials.secret("signed_url");
       return signed ? signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, now) : null;
     },
-    connector: (deps) => new Vendor3Connector(deps),
     cli: [
       { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
       {
@@ -146,45 +132,7 @@ export const PROVIDERS = {
       },
     ],
   }),
-} as const;
-
-/** One provider type. */
-export type ProviderType = keyof typeof PROVIDERS;
-
-/** Every provider type, in the interface specification's order. */
-export const PROVIDER_TYPES = Object.keys(PROVIDERS) as [ProviderType, ...ProviderType[]];
-
-/** Whether `value` names a provider type. */
-export function isProviderType(value: unknown): value is ProviderType {
-  return typeof value === "string" && Object.hasOwn(PROVIDERS, value);
-}
-
-/** What {@link createConnectors} takes. */
-export interface ConnectorsOptions {
-  /** The service's configuration (the vendors' endpoints). */
-  config: Pick<Config, "vendors">;
-  logger: Logger;
-  /** Default: the wall clock. */
-  clock?: Clock;
-  /** Extra CA certificates (PEM) trusted for engine connections (`SVC_ENGINE_CA_FILE`, the embedded engine's). */
-  caCerts?: readonly string[];
-  /** Keepalive of the vendor sockets (tests shorten it). */
-  keepalive?: ConnectorDeps["keepalive"];
-}
-
-/** One connector per provider type. */
-export function createConnectors(options: ConnectorsOptions): Record<ProviderType, ProviderConnector> {
-  const deps: ConnectorDeps = {
-    logger: options.logger,
-    clock: options.clock ?? systemClock,
-    vendors: options.config.vendors,
-    caCerts: options.caCerts ?? [],
-    keepalive: options.keepalive,
-  };
-  return Object.fromEntries(
-    PROVIDER_TYPES.map((type) => [type, PROVIDERS[type].connector(deps)]),
-  ) as Record<ProviderType, ProviderConnector>;
-}
+} as const satisfies { [K in ProviderType]: ProviderDefinition<z.ZodType> };
 
 /**
  * The deployment-dependent rules of a provider config (see {@link ProviderDefinition.check}); null when it

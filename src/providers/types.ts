@@ -12,8 +12,6 @@ import type { VendorEndpoints } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 
-export { PROVIDER_TYPES, type ProviderType } from "./registry.ts";
-
 /** Why a provider connection ended on its own. */
 export type ProviderClosure =
   /** The engine ended the session normally (`session.end` then close 1000). */
@@ -121,7 +119,7 @@ export interface ProviderConnector {
   connect(request: ConnectRequest): Promise<ProviderConnection>;
 }
 
-/** What a connector is built from (see `createConnectors` in `registry.ts`). */
+/** What a connector is built from (see `createConnectors` in `connectors.ts`). */
 export interface ConnectorDeps {
   logger: Logger;
   /** Clock of connect deadlines, keepalive and teardown waits. */

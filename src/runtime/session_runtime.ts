@@ -2,23 +2,24 @@
  * The in-process runtime of live sessions: each holds its credentials, its provider connection and
  * (through {@link SessionMedia}) its media plane, for as long as the session lives.
  *
- * The runtime knows nothing of KV or HTTP: the session service drives it and records state. Every way a
+ * The runtime knows nothing of KV or HTTP: the session worker (`src/worker/session_worker.ts`) drives it
+ * and records state. Every way a
  * session leaves the runtime (start failure, end, engine closing, shutdown) zeroes its credentials.
  *
  * @module
  */
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
-import type { EndReason } from "../sessions/end_reasons.ts";
-import type { ResolvedTransport } from "../sessions/record.ts";
+import type { EndReason } from "../vocabulary/end_reasons.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
 import type {
   ProviderClosure,
   ProviderConnection,
   ProviderConnector,
   ProviderEvents,
-  ProviderType,
   ToolCall,
 } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { TOOL_ERRORS } from "../providers/tool_calls.ts";
 import type { CredentialHolder } from "./credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
@@ -53,7 +54,7 @@ export type SessionMediaFactory = (session: {
   avatarId: string | null;
   bgId: string | null;
   /** How the session's media reaches its browser. */
-  transport: ResolvedTransport;
+  transport: TransportKind;
   connection: ProviderConnection;
   /**
    * Called by the media plane when it fails on its own: the session ends with `outcome` (default:
@@ -73,7 +74,7 @@ export interface StartRequest {
   avatarId: string | null;
   bgId: string | null;
   /** How the session's media reaches its browser (default `websocket_fmp4`). */
-  transport?: ResolvedTransport;
+  transport?: TransportKind;
   timeoutMs: number;
 }
 
@@ -161,19 +162,9 @@ export class SessionRuntime {
     return this.#live.has(sessionId);
   }
 
-  /** The session's media plane, if it runs here and has one. */
-  media(sessionId: string): SessionMedia | undefined {
-    return this.#live.get(sessionId)?.media ?? undefined;
-  }
-
   /** Media clients connected to the session now (0 if it does not run here). */
   clientCount(sessionId: string): number {
     return this.#live.get(sessionId)?.clients ?? 0;
-  }
-
-  /** The session's provider connection (for the media plane), if it runs here. */
-  connection(sessionId: string): ProviderConnection | undefined {
-    return this.#live.get(sessionId)?.connection;
   }
 
   /**
@@ -351,11 +342,6 @@ export class SessionRuntime {
   /** Force-ends every session (process shutdown) and waits for every connection to be released. */
   async shutdown(): Promise<void> {
     await Promise.all([...this.#live.keys()].map((id) => this.end(id, { force: true, reason: "shutdown" })));
-    await Promise.all(this.#releases);
-  }
-
-  /** Resolves when every connection ever opened by this runtime is released. */
-  async drained(): Promise<void> {
     await Promise.all(this.#releases);
   }
 

@@ -10,11 +10,11 @@ import { ApiError } from "../errors.ts";
 import { kvOp } from "../kv/guard.ts";
 import { cursorKeyOf } from "../kv/list_cursor_key.ts";
 import { listSessionIndex } from "../kv/session_index.ts";
-import type { ProviderType } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { type CursorFilters, decodeCursor, encodeCursor } from "./list_cursor.ts";
-import type { ResolvedTransport } from "./record.ts";
-import type { SessionStatus } from "./state.ts";
-import type { SessionView } from "./view.ts";
+import type { TransportKind } from "../vocabulary/transports.ts";
+import type { SessionStatus } from "../vocabulary/session_states.ts";
+import type { SessionList } from "../vocabulary/schemas.ts";
 
 /** Page size when none is asked for. */
 export const DEFAULT_LIST_LIMIT = 20;
@@ -26,7 +26,7 @@ export interface ListSessionsQuery {
   /** One or more statuses (any of them). */
   status?: readonly SessionStatus[];
   provider_type?: ProviderType;
-  transport?: ResolvedTransport;
+  transport?: TransportKind;
   /** Inclusive lower bound of `created_at` (Unix ms). */
   created_after?: number;
   /** Exclusive upper bound of `created_at` (Unix ms). */
@@ -35,13 +35,6 @@ export interface ListSessionsQuery {
   limit?: number;
   /** `next_cursor` of the previous page, with the same filters. */
   cursor?: string;
-}
-
-/** One page of the listing. */
-export interface SessionList {
-  data: SessionView[];
-  /** Pass as `cursor` (with the same filters) for the next page; null on the last page. */
-  next_cursor: string | null;
 }
 
 /** Reads one page of `projectId`'s sessions. Throws 400 SVC_INVALID_REQUEST for a cursor that is not one. */

@@ -2,7 +2,8 @@
  * The session service: the session logic behind the `/v1/sessions` routes, on the API side of the
  * service. It validates, claims idempotency keys and concurrency slots, writes new records, and reaches the
  * sessions through a {@link SessionHost} — in-process or on a remote worker — without running them itself.
- * The state machine is in `state.ts`; the worker writes the transitions only the host of a session knows of.
+ * The state machine is in `src/vocabulary/session_states.ts`; the worker writes the transitions only the
+ * host of a session knows of.
  *
  * @module
  */
@@ -19,28 +20,40 @@ import {
   releaseIdempotencyKey,
 } from "../kv/idempotency.ts";
 import { retryUnavailable } from "../kv/guard.ts";
-import { getSession, insertSession, PlacementFullError, transitionSession } from "../kv/sessions.ts";
+import {
+  claimUnansweredEnd,
+  getSession,
+  insertSession,
+  PlacementFullError,
+  transitionSession,
+} from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
+import { generateWebhookSecret } from "../webhooks/sign.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/config_schema.ts";
-import type { ProviderType } from "../providers/types.ts";
+import type { ProviderType } from "../vocabulary/provider_types.ts";
 import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { EndedSession, SessionHost, StreamEndpoints } from "../hosting/session_host.ts";
+import type { SessionHost } from "./session_host.ts";
+import type {
+  ClientToken,
+  CreatedSession,
+  EndedSession,
+  SessionView,
+  StreamEndpoints,
+} from "../vocabulary/schemas.ts";
 import { checkWebhookUrl, dnsResolver, type Resolver, WebhookUrlError } from "../webhooks/url_guard.ts";
-import type { SessionRecord } from "./record.ts";
-import { isEnded } from "./state.ts";
-import { claimUnansweredEnd } from "./end_answer.ts";
-import { type SessionView, toView } from "./view.ts";
-import { resolveTransport, type Transport } from "./transport.ts";
-import { CATALOG, resolveAvatarConfig } from "../media/catalog.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { isEnded } from "../vocabulary/session_states.ts";
+import { toView } from "../vocabulary/session_view.ts";
+import { notActiveError } from "../vocabulary/not_active_error.ts";
+import { resolveTransport } from "./resolve_transport.ts";
+import type { RequestedTransport } from "../vocabulary/transports.ts";
+import { AVATAR_CATALOG, resolveAvatarConfig } from "../vocabulary/avatar_catalog.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordStartDuration } from "../telemetry/metrics.ts";
 import { annotate, inSpan } from "../telemetry/tracing.ts";
-
-export type { EndedSession } from "../hosting/session_host.ts";
-export { type SessionView, toView } from "./view.ts";
 
 /** How many workers a create tries when the ones it picked turn out to be full. */
 const PLACEMENT_ATTEMPTS = 5;
@@ -56,31 +69,8 @@ export interface CreateSessionInput {
   provider_type: ProviderType;
   provider_config: Record<string, Record<string, unknown> | undefined>;
   avatar_config?: { avatar_id?: string; bg_id?: string };
-  transport: Transport;
+  transport: RequestedTransport;
   webhook_url?: string;
-}
-
-/** `stream_metadata` of create and client-token answers. */
-export interface StreamMetadata extends StreamEndpoints {
-  session_token: string;
-}
-
-/** The create-session answer. */
-export interface CreatedSession {
-  client_token: string;
-  expires_at: number;
-  session_id: string;
-  status: SessionRecord["status"];
-  stream_metadata: StreamMetadata;
-  transport: SessionRecord["transport"];
-}
-
-/** The client-token answer. */
-export interface MintedToken {
-  client_token: string;
-  expires_at: number;
-  stream_metadata: StreamMetadata;
-  transport: SessionRecord["transport"];
 }
 
 /** Dependencies of the session service. */
@@ -154,7 +144,7 @@ export class SessionService {
     const sfu = input.transport === "websocket_fmp4" ? false : await host.sfuAvailable();
     const transport = resolveTransport(input.transport, sfu);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
-    const avatar = resolveAvatarConfig(CATALOG, input.avatar_config);
+    const avatar = resolveAvatarConfig(AVATAR_CATALOG, input.avatar_config);
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
     if (input.webhook_url !== undefined) await this.#checkWebhookUrl(caller.projectId, input.webhook_url);
 
@@ -270,12 +260,9 @@ export class SessionService {
       // The retry of an end answered 503 while its record could not be written gets that end.
       const answer = await claimUnansweredEnd(this.deps.kv, rec, this.deps.clock.now());
       if (answer) return answer;
-      throw new ApiError("SVC_SESSION_ENDED");
     }
     // `ending` goes to the owner too: a retried end whose teardown is done completes there.
-    if (rec.status !== "active" && rec.status !== "ending") {
-      throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
-    }
+    if (rec.status !== "active" && rec.status !== "ending") throw notActiveError(rec);
     const ended = await this.deps.host.end(rec, {
       force,
       reason: force ? "ended_by_api_forced" : "ended_by_api",
@@ -285,14 +272,11 @@ export class SessionService {
   }
 
   /** Mints a fresh client token and session token for an active session. */
-  async mintClientToken(caller: Caller, sessionId: string): Promise<MintedToken> {
+  async mintClientToken(caller: Caller, sessionId: string): Promise<ClientToken> {
     const rec = await readSessionCached(this.deps.kv, caller.projectId, sessionId);
     if (!rec) throw new ApiError("SVC_SESSION_NOT_FOUND");
     if (!this.deps.tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
-    if (rec.status !== "active") {
-      if (isEnded(rec.status)) throw new ApiError("SVC_SESSION_ENDED");
-      throw new ApiError("SVC_SESSION_CONFLICT", `The session is ${rec.status}, not active.`);
-    }
+    if (rec.status !== "active") throw notActiveError(rec);
     const { client_token, expires_at, stream_metadata, transport } = await this.#answer(
       rec,
       await this.deps.host.stream(rec),
@@ -340,7 +324,7 @@ export class SessionService {
       if (!err.transient) throw new ApiError("SVC_INVALID_REQUEST", `${err.message}.`);
     }
     // Operators can read the signing secret before the first event is sent.
-    await getOrCreateWebhookSecret(this.deps.kv, projectId, clock.now());
+    await getOrCreateWebhookSecret(this.deps.kv, projectId, clock.now(), generateWebhookSecret);
   }
 
   /**

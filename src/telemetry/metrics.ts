@@ -10,7 +10,7 @@
  * @module
  */
 import { type Attributes, type Histogram, metrics, type ObservableResult } from "@opentelemetry/api";
-import type { SessionRecord } from "../sessions/record.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { ATTR, METRIC, SCOPE } from "./names.ts";
 import { telemetry } from "./state.ts";
 

@@ -1,36 +1,14 @@
 /**
  * The webhook retry schedule: the first attempt is immediate; after each failed attempt the next waits the
  * schedule's next delay (plus up to 10 % jitter, or the receiver's `Retry-After` if longer, capped at a
- * day). Once the schedule is exhausted the event is given up (`failed`).
+ * day). Once the schedule is exhausted the event is given up (`failed`). The schedule itself is a setting
+ * (`SVC_WEBHOOK_RETRY_SCHEDULE`, parsed by `src/config.ts`); the prose that documents the default one is
+ * generated here ({@link describeRetrySchedule}), so the OpenAPI document and docs/webhooks.md say what
+ * the code does.
  *
  * @module
  */
-
-/** The default delays after each failed attempt (Standard Webhooks' example schedule): 5 s … 24 h. */
-export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,14h,20h,24h";
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3600_000 };
-
-/** Longest single delay accepted: 48 hours. */
-export const MAX_RETRY_DELAY_MS = 48 * 3600_000;
-
-/**
- * Parses `5s,5m,30m,2h` into milliseconds. Throws an Error (message safe to show) when an entry is not a
- * duration, a delay is outside 1 ms..48 h, delays decrease, or there are not 1..20 of them.
- */
-export function parseRetrySchedule(text: string): number[] {
-  const parts = text.split(",").map((p) => p.trim());
-  if (parts.length < 1 || parts.length > 20) throw new Error("must list 1..20 delays");
-  const out = parts.map((p) => {
-    const m = /^(\d+)(ms|s|m|h)$/.exec(p);
-    if (!m) throw new Error("must be comma-separated durations such as 5s,5m,2h");
-    const ms = Number(m[1]) * UNIT_MS[m[2]];
-    if (ms < 1 || ms > MAX_RETRY_DELAY_MS) throw new Error("each delay must be 1ms..48h");
-    return ms;
-  });
-  for (let i = 1; i < out.length; i++) if (out[i] < out[i - 1]) throw new Error("delays must not decrease");
-  return out;
-}
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "../config.ts";
 
 /**
  * When to try again after the `attempts`-th failed attempt (1-based) finished at `now`, or null when the
@@ -53,4 +31,43 @@ export function nextAttemptAt(
 /** Total span of a schedule, ms (without jitter): how long an event keeps being retried. */
 export function scheduleSpanMs(schedule: readonly number[]): number {
   return schedule.reduce((a, b) => a + b, 0);
+}
+
+/** A delay in the largest unit that divides it (`5 s`, `30 min`, `24 h`). */
+function delayText(ms: number): string {
+  if (ms % 3600_000 === 0) return `${ms / 3600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}
+
+/** A span in whole days and hours, rounded down (`3 days and 3 hours`). */
+function spanText(ms: number): string {
+  const days = Math.floor(ms / 86_400_000);
+  const hours = Math.floor((ms % 86_400_000) / 3600_000);
+  const part = (n: number, unit: string) => `${n} ${unit}${n === 1 ? "" : "s"}`;
+  if (days === 0) return part(hours, "hour");
+  return hours === 0 ? part(days, "day") : `${part(days, "day")} and ${part(hours, "hour")}`;
+}
+
+/**
+ * How a schedule reads in the documentation: its delays (`5 s, 5 min, …, 24 h`), how many attempts an
+ * event gets (the first plus one per delay), and about how long they span (without jitter).
+ *
+ * @example Usage
+ * ```ts
+ * import { describeRetrySchedule } from "./schedule.ts";
+ * describeRetrySchedule().delays; // "5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h"
+ * describeRetrySchedule().attempts; // 10
+ * describeRetrySchedule().span; // "3 days and 3 hours"
+ * ```
+ */
+export function describeRetrySchedule(
+  schedule: readonly number[] = parseRetrySchedule(DEFAULT_RETRY_SCHEDULE),
+): { delays: string; attempts: number; span: string } {
+  return {
+    delays: schedule.map(delayText).join(", "),
+    attempts: schedule.length + 1,
+    span: spanText(scheduleSpanMs(schedule)),
+  };
 }

@@ -6,7 +6,7 @@
  * turns out to be final already, ended by someone else), so an outage delays the record, never loses it.
  *
  * What it cannot survive is this process dying before storage comes back: then the session's owner lease
- * runs out and the reaper ends it as `owner_lost` (see `src/sessions/reaper.ts`).
+ * runs out and the reaper ends it as `owner_lost` (see `src/fleet/reaper.ts`).
  *
  * @module
  */
@@ -14,8 +14,8 @@ import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import { type TransitionResult, transitionSession } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
-import type { SessionRecord } from "../sessions/record.ts";
-import { isLive, type SessionStatus } from "../sessions/state.ts";
+import type { SessionRecord } from "../vocabulary/session_record.ts";
+import { isLive, type SessionStatus } from "../vocabulary/session_states.ts";
 
 /** A final transition of a session whose runtime has stopped. */
 export interface PendingEnd {

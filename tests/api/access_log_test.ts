@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { Hono } from "hono";
 import { requestContext } from "../../src/api/middleware/request_context.ts";
-import type { AppEnv } from "../../src/api/env.ts";
+import type { AppEnv } from "../../src/api/app_env.ts";
 import { createLogger, type LogLevel } from "../../src/log.ts";
 
 function app(level: LogLevel) {

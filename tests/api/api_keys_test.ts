@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { hashApiKey, isWellFormedApiKey } from "../../src/auth/api_key_format.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
 
 async function kvDump(h: Harness): Promise<string> {
   const rows: string[] = [];
@@ -28,7 +28,7 @@ Deno.test("api keys: create returns the plaintext once; only its SHA-256 is stor
     assert.ok(res.body.created_at >= before && res.body.created_at <= after);
     const dump = await kvDump(h);
     assert.ok(!dump.includes(res.body.api_key), "plaintext must not be stored");
-    assert.ok(dump.includes(await hashApiKey(res.body.api_key)), "hash is stored");
+    assert.ok(dump.includes(hashApiKey(res.body.api_key)), "hash is stored");
     // the new key works, and the plaintext never appears again
     const list = await h.req("GET", "/v1/api-keys", { key: admin });
     assert.equal(list.status, 200);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { generateApiKey } from "../../src/auth/api_key_format.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
 
 const SID = "session:AAAAAAAAAAAAAAAAAAAAAA";
 /** Every /v1 route with the scope it requires. */

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { countLiveSessions } from "../../src/kv/sessions.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 Deno.test("catalog: GET /v1/catalog lists ≥ 3 avatars and backgrounds with defaults (scope sessions:read)", async () => {
   const h = await createHarness();

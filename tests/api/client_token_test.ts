@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { TOKEN_TTL_MS } from "../../src/auth/tokens.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 Deno.test("client token: a fresh, signed, session- and purpose-bound pair for an active session", async () => {
   const engine = await startFakeEngine(testTls, "ok");

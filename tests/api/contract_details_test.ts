@@ -4,12 +4,12 @@
  * `Cache-Control: no-store`; API key names refuse characters that hide or reorder text.
  */
 import assert from "node:assert/strict";
-import { parseBootstrapInput } from "../../cli/admin_bootstrap.ts";
-import { PROVIDER_TYPES } from "../../src/providers/types.ts";
+import { parseBootstrapInput } from "../../cli/bootstrap.ts";
+import { PROVIDER_TYPES } from "../../src/vocabulary/provider_types.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
-import { FakeConnector } from "../helpers/fake_connector.ts";
-import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { FakeConnector } from "../../testing/fake_connector.ts";
+import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 const ENGINE = "wss://engine.test/v0";
 const SIGNED = "wss://api.elevenlabs.io/v1/convai/conversation?agent_id=a&conversation_signature=s";

@@ -1,15 +1,15 @@
 /**
  * The credential fields are read from the body's bytes and the schema sees stand-ins in their place
  * (src/providers/credential_reader.ts): the answers must be exactly what they were when the schema read the
- * values themselves. Thousands of generated bodies (tests/helpers/credential_bodies.ts: every credential
+ * values themselves. Thousands of generated bodies (testing/credential_bodies.ts: every credential
  * field malformed in every way, and valid) go through this checkout; each answer (status, code, message)
  * must equal the one recorded from the main branch before the change
  * (tests/fixtures/credential_validation_answers.json, by tests/fixtures/record_validation_answers.ts).
  */
 import assert from "node:assert/strict";
-import { bodiesDigest, generateBodies } from "../helpers/credential_bodies.ts";
-import { type Answer, answersFor } from "../helpers/validation_answers.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { bodiesDigest, generateBodies } from "../../testing/credential_bodies.ts";
+import { type Answer, answersFor } from "../../testing/validation_answers.ts";
+import { createHarness } from "../../testing/harness.ts";
 import { UnavailableConnector } from "../../src/providers/unavailable.ts";
 
 /** The generator's seed and the number of bodies (the recorded answers are for these). */

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { compose } from "../../src/app/compose.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
-import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
+import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 
 Deno.test("demo: an API process serves the page only when asked to, with the vendor engines only", async () => {
   const secrets = {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
-import { type FakeEngineBehavior, startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { type FakeEngineBehavior, startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 import { mapStartFailure } from "../../src/providers/external_engine.ts";
 
 Deno.test("engine failure mapping from the WebSocket client's messages", () => {

@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { createApiKey } from "../../src/kv/api_keys.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
-import { type ServiceProcess, startServiceProcess } from "../helpers/service_process.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
+import { type ServiceProcess, startServiceProcess } from "../../testing/service_process.ts";
 
 const PROJECT = "proj_fleet";
 const UNKNOWN = "session:AAAAAAAAAAAAAAAAAAAAAA";

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { until } from "../helpers/deadline.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { until } from "../../testing/deadline.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 async function sessionCount(h: Harness, project = "proj_a"): Promise<number> {
   let n = 0;

@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { DEMO_PROJECT_ID } from "../../src/demo/constants.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { withMedia } from "../helpers/media.ts";
-import { startTestService, type TestService } from "../helpers/service.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { withMedia } from "../../testing/media.ts";
+import { startTestService, type TestService } from "../../testing/service.ts";
 
 /** A real service (reference engine, media plane, demo page) on loopback. */
 async function withDemo(

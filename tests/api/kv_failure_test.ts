@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { LIVE_STATUSES, type SessionRecord } from "../../src/kv/sessions.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { faultyKv, KvFaults } from "../helpers/faulty_kv.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
+import { LIVE_STATUSES } from "../../src/vocabulary/session_states.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
 
 async function records(kv: Deno.Kv, project = "proj_a"): Promise<SessionRecord[]> {
   const out: SessionRecord[] = [];

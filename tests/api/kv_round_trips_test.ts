@@ -4,9 +4,9 @@
  * rate limiter's syncs) is not per request and is told apart by the keys it touches.
  */
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
 
 interface Op {
   kind: "read" | "write";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 Deno.test("rate limit: exactly the burst is admitted under concurrent requests, then 429 with Retry-After", async () => {
   const h = await createHarness({ env: { SVC_RATE_LIMIT_PER_MINUTE: "60", SVC_RATE_LIMIT_BURST: "10" } });

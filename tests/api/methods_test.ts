@@ -6,8 +6,8 @@
  * request inside the body bound).
  */
 import assert from "node:assert/strict";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 /** One raw HTTP/1.1 request; the answer's status, headers and JSON body. */
 async function raw(base: string, method: string, path: string, body?: string) {

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { emitOpenApi } from "../../src/api/document.ts";
+import { emitOpenApi } from "../../src/api/emit_openapi.ts";
 import { ERROR_CATALOG, ERROR_CODES } from "../../src/errors.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { END_REASONS } from "../../src/vocabulary/end_reasons.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 const committed = await Deno.readTextFile(new URL("../../openapi.json", import.meta.url));
 
@@ -174,4 +175,11 @@ Deno.test("openapi.json: the lifecycle webhooks with their Standard Webhooks hea
   assert.ok(doc.components.schemas.EndedSession.properties.end_reason, "the end answer adds end_reason");
   // canonical required fields are unchanged by the added field
   assert.ok(!doc.components.schemas.Session.required.includes("end_reason"));
+  // the end reasons and their description come from the one list
+  const reason = doc.components.schemas.EndReason;
+  assert.deepEqual(reason.enum, [...END_REASONS]);
+  for (const r of END_REASONS) {
+    assert.ok(reason.description.includes(r), `the EndReason description names ${r}`);
+  }
+  assert.match(reason.description, /docs\/api\.md#lifetimes-and-end-reasons/);
 });

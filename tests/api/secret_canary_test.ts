@@ -4,17 +4,17 @@
  * webhooks the sessions caused (bodies and headers, which also carry no API key, token or signing secret);
  * and every credential holder's bytes must be zero once its session is over.
  */
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
 import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
 import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
 import { UnavailableConnector } from "../../src/providers/unavailable.ts";
 import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
 import { silentLogger } from "../../src/log.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
-import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
+import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 
 const CANARY = `canary${crypto.randomUUID().replaceAll("-", "")}`;
 

@@ -5,24 +5,25 @@
  * every transition — the API's, the worker's, the reaper's and the end journal's.
  */
 import assert from "node:assert/strict";
-import { insertSession, type SessionRecord, transitionSession } from "../../src/kv/sessions.ts";
-import { SESSION_STATUSES, type SessionStatus } from "../../src/sessions/state.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../../src/providers/types.ts";
-import type { ResolvedTransport } from "../../src/sessions/record.ts";
-import { Reaper } from "../../src/sessions/reaper.ts";
+import { insertSession, transitionSession } from "../../src/kv/sessions.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
+import { SESSION_STATUSES, type SessionStatus } from "../../src/vocabulary/session_states.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../../src/vocabulary/provider_types.ts";
+import { TRANSPORT_KINDS } from "../../src/vocabulary/transports.ts";
+import { Reaper } from "../../src/fleet/reaper.ts";
 import { silentLogger } from "../../src/log.ts";
 import { ownerLeaseKey } from "../../src/kv/keys.ts";
 import { setSessionRetention } from "../../src/kv/session_retention.ts";
 import { type IndexValue, viewOf } from "../../src/kv/session_index.ts";
-import { createHarness, type Harness, type JsonResponse } from "../helpers/harness.ts";
-import { FakeConnector } from "../helpers/fake_connector.ts";
-import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
-import { faultyKv, KvFaults } from "../helpers/faulty_kv.ts";
-import { eventually } from "../helpers/webhook_receiver.ts";
-import { assertIndexInStep, seedSession } from "../helpers/session_index.ts";
+import { createHarness, type Harness, type JsonResponse } from "../../testing/harness.ts";
+import { FakeConnector } from "../../testing/fake_connector.ts";
+import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
+import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
+import { eventually } from "../../testing/webhook_receiver.ts";
+import { assertIndexInStep, seedSession } from "../../testing/session_index.ts";
 
 const T0 = 1_780_000_000_000;
-const TRANSPORTS: ResolvedTransport[] = ["websocket_fmp4", "webrtc_sfu"];
+const TRANSPORTS = TRANSPORT_KINDS;
 
 /** A small deterministic PRNG (the test's data is the same on every run). */
 function prng(seed: number): () => number {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 const WSS = "wss://localhost:1/v0";
 const ext = (cfg: Record<string, unknown>) => ({

@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import type { SessionRecord, SessionStatus } from "../../src/kv/sessions.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
+import type { SessionStatus } from "../../src/vocabulary/session_states.ts";
 import { TEARDOWN_TIMEOUT_MS } from "../../src/runtime/session_runtime.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 async function seed(h: Harness, projectId: string, status: SessionStatus): Promise<string> {
   const id = `session:seed${status.replace(/_/g, "")}`;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 Deno.test("smoke: create, get, end against a fake engine", async () => {
   const engine = await startFakeEngine(testTls, "ok");

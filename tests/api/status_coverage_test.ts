@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { transitionSession } from "../../src/kv/sessions.ts";
 import type { ConnectRequest, ProviderConnection, ProviderConnector } from "../../src/providers/types.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
 
 const vendor1 = {
   provider_type: "vendor1_realtime",

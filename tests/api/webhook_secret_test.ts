@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 Deno.test("webhook secret route: api_keys:write reads and rotates it; other scopes and projects cannot", async () => {
   const h = await createHarness();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 const ROOT = new URL("../..", import.meta.url);
 

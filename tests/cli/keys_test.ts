@@ -4,8 +4,8 @@
  * `keys create` and `admin bootstrap`.
  */
 import assert from "node:assert/strict";
-import { type CliResult, runCli } from "../helpers/cli.ts";
-import { startTestService } from "../helpers/service.ts";
+import { type CliResult, runCli } from "../../testing/cli.ts";
+import { startTestService } from "../../testing/service.ts";
 
 const KEY = /svc_sk_[A-Za-z0-9]{38}/g;
 

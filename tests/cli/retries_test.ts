@@ -3,8 +3,8 @@
  * without it the retryable error is reported at once with its retry_after.
  */
 import assert from "node:assert/strict";
-import { runCli } from "../helpers/cli.ts";
-import { startTestService } from "../helpers/service.ts";
+import { runCli } from "../../testing/cli.ts";
+import { startTestService } from "../../testing/service.ts";
 
 Deno.test("cli --retries: a rate-limited call is retried after retry_after; without it, exit 1", async () => {
   // 4 requests a minute, no burst to speak of: one request every 15 s, so a CLI started right after the

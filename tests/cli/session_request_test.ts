@@ -7,9 +7,9 @@ import { run } from "../../cli/main.ts";
 import type { Io } from "../../cli/io.ts";
 import { buildSessionRequest, parseConfigText, parseHeaders } from "../../cli/session_request.ts";
 import { UsageError } from "../../cli/usage_error.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { testTls } from "../../testing/fixtures.ts";
 
 const SECRET = "s3cret-value-41";
 

@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import type { Io } from "../../cli/io.ts";
 import { run } from "../../cli/main.ts";
 import { formatAge, parseTimeFlag } from "../../cli/time_flag.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { seedSession } from "../helpers/session_index.ts";
-import { baseEnv } from "../helpers/cli.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { seedSession } from "../../testing/session_index.ts";
+import { baseEnv } from "../../testing/cli.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 
 const NOW = Date.now();
 

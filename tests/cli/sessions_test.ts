@@ -4,8 +4,8 @@
  * and that credentials given to `sessions create` never appear in anything the CLI prints.
  */
 import assert from "node:assert/strict";
-import { type CliResult, runCli } from "../helpers/cli.ts";
-import { startTestService, type TestService } from "../helpers/service.ts";
+import { type CliResult, runCli } from "../../testing/cli.ts";
+import { startTestService, type TestService } from "../../testing/service.ts";
 
 const CANARY = "canary-s3cret-7f3a9c";
 

@@ -3,8 +3,8 @@
  * while the session starts, then a success line; with `--json` it shows none, and stdout is the JSON.
  */
 import assert from "node:assert/strict";
-import { baseEnv } from "../helpers/cli.ts";
-import { startTestService } from "../helpers/service.ts";
+import { baseEnv } from "../../testing/cli.ts";
+import { startTestService } from "../../testing/service.ts";
 
 const SCRIPT = "/usr/bin/script";
 const ROOT = new URL("../../", import.meta.url);

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { COMMANDS } from "../../cli/main.ts";
-import { type CliResult, runCli } from "../helpers/cli.ts";
-import { closedPort } from "../helpers/service.ts";
+import { type CliResult, runCli } from "../../testing/cli.ts";
+import { closedPort } from "../../testing/service.ts";
 
 const CANARY = "canary-s3cret-b81d2e";
 const ENV = { SVC_API_URL: "http://127.0.0.1:9", SVC_API_KEY: "svc_sk_unused" };

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { createClient } from "@avatar-svc/sdk";
-import { runCli } from "../helpers/cli.ts";
-import { startTestService } from "../helpers/service.ts";
+import { runCli } from "../../testing/cli.ts";
+import { startTestService } from "../../testing/service.ts";
 
 Deno.test("cli webhooks secret get|rotate: through the API, with the key's project", async () => {
   const svc = await startTestService();

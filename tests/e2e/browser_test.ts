@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { launchChromium } from "../helpers/browser.ts";
+import { launchChromium } from "../../testing/browser.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { compose as startService, type Service } from "../../src/app/compose.ts";

@@ -3,8 +3,8 @@
  * no CDN, no validator badge, nothing fetched from elsewhere.
  */
 import assert from "node:assert/strict";
-import { launchChromium } from "../helpers/browser.ts";
-import { createHarness } from "../helpers/harness.ts";
+import { launchChromium } from "../../testing/browser.ts";
+import { createHarness } from "../../testing/harness.ts";
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;

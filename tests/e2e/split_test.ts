@@ -6,11 +6,11 @@
  * no credential reaches the KV file; the API process has no child process.
  */
 import assert from "node:assert/strict";
-import { runCli } from "../helpers/cli.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { MediaClientRecorder, until } from "../helpers/media.ts";
-import { childrenOf, startApi, startKvConnect, startWorker } from "../helpers/split.ts";
+import { runCli } from "../../testing/cli.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { MediaClientRecorder, until } from "../../testing/media.ts";
+import { childrenOf, startApi, startKvConnect, startWorker } from "../../testing/split.ts";
 
 Deno.test({
   name: "split: API on a Deploy-like sandbox, sessions on two workers, one shared KV",

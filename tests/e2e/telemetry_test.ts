@@ -12,14 +12,14 @@
  * parent; with tracing on, a media token in the URL query is refused.
  */
 import assert from "node:assert/strict";
-import { runCli } from "../helpers/cli.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { startApi, startKvConnect, startWorker, TEST_INTERNAL_SECRET } from "../helpers/split.ts";
-import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
-import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
-import { startVendor2Fake } from "../fakes/vendor2.ts";
-import { type ReceivedPoint, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp_receiver.ts";
+import { runCli } from "../../testing/cli.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { startApi, startKvConnect, startWorker, TEST_INTERNAL_SECRET } from "../../testing/split.ts";
+import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
+import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
+import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
+import { type ReceivedPoint, type ReceivedSpan, startOtlpReceiver } from "../../testing/otlp_receiver.ts";
 import { MEDIA_CLOSE } from "../../src/media/close_codes.ts";
 
 /** Generous: two service processes and ffmpeg on a shared 2-core machine. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 import {
   type EngineTlsMaterial,
   generateEngineTls,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type ReferenceEngineOptions, startReferenceEngine } from "../../engine/mod.ts";
 import { FakeTts, silence, sleep, testTls, TOKEN, tone, withEngine } from "./_helpers.ts";
-import { until } from "../helpers/deadline.ts";
+import { until } from "../../testing/deadline.ts";
 
 async function engineWith(options: Partial<ReferenceEngineOptions> = {}) {
   const tls = await testTls();

@@ -3,7 +3,7 @@ import { bearerTokenMatches, timingSafeEqual } from "../../engine/auth.ts";
 import { PacedSender } from "../../engine/playout.ts";
 import { parseBridgeMessage, validateSessionStart } from "../../engine/protocol.ts";
 import { installReflectMetadata } from "../../engine/reflect_metadata.ts";
-import { until } from "../helpers/deadline.ts";
+import { until } from "../../testing/deadline.ts";
 
 Deno.test("auth: bearer token comparison", async () => {
   assert.equal(await bearerTokenMatches("Bearer abc", "abc"), true);

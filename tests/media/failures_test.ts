@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import type { Renderer } from "../../src/media/renderer.ts";
 import { getSession } from "../../src/kv/sessions.ts";
-import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { MediaClientRecorder, processAlive, smallRenderer, until, withMedia } from "../helpers/media.ts";
+import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import { MediaClientRecorder, processAlive, smallRenderer, until, withMedia } from "../../testing/media.ts";
 
 Deno.test("media failure: ffmpeg killed mid-session ends it with a warning, closes clients 1011, leaves no process", async () => {
   await withMedia(async ({ h, key, create, wsUrl, encoders, fake, plane }) => {

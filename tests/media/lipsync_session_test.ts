@@ -9,12 +9,18 @@ import { EspeakLib } from "../../engine/espeak_lib.ts";
 import { generateEngineTls, startReferenceEngine } from "../../engine/mod.ts";
 import { espeakUtterance } from "../../bench/lipsync/corpus.ts";
 import type { TimelineViseme } from "../../src/media/lipsync/timeline.ts";
-import { startVendor1Fake } from "../fakes/vendor1_realtime.ts";
-import { type Alignment, startVendor3Fake } from "../fakes/vendor3.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { engineBody } from "../helpers/fixtures.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { MediaClientRecorder, type MediaContext, smallRenderer, until, withMedia } from "../helpers/media.ts";
+import { startVendor1Fake } from "../../testing/fakes/vendor1_realtime.ts";
+import { type Alignment, startVendor3Fake } from "../../testing/fakes/vendor3.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import { engineBody } from "../../testing/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import {
+  MediaClientRecorder,
+  type MediaContext,
+  smallRenderer,
+  until,
+  withMedia,
+} from "../../testing/media.ts";
 import { MediaPlane } from "../../src/media/plane.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";

@@ -21,7 +21,7 @@ import { lipSyncRecording } from "../../src/media/lipsync/offline.ts";
 import { SessionFace } from "../../src/media/lipsync/session_face.ts";
 import { isViseme, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
 import { phonemeVisemes } from "../../src/media/lipsync/visemes.ts";
-import { baseEnv } from "../helpers/cli.ts";
+import { baseEnv } from "../../testing/cli.ts";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { blendPose, VISEME_POSES } from "../../src/media/art/mouth.ts";
 import { CATALOG } from "../../src/media/catalog.ts";

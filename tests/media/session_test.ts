@@ -3,9 +3,9 @@
  * speech held until someone watches, and chunks_rendered.
  */
 import assert from "node:assert/strict";
-import { tone } from "../helpers/fake_connector.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { MediaClientRecorder, until, withMedia } from "../helpers/media.ts";
+import { tone } from "../../testing/fake_connector.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import { MediaClientRecorder, until, withMedia } from "../../testing/media.ts";
 
 /** Decodes the audio of a recorded fMP4 stream to 48 kHz mono PCM16 with ffmpeg. */
 async function decodeAudio(binaries: Uint8Array[]): Promise<Int16Array> {

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { MEDIA_CLOSE } from "../../src/media/close_codes.ts";
 import { Fanout, type MediaClient } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { MediaClientRecorder, until, withMedia } from "../helpers/media.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import { MediaClientRecorder, until, withMedia } from "../../testing/media.ts";
 
 Deno.test("fan-out: a client over its backlog limit is closed 4408 and the others keep receiving", () => {
   const counts: number[] = [];

@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { sign } from "hono/jwt";
 import { TOKEN_TTL_MS } from "../../src/auth/tokens.ts";
-import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
-import { MediaClientRecorder, readSegment, withMedia } from "../helpers/media.ts";
+import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import { MediaClientRecorder, readSegment, withMedia } from "../../testing/media.ts";
 
 Deno.test("media socket: a client token in the subprotocol gets hello, the init segment, then a keyframe", async () => {
   await withMedia(async ({ create, wsUrl }) => {

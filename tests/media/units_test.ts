@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/errors.ts";
-import { CATALOG, resolveAvatarConfig } from "../../src/media/catalog.ts";
+import { CATALOG } from "../../src/media/catalog.ts";
+import { resolveAvatarConfig } from "../../src/vocabulary/avatar_catalog.ts";
 import { FlvDemuxer } from "../../src/media/flv.ts";
 import { mediaSegment } from "../../src/media/transports/ws_fmp4/fmp4.ts";
 import { FrameCache } from "../../src/media/frame_cache.ts";
@@ -14,8 +15,8 @@ import { OggOpusDemuxer, opusPacketSamples } from "../../src/media/ogg_opus.ts";
 import { PlayoutQueue } from "../../src/media/playout_queue.ts";
 import { LinearResampler } from "../../src/media/resample.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
-import { tone } from "../helpers/fake_connector.ts";
-import { readSegment } from "../helpers/media.ts";
+import { tone } from "../../testing/fake_connector.ts";
+import { readSegment } from "../../testing/media.ts";
 
 function flvTag(type: number, body: Uint8Array, ts: number): Uint8Array {
   const t = new Uint8Array(11 + body.length + 4);

@@ -10,10 +10,15 @@ import { MediaPlane } from "../../src/media/plane.ts";
 import { createLogger } from "../../src/log.ts";
 import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
 import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
-import { testTls } from "../helpers/fixtures.ts";
-import { createHarness, type Harness, type HarnessOptions, type JsonResponse } from "../helpers/harness.ts";
-import { smallRenderer } from "../helpers/media.ts";
-import { until } from "../fakes/server.ts";
+import { testTls } from "../../testing/fixtures.ts";
+import {
+  createHarness,
+  type Harness,
+  type HarnessOptions,
+  type JsonResponse,
+} from "../../testing/harness.ts";
+import { smallRenderer } from "../../testing/media.ts";
+import { until } from "../../testing/fakes/server.ts";
 import { prng } from "../../src/media/motion.ts";
 import type { AvatarSessionMedia } from "../../src/media/session_media.ts";
 

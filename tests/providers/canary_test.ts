@@ -7,13 +7,13 @@
  * the same rule.
  */
 import assert from "node:assert/strict";
-import { startVendor1Fake } from "../fakes/vendor1_realtime.ts";
-import { startVendor2Fake } from "../fakes/vendor2.ts";
-import { startVendor3Fake } from "../fakes/vendor3.ts";
-import { createConnectors } from "../../src/providers/registry.ts";
+import { startVendor1Fake } from "../../testing/fakes/vendor1_realtime.ts";
+import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
+import { startVendor3Fake } from "../../testing/fakes/vendor3.ts";
+import { createConnectors } from "../../src/providers/connectors.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
-import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 import { KeepingHolders, testTls, withVendors } from "./_helpers.ts";
 
 const CANARY = `canary${crypto.randomUUID().replaceAll("-", "")}`;

@@ -14,7 +14,7 @@ import {
   latin1Bytes,
   URL_FORBIDDEN_RANGES,
   urlForbidden,
-} from "../../src/providers/wire/bytes.ts";
+} from "../../src/auth/credential_bytes.ts";
 import {
   eachQueryPair,
   pathIs,
@@ -22,8 +22,9 @@ import {
   urlHost,
   urlSkeleton,
   writeTarget,
-} from "../../src/providers/wire/byte_url.ts";
-import { isJson, readCredentials, readStringMember } from "../../src/providers/credential_reader.ts";
+} from "../../src/auth/credential_url.ts";
+import { readCredentials } from "../../src/providers/credential_reader.ts";
+import { isJson, readStringMember } from "../../src/auth/credential_json.ts";
 import { signedUrlProblem } from "../../src/providers/vendor3/signed_url.ts";
 import { VENDOR3_SIGNED_URL_PATH } from "../../src/providers/vendor3/schema.ts";
 import { urlProblem } from "../../src/text_fields.ts";

@@ -7,7 +7,7 @@
  * answered). Measured from the request to the answer, with a short timeout.
  */
 import assert from "node:assert/strict";
-import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
+import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
 import { testTls, withVendors } from "./_helpers.ts";
 
 const TIMEOUT_MS = 700;

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import type { AppEnv } from "../../src/api/env.ts";
+import type { AppEnv } from "../../src/api/app_env.ts";
 import { registerDemoRoutes } from "../../src/demo/routes.ts";
 import { DEMO_APP_JS, DEMO_PAGE_HTML } from "../../src/demo/page.ts";
 

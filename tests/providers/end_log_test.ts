@@ -4,11 +4,11 @@
  * the close of a socket that had long become ready).
  */
 import assert from "node:assert/strict";
-import { startVendor1Fake } from "../fakes/vendor1_realtime.ts";
-import { startVendor2Fake } from "../fakes/vendor2.ts";
-import { startVendor3Fake } from "../fakes/vendor3.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody } from "../helpers/fixtures.ts";
+import { startVendor1Fake } from "../../testing/fakes/vendor1_realtime.ts";
+import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
+import { startVendor3Fake } from "../../testing/fakes/vendor3.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody } from "../../testing/fixtures.ts";
 import { testTls, type VendorContext, withVendors } from "./_helpers.ts";
 
 /** Ends one session through the API and one by the engine; checks the ends and the log. */

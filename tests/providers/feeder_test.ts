@@ -14,7 +14,7 @@ import {
   SilenceFeeder,
 } from "../../src/providers/feeder.ts";
 import { prng } from "../../src/media/motion.ts";
-import { ManualClock } from "../helpers/manual_clock.ts";
+import { ManualClock } from "../../testing/manual_clock.ts";
 
 /** What the vendor received, in order: the user's frames and the feeder's silence, with their clock times. */
 interface Sent {

@@ -1,7 +1,7 @@
 /**
  * Measured from outside: a scan of the whole memory of the service process (every readable mapping of
- * `/proc/<pid>/mem`; tests/helpers/memory_scan.ts) for tagged canaries planted in every credential field
- * of every provider type (tests/helpers/credential_scan.ts) finds
+ * `/proc/<pid>/mem`; testing/memory_scan.ts) for tagged canaries planted in every credential field
+ * of every provider type (testing/credential_scan.ts) finds
  *
  * - while a start is held by its engine (the positive control): the credential, in use (a copy that is not
  *   the request's own JSON text: the credential holder, or the upgrade request being written);
@@ -22,7 +22,7 @@
  * Linux only, as root or the same user with ptrace allowed; skipped with a message elsewhere.
  */
 import assert from "node:assert/strict";
-import { canScan, type Hit, scanProcess } from "../helpers/memory_scan.ts";
+import { canScan, type Hit, scanProcess } from "../../testing/memory_scan.ts";
 import {
   countByRegion,
   POINTS,
@@ -30,7 +30,7 @@ import {
   runSplitScan,
   type ScanResult,
   VARIANTS,
-} from "../helpers/credential_scan.ts";
+} from "../../testing/credential_scan.ts";
 
 /** Whether this host can scan a child process (a reason when it cannot). */
 async function scannable(): Promise<string | null> {

@@ -7,12 +7,12 @@
  * refused with `401 quota_exceeded` → 429.
  */
 import assert from "node:assert/strict";
-import { startVendor1Fake } from "../fakes/vendor1_realtime.ts";
-import { startVendor2Fake, type Vendor2Behavior } from "../fakes/vendor2.ts";
-import { startVendor3Fake, type Vendor3Behavior } from "../fakes/vendor3.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody } from "../helpers/fixtures.ts";
-import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { startVendor1Fake } from "../../testing/fakes/vendor1_realtime.ts";
+import { startVendor2Fake, type Vendor2Behavior } from "../../testing/fakes/vendor2.ts";
+import { startVendor3Fake, type Vendor3Behavior } from "../../testing/fakes/vendor3.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
+import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 import { testTls, type VendorContext, withVendors } from "./_helpers.ts";
 
 const SECRET = `ek_test_${crypto.randomUUID().replaceAll("-", "")}`;

@@ -18,16 +18,16 @@ import {
   parseRetryAfter,
   WireError,
 } from "../../src/providers/wire/socket.ts";
-import { splitUrl } from "../../src/providers/wire/byte_url.ts";
+import { splitUrl } from "../../src/auth/credential_url.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
-import { createConnectors } from "../../src/providers/registry.ts";
+import { createConnectors } from "../../src/providers/connectors.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import { CredentialHolder } from "../../src/runtime/credential_holder.ts";
 import type { ProviderClosure, ProviderEvents } from "../../src/providers/types.ts";
 import { ApiError } from "../../src/errors.ts";
-import { rms, tone, toneHz } from "../fakes/server.ts";
+import { rms, tone, toneHz } from "../../testing/fakes/server.ts";
 import { testTls } from "./_helpers.ts";
 
 Deno.test("g711: µ-law and A-law reference points, and every code survives a round trip", () => {

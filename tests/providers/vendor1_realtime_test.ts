@@ -1,5 +1,5 @@
 /**
- * The vendor1 realtime bridge against its protocol-faithful fake (tests/fakes/vendor1_realtime.ts), through
+ * The vendor1 realtime bridge against its protocol-faithful fake (testing/fakes/vendor1_realtime.ts), through
  * the real HTTP API: an active session, the client secret presented as `Authorization: Bearer` and nowhere
  * else, agent audio → fMP4 fragments with sound, microphone PCM → `input_audio_buffer.append` at the
  * session's rate (PCM16 24 kHz, or µ-law 8 kHz), barge-in → flush and `conversation.item.truncate`,
@@ -7,10 +7,14 @@
  * failure mapped to the contract's codes.
  */
 import assert from "node:assert/strict";
-import { startVendor1Fake, type Vendor1Behavior, type Vendor1Options } from "../fakes/vendor1_realtime.ts";
-import { rms, toneHz, until } from "../fakes/server.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { MediaClientRecorder } from "../helpers/media.ts";
+import {
+  startVendor1Fake,
+  type Vendor1Behavior,
+  type Vendor1Options,
+} from "../../testing/fakes/vendor1_realtime.ts";
+import { rms, toneHz, until } from "../../testing/fakes/server.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { MediaClientRecorder } from "../../testing/media.ts";
 import { concat, decodeStreamAudio, loudMs, midReply, testTls, toneChunks, withVendors } from "./_helpers.ts";
 
 const SECRET = `ek_test_${crypto.randomUUID().replaceAll("-", "")}`;

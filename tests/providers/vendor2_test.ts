@@ -1,5 +1,5 @@
 /**
- * The vendor2 bridge against its protocol-faithful fake (tests/fakes/vendor2.ts), through the real HTTP
+ * The vendor2 bridge against its protocol-faithful fake (testing/fakes/vendor2.ts), through the real HTTP
  * API: an active session, the access token in the `access_token` query parameter only and the agent id as a
  * path segment, the announced audio format adopted (PCM 24 kHz, 44.1 kHz, µ-law 8 kHz), agent audio → fMP4
  * fragments with sound, microphone PCM → `audio_input` at the vendor's rate, silence while nobody talks (the
@@ -7,10 +7,10 @@
  * agent failure → engine_failed, and every start failure mapped.
  */
 import assert from "node:assert/strict";
-import { startVendor2Fake, type Vendor2Behavior } from "../fakes/vendor2.ts";
-import { rms, toneHz, until } from "../fakes/server.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { MediaClientRecorder } from "../helpers/media.ts";
+import { startVendor2Fake, type Vendor2Behavior } from "../../testing/fakes/vendor2.ts";
+import { rms, toneHz, until } from "../../testing/fakes/server.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { MediaClientRecorder } from "../../testing/media.ts";
 import {
   concat,
   decodeStreamAudio,

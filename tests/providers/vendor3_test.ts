@@ -1,5 +1,5 @@
 /**
- * The vendor3 bridge against its protocol-faithful fake (tests/fakes/vendor3.ts), through the real HTTP
+ * The vendor3 bridge against its protocol-faithful fake (testing/fakes/vendor3.ts), through the real HTTP
  * API: public agents by `agent_id` in the query; private agents through the caller's `signed_url` (used as
  * given, only on an allowed host and within its 15 minutes) or one the service mints with `api_key` (in the
  * `xi-api-key` header of the REST call only); the announced audio formats adopted (PCM 16/44.1 kHz, µ-law 8
@@ -8,10 +8,10 @@
  * failure mapped.
  */
 import assert from "node:assert/strict";
-import { startVendor3Fake, type Vendor3Behavior, type Vendor3Options } from "../fakes/vendor3.ts";
-import { rms, toneHz, until } from "../fakes/server.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { MediaClientRecorder } from "../helpers/media.ts";
+import { startVendor3Fake, type Vendor3Behavior, type Vendor3Options } from "../../testing/fakes/vendor3.ts";
+import { rms, toneHz, until } from "../../testing/fakes/server.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { MediaClientRecorder } from "../../testing/media.ts";
 import {
   concat,
   decodeStreamAudio,

@@ -5,9 +5,9 @@
  * so the generated Idempotency-Key must still work.
  */
 import assert from "node:assert/strict";
-import { CHROMIUM, launchChromium } from "../helpers/browser.ts";
-import { installSdk } from "../helpers/npm_package.ts";
-import { startTestService } from "../helpers/service.ts";
+import { CHROMIUM, launchChromium } from "../../testing/browser.ts";
+import { installSdk } from "../../testing/npm_package.ts";
+import { startTestService } from "../../testing/service.ts";
 
 const PAGE = `<!doctype html>
 <html><head><meta charset="utf-8">

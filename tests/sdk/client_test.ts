@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { type Client, createClient, type CreatedSession, type Session } from "../../sdk/mod.js";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { type FakeEngine, startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { type FakeEngine, startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

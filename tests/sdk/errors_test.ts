@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { ApiError, type Client, createClient } from "../../sdk/mod.js";
 import { errorFromAnswer, invalidResponse, networkError, parseRetryAfter } from "../../sdk/api_error.js";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 type SessionBody = Parameters<Client["createSession"]>[0];

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { ApiError, createClient, type RetryEvent } from "../../sdk/mod.js";
-import { closedPort, startTestService } from "../helpers/service.ts";
+import { closedPort, startTestService } from "../../testing/service.ts";
 
 Deno.test("sdk loopback: every method against a running service", async () => {
   const svc = await startTestService();

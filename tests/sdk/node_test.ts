@@ -4,8 +4,8 @@
  * through the same map (`tsc` with `nodenext` resolution).
  */
 import assert from "node:assert/strict";
-import { installSdk } from "../helpers/npm_package.ts";
-import { startTestService } from "../helpers/service.ts";
+import { installSdk } from "../../testing/npm_package.ts";
+import { startTestService } from "../../testing/service.ts";
 
 const NODE_PROGRAM = `
 import { ApiError, createClient, newIdempotencyKey } from "@PKG@";

@@ -13,7 +13,7 @@ import * as ClientImpl from "../../sdk/client.js";
 import * as ErrorImpl from "../../sdk/api_error.js";
 import * as RetryImpl from "../../sdk/retry.js";
 import * as KeyImpl from "../../sdk/idempotency_key.js";
-import { startTestService } from "../helpers/service.ts";
+import { startTestService } from "../../testing/service.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const SDK = new URL("sdk/", ROOT);

@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../helpers/browser.ts";
+import { launchChromium } from "../../testing/browser.ts";
 import { type Client, createClient, type CreatedSession } from "@avatar-svc/sdk";
 import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";

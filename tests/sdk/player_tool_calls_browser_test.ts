@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Browser } from "playwright-core";
-import { launchChromium } from "../helpers/browser.ts";
+import { launchChromium } from "../../testing/browser.ts";
 
 const DEADLINE_MS = 30_000;
 // deno-lint-ignore no-explicit-any

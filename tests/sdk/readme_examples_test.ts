@@ -8,11 +8,11 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { createClient } from "@avatar-svc/sdk";
-import { launchChromium } from "../helpers/browser.ts";
-import { baseEnv } from "../helpers/cli.ts";
-import { exampleFiles } from "../helpers/markdown.ts";
-import { installSdk } from "../helpers/npm_package.ts";
-import { startTestService } from "../helpers/service.ts";
+import { launchChromium } from "../../testing/browser.ts";
+import { baseEnv } from "../../testing/cli.ts";
+import { exampleFiles } from "../../testing/markdown.ts";
+import { installSdk } from "../../testing/npm_package.ts";
+import { startTestService } from "../../testing/service.ts";
 import { webhookHeaders } from "../../src/webhooks/sign.ts";
 
 const README = await Deno.readTextFile(new URL("../../sdk/README.md", import.meta.url));

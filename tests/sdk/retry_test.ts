@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { ApiError, type Client, createClient, type RetryEvent, type RetryOptions } from "../../sdk/mod.js";
 import { DEFAULT_RETRY, resolveRetryPolicy, retryDelay, withRetry } from "../../sdk/retry.js";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
 
 /** A manual clock whose sleep advances it; every wait is recorded. */
 function fakeTime(random = 0) {

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { ApiError, createClient, type Session, type SessionList } from "../../sdk/mod.js";
-import { createHarness } from "../helpers/harness.ts";
-import { seedSession } from "../helpers/session_index.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { seedSession } from "../../testing/session_index.ts";
 
 const T0 = 1_780_000_000_000;
 

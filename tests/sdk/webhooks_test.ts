@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { generateWebhookSecret, webhookHeaders } from "../../src/webhooks/sign.ts";
 import { verifyWebhook as verifyFromSdk, WebhookVerificationError } from "@avatar-svc/sdk";
-import { installSdk } from "../helpers/npm_package.ts";
+import { installSdk } from "../../testing/npm_package.ts";
 
 const PROGRAM = `
 import { verifyWebhook, WebhookVerificationError } from "@PKG@/webhooks";

@@ -3,16 +3,16 @@
  * `end_reason` in GET, a later end answering 409 SVC_SESSION_ENDED, and exactly one signed terminal webhook
  * that a real https receiver verifies with the project's secret.
  */
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
+import { LifecycleEvent } from "../../src/vocabulary/schemas.ts";
 import { verifyWebhook } from "../../src/webhooks/verify.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import type { FakeEngineBehavior } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { testMedia } from "../helpers/test_media.ts";
-import { eventually, startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import type { FakeEngineBehavior } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { testMedia } from "../../testing/test_media.ts";
+import { eventually, startWebhookReceiver, type WebhookReceiver } from "../../testing/webhook_receiver.ts";
 
 interface Setup {
   h: Harness;

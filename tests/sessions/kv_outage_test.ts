@@ -5,14 +5,14 @@
  * worker backs off. And an engine that hangs up right after its handshake never leaves a session `active`.
  */
 import assert from "node:assert/strict";
-import type { SessionRecord } from "../../src/kv/sessions.ts";
-import { createHarness, type Harness } from "../helpers/harness.ts";
-import { FakeConnector } from "../helpers/fake_connector.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { faultyKv, KvFaults } from "../helpers/faulty_kv.ts";
-import { testMedia } from "../helpers/test_media.ts";
-import { eventually } from "../helpers/webhook_receiver.ts";
+import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
+import { createHarness, type Harness } from "../../testing/harness.ts";
+import { FakeConnector } from "../../testing/fake_connector.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
+import { testMedia } from "../../testing/test_media.ts";
+import { eventually } from "../../testing/webhook_receiver.ts";
 
 const WEBHOOK = "https://hooks.example.com/avatar";
 

@@ -3,15 +3,15 @@
  * next start, finds its expired lease and ends them (`owner_lost`), freeing their slots and sending their
  * events exactly once, even with several reapers at once.
  */
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
+import { LifecycleEvent } from "../../src/vocabulary/schemas.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
-import { startServiceProcess } from "../helpers/service_process.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
-import { createHarness, type Harness, type HarnessOptions } from "../helpers/harness.ts";
-import { eventually, startWebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { startServiceProcess } from "../../testing/service_process.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
+import { createHarness, type Harness, type HarnessOptions } from "../../testing/harness.ts";
+import { eventually, startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 
 const PROJECT = "proj_lease";
 const LEASE_MS = 30_000;

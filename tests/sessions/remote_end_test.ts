@@ -4,9 +4,9 @@
  * with a warning and the owner releases its runtime once it sees that.
  */
 import assert from "node:assert/strict";
-import { createHarness } from "../helpers/harness.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 
 async function pair(options: { ownerLifecycle: boolean }) {
   const kv = await Deno.openKv(":memory:");

@@ -3,12 +3,12 @@
  * `service_shutdown` and deliver their webhooks before it exits 0, within the shutdown budget.
  */
 import assert from "node:assert/strict";
-import { LifecycleEvent } from "../../src/api/webhook_schemas.ts";
+import { LifecycleEvent } from "../../src/vocabulary/schemas.ts";
 import { createApiKey } from "../../src/kv/api_keys.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
-import { startServiceProcess } from "../helpers/service_process.ts";
-import { startWebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
+import { startServiceProcess } from "../../testing/service_process.ts";
+import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   Deno.test(`shutdown: ${signal} ends the process's sessions and delivers their events before exiting`, async () => {

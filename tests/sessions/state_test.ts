@@ -1,60 +1,6 @@
+/** Storage moves a session only along the state table (the table itself is tested beside it). */
 import assert from "node:assert/strict";
 import { transitionSession } from "../../src/kv/sessions.ts";
-import { lifecycleEvent } from "../../src/sessions/events.ts";
-import type { SessionRecord } from "../../src/sessions/record.ts";
-import {
-  edge,
-  freesSlot,
-  SESSION_STATUSES,
-  TERMINAL_STATUSES,
-  TRANSITIONS,
-} from "../../src/sessions/state.ts";
-
-const rec = (status: SessionRecord["status"]): SessionRecord => ({
-  session_id: "session:abc",
-  project_id: "proj_a",
-  status,
-  provider_type: "external_engine",
-  transport: "websocket_fmp4",
-  avatar_id: null,
-  bg_id: null,
-  webhook_url: "https://hooks.example.com/x",
-  created_at: 1,
-  started_at: 2,
-  ended_at: 3,
-  warning: null,
-  error_code: null,
-  end_reason: null,
-  chunks_rendered: 0,
-  created_by: "svc_key_x",
-  owner: null,
-});
-
-Deno.test("state table: terminal statuses have no way out; every edge's event is the one the table names", () => {
-  for (const t of TERMINAL_STATUSES) assert.deepEqual(TRANSITIONS[t], {});
-  const seen: string[] = [];
-  for (const from of SESSION_STATUSES) {
-    for (const to of SESSION_STATUSES) {
-      const e = edge(from, to);
-      const event = lifecycleEvent(from, rec(to), 10);
-      if (!e) continue;
-      seen.push(`${from}→${to}:${e.emits ?? "-"}`);
-      assert.equal(event?.type ?? null, e.emits, `${from} → ${to}`);
-      assert.equal(freesSlot(from, to), TERMINAL_STATUSES.includes(to));
-    }
-  }
-  assert.deepEqual(seen, [
-    "created→activating:-",
-    "created→failed:session.failed",
-    "activating→active:session.started",
-    "activating→failed:session.failed",
-    "active→ending:-",
-    "active→ended:session.ended",
-    "active→ended_with_warnings:session.ended",
-    "ending→ended:session.ended",
-    "ending→ended_with_warnings:session.ended",
-  ]);
-});
 
 Deno.test("state table: storage refuses a transition that is not in the table", async () => {
   const kv = await Deno.openKv(":memory:");

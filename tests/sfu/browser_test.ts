@@ -10,11 +10,11 @@ import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
-import { launchChromium } from "../helpers/browser.ts";
-import { tone } from "../helpers/fake_connector.ts";
-import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
-import { until } from "../helpers/media.ts";
-import { type SfuContext, withSfu } from "../helpers/sfu.ts";
+import { launchChromium } from "../../testing/browser.ts";
+import { tone } from "../../testing/fake_connector.ts";
+import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
+import { until } from "../../testing/media.ts";
+import { type SfuContext, withSfu } from "../../testing/sfu.ts";
 
 /** The box the default avatar's mouth is drawn in (256×256 frames), head motion included. */
 async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {

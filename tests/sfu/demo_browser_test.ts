@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { compose } from "../../src/app/compose.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
-import { launchChromium } from "../helpers/browser.ts";
-import { startJanus } from "../helpers/janus.ts";
+import { launchChromium } from "../../testing/browser.ts";
+import { startJanus } from "../../testing/janus.ts";
 
 Deno.test("sfu demo: the demo page picks webrtc_sfu, plays over WebRTC, streams the mic to the reference engine, ends cleanly", async () => {
   const dir = await Deno.makeTempDir();

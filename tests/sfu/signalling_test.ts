@@ -10,11 +10,11 @@ import { getSession } from "../../src/kv/sessions.ts";
 import { JanusConnection } from "../../src/media/transports/webrtc_sfu/janus.ts";
 import { toolCall } from "../../src/providers/tool_calls.ts";
 import type { ToolResult } from "../../src/providers/types.ts";
-import { checkErrorBody } from "../helpers/fixtures.ts";
-import { freeTcpPort } from "../helpers/janus.ts";
-import { MediaClientRecorder, until } from "../helpers/media.ts";
-import { withSfu } from "../helpers/sfu.ts";
-import { TEST_TOKEN_SECRET } from "../helpers/harness.ts";
+import { checkErrorBody } from "../../testing/fixtures.ts";
+import { freeTcpPort } from "../../testing/janus.ts";
+import { MediaClientRecorder, until } from "../../testing/media.ts";
+import { withSfu } from "../../testing/sfu.ts";
+import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 
 /** A signalling client that records what it receives. */
 class SignalRecorder {

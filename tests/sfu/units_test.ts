@@ -20,7 +20,7 @@ import {
 import { h264ProfileLevelId } from "../../src/media/transports/webrtc_sfu/session_objects.ts";
 import { audioMid } from "../../src/media/transports/webrtc_sfu/transport.ts";
 import { iceServersFor, turnCredential } from "../../src/media/transports/webrtc_sfu/turn.ts";
-import { until } from "../helpers/media.ts";
+import { until } from "../../testing/media.ts";
 
 /** An AVCC access unit of the given NAL units. */
 function avcc(...nals: Uint8Array[]): Uint8Array {

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { telemetry } from "../../src/telemetry/state.ts";
 import { instruments, recordCreate, recordEnd, recordWebhookAttempt } from "../../src/telemetry/metrics.ts";
 import { errorType, inSpan, samplerHonoursParent, serverOf, untraced } from "../../src/telemetry/tracing.ts";
-import { routeOf } from "../../src/telemetry/api_metrics.ts";
+import { routeOf } from "../../src/api/middleware/api_metrics.ts";
 import { ApiError } from "../../src/errors.ts";
-import { startOtlpReceiver } from "../helpers/otlp_receiver.ts";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { startOtlpReceiver } from "../../testing/otlp_receiver.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 
 const otelInEnv = ["OTEL_DENO", "OTEL_DENO_TRACING", "OTEL_DENO_METRICS"].some((v) => Deno.env.get(v));
 

@@ -3,16 +3,16 @@
  * injected clock, 410 Gone, redirects, timeouts, a receiver that is down and comes back, and a restart of
  * the service in the middle of a delivery.
  */
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
 import { listEvents, type WebhookEventRecord } from "../../src/kv/webhook_outbox.ts";
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "../../src/webhooks/schedule.ts";
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "../../src/config.ts";
 import { verifyWebhook } from "../../src/webhooks/verify.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { engineBody, testTls } from "../helpers/fixtures.ts";
-import { createHarness, type Harness, type HarnessOptions } from "../helpers/harness.ts";
-import { eventually, startWebhookReceiver } from "../helpers/webhook_receiver.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { engineBody, testTls } from "../../testing/fixtures.ts";
+import { createHarness, type Harness, type HarnessOptions } from "../../testing/harness.ts";
+import { eventually, startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 
 const PROJECT = "proj_hooks";
 

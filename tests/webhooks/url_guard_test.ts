@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { DEADLINE_MS } from "../helpers/deadline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 import { listEvents } from "../../src/kv/webhook_outbox.ts";
 import { checkWebhookUrl, isBlockedAddress, type Resolver } from "../../src/webhooks/url_guard.ts";
-import { startFakeEngine } from "../helpers/fake_engine.ts";
-import { checkErrorBody, engineBody, testTls } from "../helpers/fixtures.ts";
-import { createHarness } from "../helpers/harness.ts";
-import { eventually } from "../helpers/webhook_receiver.ts";
+import { startFakeEngine } from "../../testing/fake_engine.ts";
+import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
+import { createHarness } from "../../testing/harness.ts";
+import { eventually } from "../../testing/webhook_receiver.ts";
 
 Deno.test("url guard: loopback, private, link-local, metadata and reserved addresses are blocked", () => {
   const blocked = [

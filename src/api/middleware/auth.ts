@@ -11,11 +11,11 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../../errors.ts";
-import { hasApiKeyShape, hashApiKeySync, isWellFormedApiKey } from "../../auth/api_key_format.ts";
+import { hasApiKeyShape, hashApiKey, isWellFormedApiKey } from "../../auth/api_key_format.ts";
 import type { Scope } from "../../auth/scopes.ts";
 import { apiKeyCacheFor } from "../../kv/api_key_cache.ts";
 import type { RateLimiter } from "../../kv/rate_limit.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** Extracts the presented key; `undefined` when none was sent, `null` when the header is unusable. */
 export function presentedKey(header: (name: string) => string | undefined): string | null | undefined {
@@ -44,7 +44,7 @@ export function apiKeyAuth(
     const key = presentedKey((name) => c.req.header(name));
     if (key === undefined) throw new ApiError("SVC_AUTH_MISSING_CREDENTIALS");
     if (key === null || !hasApiKeyShape(key)) throw new ApiError("SVC_AUTH_INVALID_KEY");
-    const hash = hashApiKeySync(key);
+    const hash = hashApiKey(key);
     let index = keys.peek(hash);
     if (index === undefined) {
       // The checksum spares KV a lookup of a mistyped key (a key found in memory passed it when read).

@@ -17,7 +17,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../../errors.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** Limits of {@link boundedBody}. */
 export interface BodyLimits {

@@ -8,7 +8,7 @@
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** The middleware, for the paths whose POSTs carry credentials. */
 export function closeAfterCredentials(): MiddlewareHandler<AppEnv> {

@@ -10,8 +10,8 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { readCredentials } from "../../providers/credential_reader.ts";
-import { ByteBuffer } from "../../providers/wire/bytes.ts";
-import type { AppEnv } from "../env.ts";
+import { ByteBuffer } from "../../auth/credential_bytes.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** Reads a request body into an owned buffer, zeroing each chunk the stream gave once it is copied. */
 export async function readOwned(body: ReadableStream<Uint8Array> | null): Promise<ByteBuffer> {

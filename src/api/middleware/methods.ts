@@ -14,7 +14,7 @@
 import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../../errors.ts";
 import { errorResponse } from "../error_handler.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** A route as Hono lists it (`app.routes`). */
 export interface RouteEntry {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** Marks every answer as not storable by any cache. */
 export function noStore(): MiddlewareHandler<AppEnv> {

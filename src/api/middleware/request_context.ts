@@ -20,7 +20,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "../../log.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** Length of an access-summary window, ms. */
 export const ACCESS_SUMMARY_MS = 10_000;

@@ -8,7 +8,7 @@ import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
 import { KEY_ID_PATTERN, MAX_ID_LENGTH } from "../../ids.ts";
 import { createApiKey, listApiKeys, revokeApiKey } from "../../kv/api_keys.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, RevokedApiKey } from "../schemas.ts";

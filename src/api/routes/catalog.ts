@@ -4,8 +4,8 @@
  * @module
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import type { Catalog } from "../../media/catalog.ts";
-import type { AppEnv } from "../env.ts";
+import type { AvatarCatalog } from "../../vocabulary/avatar_catalog.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import { CatalogList } from "../schemas.ts";
@@ -27,7 +27,7 @@ const catalogRoute = createRoute({
 });
 
 /** Registers `GET /v1/catalog`. */
-export function registerCatalogRoutes(app: OpenAPIHono<AppEnv>, deps: { catalog: Catalog }): void {
+export function registerCatalogRoutes(app: OpenAPIHono<AppEnv>, deps: { catalog: AvatarCatalog }): void {
   const entry = (e: { id: string; name: string; description: string }) => ({
     id: e.id,
     name: e.name,

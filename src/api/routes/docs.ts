@@ -7,7 +7,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createRequire } from "node:module";
 import { errorReferenceHtml } from "../error_reference.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 
 /** The served files of swagger-ui-dist and their types (a Map: only these names, never inherited keys). */
 const SWAGGER_ASSETS = new Map<string, string>([

@@ -20,7 +20,7 @@ import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { telemetry } from "../../telemetry/state.ts";
 
 /** The media WebSocket's subprotocol. */

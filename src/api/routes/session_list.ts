@@ -6,16 +6,14 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Clock } from "../../clock.ts";
-import { PROVIDER_TYPES } from "../../providers/types.ts";
+import { PROVIDER_TYPES } from "../../vocabulary/provider_types.ts";
+import { TRANSPORT_KINDS } from "../../vocabulary/transports.ts";
 import { DEFAULT_LIST_LIMIT, listSessions, MAX_LIST_LIMIT } from "../../sessions/listing.ts";
-import { SESSION_STATUSES } from "../../sessions/state.ts";
-import type { AppEnv } from "../env.ts";
+import { SESSION_STATUSES } from "../../vocabulary/session_states.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
-import { Session } from "../schemas.ts";
-
-/** Resolved transports (what a session runs on; `auto` is never stored). */
-const LISTED_TRANSPORTS = ["websocket_fmp4", "webrtc_sfu"] as const;
+import { SessionList } from "../../vocabulary/schemas.ts";
 
 /** Epoch milliseconds given as digits in the query. */
 const epochParam = (name: string, description: string) =>
@@ -45,7 +43,7 @@ export const ListSessionsQuerySchema = z.strictObject({
     param: { name: "provider_type", in: "query" },
     description: "Only sessions of this provider type.",
   }),
-  transport: z.enum(LISTED_TRANSPORTS).optional().openapi({
+  transport: z.enum(TRANSPORT_KINDS).optional().openapi({
     param: { name: "transport", in: "query" },
     description: "Only sessions running on this transport (the resolved one: `auto` is never stored).",
   }),
@@ -65,17 +63,6 @@ export const ListSessionsQuerySchema = z.strictObject({
       "`next_cursor` of the previous page, with the same filters. Opaque; a cursor that was altered, issued to another project or issued for other filters answers 400.",
   }),
 });
-
-/** `GET /v1/sessions` answer. */
-export const SessionList = z.object({
-  data: z.array(Session).openapi({
-    description:
-      "Sessions, newest first (by `created_at`, then `session_id`), each as `GET /v1/sessions/{session_id}` answers it (with `end_reason` once ended).",
-  }),
-  next_cursor: z.string().nullable().openapi({
-    description: "Pass as `cursor` for the next page (with the same filters); null on the last page.",
-  }),
-}).openapi("SessionList");
 
 const listSessionsRoute = createRoute({
   method: "get",

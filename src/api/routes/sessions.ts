@@ -5,23 +5,15 @@
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError } from "../../errors.ts";
-import { containsProviderConnectionId } from "../../providers/config_schema.ts";
 import { holderOf } from "../../providers/credential_reader.ts";
 import type { SessionService } from "../../sessions/service.ts";
+import { refuseProviderConnectionId } from "../error_handler.ts";
 import { credentialBody } from "../middleware/credential_body.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
-import {
-  ClientToken,
-  CreatedSession,
-  CreateSessionBody,
-  EndedSession,
-  EndQuery,
-  IdempotencyHeader,
-  Session,
-  SessionIdParam,
-} from "../schemas.ts";
+import { CreateSessionBody, EndQuery, IdempotencyHeader, SessionIdParam } from "../schemas.ts";
+import { ClientToken, CreatedSession, EndedSession, Session } from "../../vocabulary/schemas.ts";
 
 const createSessionRoute = createRoute({
   method: "post",
@@ -142,12 +134,7 @@ export function registerSessionRoutes(app: OpenAPIHono<AppEnv>, deps: { sessions
     const body = c.req.valid("json");
     c.set("providerType", body.provider_type);
     // provider_connection_id nested where validation cannot see it (e.g. a header name).
-    if (containsProviderConnectionId(body)) {
-      throw new ApiError(
-        "SVC_PROVIDER_MISCONFIGURED",
-        "provider_connection_id is not accepted: managed provider connections are not supported.",
-      );
-    }
+    refuseProviderConnectionId(body);
     const idem = c.req.valid("header")["Idempotency-Key"];
     // The credentials go from the body's bytes into their holder (credentialBody zeroes what it read);
     // the validated body holds stand-ins in their place.

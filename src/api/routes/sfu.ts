@@ -19,7 +19,7 @@ import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import { type SignalSocket, WebRtcSfuTransport } from "../../media/transports/webrtc_sfu/transport.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv } from "../app_env.ts";
 import { isWebSocketHandshake, TOKEN_SUBPROTOCOL_PREFIX } from "./media.ts";
 import { telemetry } from "../../telemetry/state.ts";
 

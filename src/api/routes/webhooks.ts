@@ -15,7 +15,8 @@ import {
   rotateWebhookSecret,
   type WebhookSecretRecord,
 } from "../../kv/webhook_secrets.ts";
-import type { AppEnv } from "../env.ts";
+import { generateWebhookSecret } from "../../webhooks/sign.ts";
+import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
 import { WebhookSecret } from "../schemas.ts";
@@ -68,12 +69,17 @@ export function secretView(rec: WebhookSecretRecord, now: number) {
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: { kv: Deno.Kv; clock: Clock }): void {
   app.openapi(getSecretRoute, async (c) => {
     const caller = c.get("caller")!;
-    const rec = await getOrCreateWebhookSecret(deps.kv, caller.projectId, deps.clock.now());
+    const rec = await getOrCreateWebhookSecret(
+      deps.kv,
+      caller.projectId,
+      deps.clock.now(),
+      generateWebhookSecret,
+    );
     return c.json(secretView(rec, deps.clock.now()), 200);
   });
   app.openapi(rotateSecretRoute, async (c) => {
     const caller = c.get("caller")!;
-    const rec = await rotateWebhookSecret(deps.kv, caller.projectId, deps.clock.now());
+    const rec = await rotateWebhookSecret(deps.kv, caller.projectId, deps.clock.now(), generateWebhookSecret);
     return c.json(secretView(rec, deps.clock.now()), 200);
   });
 }

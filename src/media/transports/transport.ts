@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { EndReason } from "../../sessions/end_reasons.ts";
+import type { EndReason } from "../../vocabulary/end_reasons.ts";
 import type { OpusHead } from "../ogg_opus.ts";
 
 /** Transports of the media plane (the resolved values of a session's `transport`). */

@@ -52,7 +52,7 @@ import {
 } from "../wire/handshake.ts";
 import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
 import { endpointOf, engineTransport } from "../wire/socket.ts";
-import { ByteBuffer, formEncode } from "../wire/bytes.ts";
+import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 
 /** The API version whose protocol this bridge speaks. */
 export const VENDOR2_API_VERSION = "2026-08-14";

@@ -55,7 +55,7 @@ import {
 } from "../wire/handshake.ts";
 import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
 import { endpointOf, endpointOfBytes, engineTransport } from "../wire/socket.ts";
-import type { ByteBuffer } from "../wire/bytes.ts";
+import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
 import { MintError, mintSignedUrl } from "./mint.ts";
 import { signedUrlProblem } from "./signed_url.ts";

@@ -9,9 +9,9 @@
  * @module
  */
 import type { ApiError } from "../../errors.ts";
-import { readStringMember } from "../credential_reader.ts";
-import type { ByteBuffer } from "../wire/bytes.ts";
-import { pathIs, splitUrl, urlHost } from "../wire/byte_url.ts";
+import { readStringMember } from "../../auth/credential_json.ts";
+import type { ByteBuffer } from "../../auth/credential_bytes.ts";
+import { pathIs, splitUrl, urlHost } from "../../auth/credential_url.ts";
 import { mentionsQuota, startErrors } from "../wire/handshake.ts";
 import { endpointOf, type HttpAnswer, httpRequest, parseRetryAfter, WireError } from "../wire/socket.ts";
 import { DeadlineExceeded } from "../wire/wait.ts";

@@ -11,8 +11,8 @@
  *
  * @module
  */
-import { bytesEqual } from "../wire/bytes.ts";
-import { eachQueryPair, pathIs, splitUrl, urlHost, type UrlSplit } from "../wire/byte_url.ts";
+import { bytesEqual } from "../../auth/credential_bytes.ts";
+import { eachQueryPair, pathIs, splitUrl, urlHost, type UrlSplit } from "../../auth/credential_url.ts";
 import { VENDOR3_SIGNED_URL_PATH } from "./schema.ts";
 
 /** How long a signed URL may be used to start a conversation. */

@@ -22,8 +22,8 @@
  * @module
  */
 import { type Clock, systemClock } from "../../clock.ts";
-import { ByteBuffer, latin1Bytes } from "./bytes.ts";
-import { splitUrl, urlHost, writeTarget } from "./byte_url.ts";
+import { ByteBuffer, latin1Bytes } from "../../auth/credential_bytes.ts";
+import { splitUrl, urlHost, writeTarget } from "../../auth/credential_url.ts";
 
 /** A received frame: text as a string, binary as bytes. */
 export type Frame = string | Uint8Array;

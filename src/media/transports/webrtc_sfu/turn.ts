@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { IceServer } from "../../../hosting/session_host.ts";
+import type { IceServer } from "../../../vocabulary/schemas.ts";
 
 /** One TURN REST credential. */
 export async function turnCredential(

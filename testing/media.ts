@@ -1,0 +1,225 @@
+/**
+ * Media-plane test helpers: a harness with a real media plane (real ffmpeg) over a fake engine, a media
+ * WebSocket client that records what it receives, and a small fMP4 fragment reader.
+ *
+ * @module
+ */
+import { loadConfig, type MediaConfig } from "../src/config.ts";
+import { loadArtBank } from "../src/media/art_bank.ts";
+import { CATALOG } from "../src/media/catalog.ts";
+import { FrameCache } from "../src/media/frame_cache.ts";
+import { MediaPlane, type MediaPlaneOptions } from "../src/media/plane.ts";
+import { ReferenceRenderer } from "../src/media/reference_renderer.ts";
+import type { Renderer } from "../src/media/renderer.ts";
+import type { AvatarSessionMedia } from "../src/media/session_media.ts";
+import { createLogger } from "../src/log.ts";
+import { FakeConnector } from "./fake_connector.ts";
+import { engineBody } from "./fixtures.ts";
+import { DEADLINE_MS } from "./deadline.ts";
+import { createHarness, type Harness } from "./harness.ts";
+
+let renderer: Promise<Renderer> | null = null;
+
+/** A reference renderer at 256×256, 25 fps, shared by the tests of a module (art rasterised once). */
+export function smallRenderer(): Promise<Renderer> {
+  renderer ??= loadArtBank(CATALOG, 256, 256).then((art) =>
+    new ReferenceRenderer(art, 25, new FrameCache(64e6))
+  );
+  return renderer;
+}
+
+/** A media test context. */
+export interface MediaContext {
+  h: Harness;
+  plane: MediaPlane;
+  fake: FakeConnector;
+  /** Base http URL of the served app. */
+  base: string;
+  key: string;
+  /** Creates a session on the fake engine; returns the create answer's body. */
+  // deno-lint-ignore no-explicit-any
+  create(extra?: Record<string, unknown>): Promise<any>;
+  /** The media WebSocket URL of a session on the served app. */
+  wsUrl(sessionId: string, query?: string): string;
+  /** Every encoder process started, with its session. */
+  encoders: { sessionId: string; pid: number }[];
+  /** The running media of a session. */
+  media(sessionId: string): AvatarSessionMedia;
+}
+
+/** Runs `fn` with a harness that has a media plane; closes everything afterwards. */
+export async function withMedia(
+  fn: (ctx: MediaContext) => Promise<void>,
+  options: {
+    media?: Partial<MediaConfig>;
+    plane?: Partial<Pick<MediaPlaneOptions, "limits" | "renderer">>;
+    env?: Record<string, string>;
+  } = {},
+): Promise<void> {
+  const config = { ...loadConfig({}).media, width: 256, height: 256, ...options.media };
+  const logs: string[] = [];
+  const encoders: { sessionId: string; pid: number }[] = [];
+  const plane = await MediaPlane.create({
+    observer: { encoderStarted: (sessionId, pid) => encoders.push({ sessionId, pid }) },
+    config,
+    publicUrl: "http://localhost:8787",
+    logger: createLogger({ sink: (l) => logs.push(l) }),
+    renderer: options.plane?.renderer ?? await smallRenderer(),
+    limits: options.plane?.limits,
+  });
+  const fake = new FakeConnector();
+  const h = await createHarness({
+    mediaPlane: plane,
+    connectors: { external_engine: fake },
+    env: options.env,
+  });
+  try {
+    const base = h.serve();
+    const key = await h.key("proj_media");
+    await fn({
+      h,
+      plane,
+      fake,
+      base,
+      key,
+      async create(extra = {}) {
+        const res = await h.req("POST", "/v1/sessions", {
+          key,
+          body: engineBody("wss://engine.test/v0", extra),
+        });
+        if (res.status !== 200) throw new Error(`create answered ${res.status} ${res.text}`);
+        return res.body;
+      },
+      wsUrl(sessionId, query = "") {
+        return `${base.replace("http", "ws")}/media/v0/sessions/${sessionId}${query}`;
+      },
+      encoders,
+      media(sessionId) {
+        const live = plane.get(sessionId);
+        if (!live) throw new Error(`no media for ${sessionId}`);
+        return live.media;
+      },
+    });
+  } finally {
+    await h.close();
+  }
+}
+
+/** One fMP4 media segment, as read back. */
+export interface ReadSegment {
+  track: number;
+  baseTime: number;
+  durations: number[];
+  key: boolean;
+  bytes: number;
+}
+
+/** Reads the track, decode time, sample durations and first-sample sync flag of a `moof`+`mdat`. */
+export function readSegment(buf: Uint8Array): ReadSegment | null {
+  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const type = (o: number) => String.fromCharCode(buf[o + 4], buf[o + 5], buf[o + 6], buf[o + 7]);
+  if (buf.length < 8 || type(0) !== "moof") return null;
+  const seg: ReadSegment = { track: 0, baseTime: 0, durations: [], key: false, bytes: buf.length };
+  const walk = (start: number, end: number) => {
+    for (let o = start; o + 8 <= end;) {
+      const size = dv.getUint32(o);
+      const t = type(o);
+      if (t === "traf") walk(o + 8, o + size);
+      else if (t === "tfhd") seg.track = dv.getUint32(o + 12);
+      else if (t === "tfdt") seg.baseTime = Number(dv.getBigUint64(o + 12));
+      else if (t === "trun") {
+        const n = dv.getUint32(o + 12);
+        for (let i = 0; i < n; i++) {
+          seg.durations.push(dv.getUint32(o + 20 + i * 12));
+          if (i === 0) seg.key = (dv.getUint32(o + 20 + i * 12 + 8) & 0x00010000) === 0;
+        }
+      }
+      o += size;
+    }
+  };
+  walk(8, dv.getUint32(0));
+  return seg;
+}
+
+/** A recording media WebSocket client. */
+export class MediaClientRecorder {
+  readonly ws: WebSocket;
+  // deno-lint-ignore no-explicit-any
+  readonly texts: any[] = [];
+  readonly binaries: Uint8Array[] = [];
+  /** Receive time (performance.now()) of each binary message. */
+  readonly binaryTimes: number[] = [];
+  closeCode: number | null = null;
+  closeReason = "";
+  readonly opened: Promise<void>;
+  readonly closed: Promise<void>;
+
+  constructor(url: string, protocols?: string[]) {
+    this.ws = new WebSocket(url, protocols);
+    this.ws.binaryType = "arraybuffer";
+    this.opened = new Promise((resolve) => this.ws.addEventListener("open", () => resolve(), { once: true }));
+    this.closed = new Promise((resolve) =>
+      this.ws.addEventListener("close", (e) => {
+        this.closeCode = e.code;
+        this.closeReason = e.reason;
+        resolve();
+      }, { once: true })
+    );
+    this.ws.addEventListener("error", () => {});
+    this.ws.addEventListener("message", (e) => {
+      if (typeof e.data === "string") this.texts.push(JSON.parse(e.data));
+      else {
+        this.binaries.push(new Uint8Array(e.data as ArrayBuffer));
+        this.binaryTimes.push(performance.now());
+      }
+    });
+  }
+
+  /** Connects with the token in the subprotocol (the SDK's way). */
+  static withToken(url: string, token: string): MediaClientRecorder {
+    return new MediaClientRecorder(url, ["avatar-media.v0", `bearer.${token}`]);
+  }
+
+  /** Media segments received so far (the init segment excluded). */
+  segments(): ReadSegment[] {
+    return this.binaries.map(readSegment).filter((s): s is ReadSegment => s !== null);
+  }
+
+  /** Waits until `predicate` holds (polling every 20 ms) or throws after `timeoutMs`. */
+  async until(predicate: () => boolean, timeoutMs = DEADLINE_MS, what = "condition"): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Closes (if needed) and waits for the close. */
+  async close(): Promise<void> {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close();
+    await this.closed;
+  }
+}
+
+/** Waits for `predicate` (polling every 20 ms, at most `timeoutMs`). */
+export async function until(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = DEADLINE_MS,
+  what = "condition",
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Whether a process id is alive (not exited; zombies count as gone). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return !/^\d+ \([^)]*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * SFU test context: a real Janus (and, on request, a real coturn) started for the test, a media plane with
+ * the `webrtc_sfu` transport configured against it, a harness serving the app on loopback, and a fake
+ * engine the test drives. Everything is stopped in `finally`, whatever happens.
+ *
+ * @module
+ */
+import { loadConfig, type SfuConfig } from "../src/config.ts";
+import { createLogger } from "../src/log.ts";
+import { MediaPlane } from "../src/media/plane.ts";
+import type { AvatarSessionMedia } from "../src/media/session_media.ts";
+import { FakeConnector } from "./fake_connector.ts";
+import { engineBody } from "./fixtures.ts";
+import { createHarness, type Harness } from "./harness.ts";
+import { type JanusProcess, startJanus, startTurn, type TurnProcess } from "./janus.ts";
+import { smallRenderer } from "./media.ts";
+
+/** An SFU test context. */
+export interface SfuContext {
+  h: Harness;
+  plane: MediaPlane;
+  janus: JanusProcess;
+  turn: TurnProcess | null;
+  fake: FakeConnector;
+  /** Base http URL of the served app (also the plane's public URL). */
+  base: string;
+  key: string;
+  /** Service logs. */
+  logs: string[];
+  /** Creates a session (transport `webrtc_sfu` unless `extra` says otherwise); returns the answer. */
+  // deno-lint-ignore no-explicit-any
+  create(extra?: Record<string, unknown>): Promise<any>;
+  /** `POST /v1/sessions` as {@link create} does, returning the response whatever its status. */
+  post(extra?: Record<string, unknown>): ReturnType<Harness["req"]>;
+  /** The running media of a session. */
+  media(sessionId: string): AvatarSessionMedia;
+}
+
+/** Options of {@link withSfu}. */
+export interface SfuOptions {
+  /** Start coturn and hand out TURN credentials. */
+  turn?: boolean;
+  /** Environment overrides of the harness. */
+  env?: Record<string, string>;
+  /** SFU settings overriding the ones derived from the fixtures. */
+  sfu?: Partial<SfuConfig>;
+  /** Janus fixture options. */
+  janus?: Parameters<typeof startJanus>[0];
+  /** Run the lifecycle machinery (lifetimes, leases) as a service does. */
+  lifecycle?: boolean;
+}
+
+/** Runs `fn` with Janus, an SFU-enabled media plane and a served harness; stops everything afterwards. */
+export async function withSfu(
+  fn: (ctx: SfuContext) => Promise<void>,
+  options: SfuOptions = {},
+): Promise<void> {
+  const janus = await startJanus(options.janus);
+  let turn: TurnProcess | null = null;
+  let plane: MediaPlane | null = null;
+  let h: Harness | null = null;
+  const logs: string[] = [];
+  try {
+    if (options.turn) turn = await startTurn();
+    const env = {
+      SVC_SFU_JANUS_URL: janus.url,
+      SVC_SFU_ADMIN_SECRET: janus.secret,
+      ...(turn ? { SVC_TURN_URLS: turn.url, SVC_TURN_SECRET: turn.secret } : {}),
+    };
+    const config = loadConfig(env);
+    plane = await MediaPlane.create({
+      config: { ...config.media, width: 256, height: 256 },
+      sfu: { ...config.sfu!, ...options.sfu },
+      publicUrl: "http://localhost:8787",
+      logger: createLogger({ level: "debug", sink: (l) => logs.push(l) }),
+      renderer: await smallRenderer(),
+    });
+    const fake = new FakeConnector();
+    h = await createHarness({
+      mediaPlane: plane,
+      connectors: { external_engine: fake },
+      env: options.env,
+      lifecycle: options.lifecycle,
+    });
+    const base = h.serve();
+    plane.setPublicUrl(base);
+    const key = await h.key("proj_sfu");
+    const harness = h;
+    const p = plane;
+    const post = (extra: Record<string, unknown> = {}) =>
+      harness.req("POST", "/v1/sessions", {
+        key,
+        body: engineBody("wss://engine.test/v0", { transport: "webrtc_sfu", ...extra }),
+      });
+    await fn({
+      h: harness,
+      plane: p,
+      janus,
+      turn,
+      fake,
+      base,
+      key,
+      logs,
+      post,
+      async create(extra = {}) {
+        const res = await post(extra);
+        if (res.status !== 200) throw new Error(`create answered ${res.status} ${res.text}`);
+        return res.body;
+      },
+      media(sessionId) {
+        const live = p.get(sessionId);
+        if (!live) throw new Error(`no media for ${sessionId}`);
+        return live.media;
+      },
+    });
+  } finally {
+    await h?.close().catch(() => {});
+    await plane?.close().catch(() => {});
+    await turn?.stop();
+    await janus.stop();
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The module graph holds to docs/architecture.md, as `deno info --json` sees it (static imports, type-only
+ * ones included; a dynamic `import()` counts only where a test says so):
+ *
+ * - the API side's entry points (`src/api/app.ts`, `src/sessions/service.ts`) and the CLI (`cli/main.ts`)
+ *   load nothing of the media plane (`src/media/`), no vendor bridge (anything of `src/providers/` but the
+ *   registry of schemas and the bridge port) and no `src/providers/wire/`, no `npm:ws`,
+ *   `npm:@resvg/resvg-wasm` or `node:dgram`;
+ * - no import cycle among `src/` files;
+ * - no `src/` file imports `tests/`, `testing/`, `bench/` or the composition root `src/app/compose.ts`;
+ *   `bench/` loads no `tests/` file;
+ * - the floors: the session vocabulary imports nothing of the service but the platform's leaves, and no
+ *   `src/` file imports one on a higher floor.
+ *
+ * Assertions marked `ignore` need part two of issue 19 (the transport registry, the provider catalog): each
+ * says what part two must do to turn it on.
+ */
+import assert from "node:assert/strict";
+import {
+  filesUnder,
+  floorOf,
+  importCycles,
+  importPath,
+  loadedBy,
+  type ModuleGraph,
+  readModuleGraph,
+  upwardImports,
+} from "../../scripts/module_graph.ts";
+
+/** What the API process and the CLI must never load (statically). */
+const FORBIDDEN_NPM = ["npm:ws", "npm:@resvg/resvg-wasm", "node:dgram"];
+/** The modules of `src/providers/` the API side may load: the registry of schemas and the bridge port. */
+const PROVIDER_CATALOG =
+  /^src\/providers\/(registry\.ts|config_schema\.ts|types\.ts|tool_calls\.ts|credential_reader\.ts|[^/]+\/schema\.ts|vendor3\/signed_url\.ts)$/;
+
+/** Why `name` must not be loaded by an API-side entry point, or null when it may be. */
+function forbidden(name: string): string | null {
+  if (name.startsWith("src/media/")) return "the media plane";
+  if (name.startsWith("src/providers/wire/")) return "the vendor wire code";
+  if (name.startsWith("src/providers/") && !PROVIDER_CATALOG.test(name)) return "a vendor bridge";
+  if (FORBIDDEN_NPM.includes(name)) return name;
+  return null;
+}
+
+let graph: ModuleGraph | null = null;
+/** One graph of everything: the entry points, every `src/` file, every bench. */
+async function theGraph(): Promise<ModuleGraph> {
+  graph ??= await readModuleGraph([
+    "main.ts",
+    "cli/main.ts",
+    ...await filesUnder("src"),
+    ...await filesUnder("bench"),
+  ]);
+  return graph;
+}
+
+/** Fails, naming one import path per offender, when `entry` loads a forbidden module. */
+async function assertLoadsNoMediaNorBridge(entry: string): Promise<void> {
+  const g = await theGraph();
+  const offenders = [...loadedBy(g, entry, { types: true })].filter((n) => forbidden(n) !== null);
+  const paths = offenders.slice(0, 5).map((n) => `${forbidden(n)}: ${importPath(g, entry, n)!.join(" → ")}`);
+  assert.deepEqual(paths, [], `${entry} loads ${offenders.length} module(s) it must not`);
+}
+
+Deno.test("module graph: the session service loads no media, no vendor bridge, no npm:ws, resvg or dgram", async () => {
+  await assertLoadsNoMediaNorBridge("src/sessions/service.ts");
+});
+
+Deno.test("module graph: the CLI loads no media, no vendor bridge, no npm:ws, resvg or dgram", async () => {
+  await assertLoadsNoMediaNorBridge("cli/main.ts");
+});
+
+Deno.test({
+  name: "module graph: the API app loads no media, no vendor bridge, no npm:ws, resvg or dgram",
+  // Part two: app.ts still loads the media plane through the media and SFU socket routes
+  // (api/routes/media.ts, sfu.ts → media/plane.ts), the internal API routes (api/routes/internal.ts →
+  // worker/session_worker.ts → media/plane.ts, runtime/session_runtime.ts) and its `media` option's type.
+  // The transport registry gives each transport's socket route to the worker side, which registers them
+  // (and the internal API) on the app through an option, so app.ts imports no worker-side module.
+  ignore: true,
+  fn: () => assertLoadsNoMediaNorBridge("src/api/app.ts"),
+});
+
+Deno.test({
+  name: "module graph: an SVC_ROLE=api process loads the worker side only through a dynamic import",
+  // Part two: main.ts → app/compose.ts loads the media plane, the runtime and the bridges statically. The
+  // composition root must import the worker side (media plane, bridges, session worker, the embedded
+  // engine) with `await import()` on the roles that run sessions, so an `api` process never loads them.
+  ignore: true,
+  fn: async () => {
+    const g = await theGraph();
+    const offenders = [...loadedBy(g, "main.ts", { types: true })].filter((n) => forbidden(n) !== null);
+    assert.deepEqual(offenders, []);
+  },
+});
+
+Deno.test("module graph: no import cycle among src/ files, type-only imports included", async () => {
+  const cycles = importCycles(await theGraph(), (n) => n.startsWith("src/"));
+  assert.deepEqual(cycles.map((c) => c.join(" ↔ ")), []);
+});
+
+Deno.test("module graph: src/ imports no tests, test support, bench or composition root", async () => {
+  const g = await theGraph();
+  const bad: string[] = [];
+  for (const [from, edges] of g.imports) {
+    if (!from.startsWith("src/")) continue;
+    for (const e of edges) {
+      if (/^(tests|testing|bench)\//.test(e.to) || e.to === "src/app/compose.ts") {
+        bad.push(`${from} → ${e.to}`);
+      }
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("module graph: bench/ loads no tests/ file (the fakes and helpers both use are in testing/)", async () => {
+  const g = await theGraph();
+  const bad: string[] = [];
+  for (const bench of await filesUnder("bench")) {
+    for (const n of loadedBy(g, bench, { types: true, dynamic: true })) {
+      if (n.startsWith("tests/")) bad.push(`${bench} loads ${n}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("module graph: the session vocabulary imports nothing of the service but the platform's leaves", async () => {
+  const g = await theGraph();
+  const bad: string[] = [];
+  for (const [from, edges] of g.imports) {
+    if (!from.startsWith("src/vocabulary/") || from.endsWith("_test.ts")) continue;
+    for (const e of edges) {
+      if (e.to.includes(":")) {
+        if (e.to !== "npm:@hono/zod-openapi") bad.push(`${from} → ${e.to}`);
+      } else if (!e.to.startsWith("src/vocabulary/") && !/^src\/(errors|ids)\.ts$/.test(e.to)) {
+        bad.push(`${from} → ${e.to}`);
+      }
+    }
+  }
+  assert.deepEqual(bad, []);
+  // The platform's leaves import nothing of the service themselves.
+  for (const leaf of ["src/errors.ts", "src/ids.ts", "src/clock.ts", "src/log.ts"]) {
+    const local = (g.imports.get(leaf) ?? []).filter((e) => !e.to.includes(":"));
+    assert.deepEqual(local, [], `${leaf} imports nothing local`);
+  }
+});
+
+Deno.test("module graph: no src/ file imports one on a higher floor", async () => {
+  const g = await theGraph();
+  // Every src/ file has a floor (a new folder must be given one in scripts/module_graph.ts).
+  for (const name of g.imports.keys()) if (name.startsWith("src/")) floorOf(name);
+  assert.deepEqual(upwardImports(g), []);
+});
