@@ -18,15 +18,16 @@ export interface ServiceProcess {
 
 /**
  * Starts `main.ts` with `env` (plus a fixed token secret, no reference engine, port 0), with every
- * permission or the ones given (e.g. the Deno Deploy-like sandbox of an API process).
+ * permission or the ones given (e.g. the Deno Deploy-like sandbox of an API process); `root` runs another
+ * checkout's `main.ts` (default: this one).
  */
 export async function startServiceProcess(
   env: Record<string, string>,
-  options: { permissions?: string[]; startTimeoutMs?: number } = {},
+  options: { permissions?: string[]; startTimeoutMs?: number; root?: string } = {},
 ): Promise<ServiceProcess> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...(options.permissions ?? ["-A"]), "main.ts"],
-    cwd: new URL("..", import.meta.url),
+    cwd: options.root ?? new URL("..", import.meta.url),
     env: { PORT: "0", SVC_REFERENCE_ENGINE: "false", SVC_TOKEN_SECRET: TEST_TOKEN_SECRET, ...env },
     stdout: "piped",
     stderr: "piped",

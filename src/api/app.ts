@@ -14,6 +14,7 @@ import type { SessionService } from "../sessions/service.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";
 import { registerInternalRoutes } from "./routes/internal.ts";
 import type { InternalAuth } from "../fleet/internal_auth.ts";
+import { INTERNAL_PATHS } from "../fleet/internal_api.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { AppEnv } from "./app_env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
@@ -22,6 +23,7 @@ import { RateLimiter } from "../kv/rate_limit.ts";
 import { apiKeyCacheFor } from "../kv/api_key_cache.ts";
 import { requestContext } from "./middleware/request_context.ts";
 import { boundedBody } from "./middleware/body.ts";
+import { closeAfterCredentials } from "./middleware/close_after.ts";
 import { methodGuard } from "./middleware/methods.ts";
 import { noStore } from "./middleware/no_store.ts";
 import { registerApiKeyRoutes } from "./routes/api_keys.ts";
@@ -147,6 +149,9 @@ export function createApp(deps: AppDeps): App {
       timeoutMs: config.bodyTimeoutMs,
     }),
   );
+  // The requests whose bodies carry credentials end their connection (close_after.ts says why).
+  app.use("/v1/sessions", closeAfterCredentials());
+  app.use(INTERNAL_PATHS.start, closeAfterCredentials());
   app.use("/v1/*", noStore());
   app.use("/demo/api/*", noStore());
   app.get("/healthz", (c) => c.json({ status: "ok" }, 200));

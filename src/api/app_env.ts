@@ -4,6 +4,7 @@
  * @module
  */
 import type { Scope } from "../auth/scopes.ts";
+import type { CredentialRead } from "../providers/credential_reader.ts";
 
 /** The authenticated API key of a request. */
 export interface AuthenticatedCaller {
@@ -17,8 +18,8 @@ export interface AppEnv {
   Variables: {
     requestId: string;
     caller?: AuthenticatedCaller;
-    /** The request body's bytes, on routes that take credentials (zeroed when the request is done). */
-    rawBody?: Uint8Array<ArrayBuffer>;
+    /** The credentials read from the body's bytes, on routes that take them (zeroed when the request is done). */
+    credentials?: CredentialRead;
     /** The error code the request answered with (set by the error path; read by the telemetry). */
     errorCode?: string;
     /** The provider type a create asked for, once its body validated (read by the telemetry). */

@@ -218,8 +218,6 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       cleanup.push(() => e.engine.close());
       engineCa.push(engine.caPem);
     }
-    const httpClient = engineCa.length ? Deno.createHttpClient({ caCerts: engineCa }) : undefined;
-    if (httpClient) cleanup.push(() => httpClient.close());
     const webhookCa = [...(o.webhookCaCerts ?? [])];
     if (config.webhooks.caFile) webhookCa.push(await Deno.readTextFile(config.webhooks.caFile));
     const webhookHttpClient = webhookCa.length ? Deno.createHttpClient({ caCerts: webhookCa }) : undefined;
@@ -235,7 +233,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     if (runsSessions) {
       runtime = new SessionRuntime({
         connectors: {
-          ...createConnectors({ config, logger, clock, caCerts: engineCa, httpClient }),
+          ...createConnectors({ config, logger, clock, caCerts: engineCa }),
           ...o.connectors,
         },
         logger,

@@ -9,8 +9,9 @@
  * | `/internal/v1/sessions/end` | `{project_id, session_id, force, reason}` | the end answer |
  * | `/internal/v1/sessions/stream` | `{project_id, session_id}` | {@link StreamEndpoints} |
  *
- * The start body carries the provider credentials after the spec, as the bytes the API received them in:
- * the worker copies them into its credential holder without parsing them, and both sides zero their buffers.
+ * The start body carries the provider credentials after the spec, as their holder's encoding (bytes; see
+ * `src/runtime/credential_holder.ts`): the worker copies them into its own holder, and both sides zero
+ * their buffers.
  *
  * @module
  */
@@ -52,5 +53,6 @@ export function decodeStart(body: Uint8Array): { spec: StartSpec; credentials: C
     typeof spec?.sessionId !== "string" || typeof spec.projectId !== "string" ||
     typeof spec.providerType !== "string" || typeof spec.transport !== "string"
   ) return null;
-  return { spec, credentials: CredentialHolder.fromBytes(body.subarray(4 + n)) };
+  const credentials = CredentialHolder.fromBytes(body.subarray(4 + n));
+  return credentials ? { spec, credentials } : null;
 }

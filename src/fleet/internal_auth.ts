@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { sha256 } from "@noble/hashes/sha2.js";
 import type { Clock } from "../clock.ts";
 
 /** How far a request's timestamp may be from the receiver's clock. */
@@ -32,9 +33,12 @@ function fromB64url(s: string): Uint8Array<ArrayBuffer> | null {
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
-async function sha256Hex(body: Uint8Array<ArrayBuffer>): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", body);
-  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("");
+/**
+ * SHA-256 of a body, hashed in JavaScript: a start body carries provider credentials, and WebCrypto copies
+ * its input into a buffer nobody zeroes (the hash's own state is wiped after).
+ */
+function sha256Hex(body: Uint8Array<ArrayBuffer>): Promise<string> {
+  return Promise.resolve(Array.from(sha256(body), (b) => b.toString(16).padStart(2, "0")).join(""));
 }
 
 /** Signs and verifies internal calls and worker registrations. */

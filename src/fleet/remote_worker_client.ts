@@ -104,7 +104,21 @@ export class RemoteWorkerClient {
     const signal = AbortSignal.timeout(timeoutMs);
     let res: Response;
     try {
-      res = await fetch(base + path, { method: "POST", headers, body, signal, client: this.deps.httpClient });
+      // The body goes as a stream of the caller's own buffer (which it zeroes once answered): fetch copies
+      // a buffer body into one of its own that nobody zeroes.
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          controller.enqueue(body);
+          controller.close();
+        },
+      });
+      res = await fetch(base + path, {
+        method: "POST",
+        headers,
+        body: stream,
+        signal,
+        client: this.deps.httpClient,
+      });
     } catch (err) {
       if (signal.aborted) throw o.onTimeout();
       const msg = String((err as Error)?.message ?? err);

@@ -7,9 +7,8 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import type { VendorEndpoints } from "../config.ts";
 import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
-import { checkProviderConfig, PROVIDERS } from "./registry.ts";
+import { type CheckContext, checkProviderConfig, PROVIDERS } from "./registry.ts";
 
 type Schemas = { [K in ProviderType]: z.ZodOptional<(typeof PROVIDERS)[K]["schema"]> };
 
@@ -24,12 +23,13 @@ export const ProviderConfig = z.strictObject(
 
 /**
  * Returns a message when `config` does not hold exactly the key matching `providerType`, or (given the
- * deployment's settings) when that key's config breaks a rule that depends on them; else null.
+ * deployment's settings and the create's credentials) when that key's config breaks a rule that depends on
+ * them; else null.
  */
 export function checkProviderConfigShape(
   providerType: string,
   config: Record<string, unknown>,
-  settings?: { vendors: VendorEndpoints; now: number },
+  settings?: CheckContext,
 ): string | null {
   const present = Object.keys(config).filter((k) => config[k] !== undefined);
   // The messages name the fields, never a provider type value.

@@ -1,8 +1,8 @@
 /**
  * The bridges: for each provider type, how a session connects to its engine (the runtime drives the
  * connection through the `ProviderConnector` port of `types.ts`). Only a process that runs sessions loads
- * this module (the bridges load `npm:ws` and the vendor wire code); the API side and the CLI read the
- * provider registry (`registry.ts`) instead.
+ * this module (the bridges and their wire code, `wire/`); the API side and the CLI read the provider
+ * registry (`registry.ts`) instead.
  *
  * @module
  */
@@ -21,7 +21,7 @@ const CONNECTORS: { [K in ProviderType]: (deps: ConnectorDeps) => ProviderConnec
   vendor1_realtime: (deps) => new Vendor1RealtimeConnector(deps),
   vendor2: (deps) => new Vendor2Connector(deps),
   external_engine: (deps) =>
-    new ExternalEngineConnector({ httpClient: deps.httpClient, logger: deps.logger, clock: deps.clock }),
+    new ExternalEngineConnector({ caCerts: deps.caCerts, logger: deps.logger, clock: deps.clock }),
   vendor3: (deps) => new Vendor3Connector(deps),
 };
 
@@ -34,10 +34,6 @@ export interface ConnectorsOptions {
   clock?: Clock;
   /** Extra CA certificates (PEM) trusted for engine connections (`SVC_ENGINE_CA_FILE`, the embedded engine's). */
   caCerts?: readonly string[];
-  /** An HTTP client trusting the same CAs (the external engine's socket and vendor REST calls). */
-  httpClient?: Deno.HttpClient;
-  /** `fetch` for vendor REST calls (default: the global one). */
-  fetch?: typeof fetch;
   /** Keepalive of the vendor sockets (tests shorten it). */
   keepalive?: ConnectorDeps["keepalive"];
 }
@@ -49,8 +45,6 @@ export function createConnectors(options: ConnectorsOptions): Record<ProviderTyp
     clock: options.clock ?? systemClock,
     vendors: options.config.vendors,
     caCerts: options.caCerts ?? [],
-    httpClient: options.httpClient,
-    fetch: options.fetch,
     keepalive: options.keepalive,
   };
   return Object.fromEntries(PROVIDER_TYPES.map((type) => [type, CONNECTORS[type](deps)])) as Record<

@@ -1,11 +1,11 @@
 /**
  * The bridge side of the external conversation engine protocol V0 (docs/engine-protocol-v0.md), on the
- * shared engine-socket plumbing (`wire/`) over Deno's built-in WebSocket client, with the message shapes and
- * constants of `engine/protocol.ts` (the one definition the reference engine uses too).
+ * shared engine-socket plumbing (`wire/`) and its client, with the message shapes and constants of
+ * `engine/protocol.ts` (the one definition the reference engine uses too).
  *
- * Credentials (`url`, `auth_headers`) are read from the session's credential holder only to open the socket;
- * failures during start are mapped to the service's codes as documented in §8 of the protocol, with
- * provider-agnostic messages.
+ * Credentials (`url`, the values of `auth_headers`) are read from the session's credential holder only to
+ * open the socket, as bytes written into the upgrade request (`wire/socket.ts`); failures during start are
+ * mapped to the service's codes as documented in §8 of the protocol, with provider-agnostic messages.
  *
  * @module
  */
@@ -35,9 +35,10 @@ import { handshake, type HandshakeStep, startErrors, type StartFailure } from ".
 import {
   classifyNativeFailure,
   type Closed,
+  endpointOfBytes,
   type EngineSocket,
+  engineTransport,
   type Frame,
-  nativeTransport,
   type SocketTransport,
 } from "./wire/socket.ts";
 
@@ -48,8 +49,8 @@ export const DEFAULT_USER_SAMPLE_RATE = DEFAULT_INPUT_SAMPLE_RATE;
 
 /** Options of the external engine connector. */
 export interface ExternalEngineConnectorOptions {
-  /** HTTP client used for engine connections (e.g. trusting an extra CA). */
-  httpClient?: Deno.HttpClient;
+  /** Extra CA certificates (PEM) trusted for engine connections besides the bundled roots. */
+  caCerts?: readonly string[];
   logger: Logger;
   /** Clock of the connect deadline, keepalive and teardown waits (default: the wall clock). */
   clock?: Clock;
@@ -93,8 +94,9 @@ function mapV0Failure(f: StartFailure): ApiError {
     case "unreachable":
       return startErrors.unavailable();
     case "refused":
-      // Over wss:// Deno's client hides the status: every refused upgrade is then a downstream failure.
-      return f.status === 503 ? startErrors.unavailable() : startErrors.downstream();
+      // 503 is the engine's "temporarily unavailable" (with its Retry-After); any other refusal (401, 403,
+      // 404, a redirect, …) is a downstream failure.
+      return f.status === 503 ? startErrors.unavailable(f.retryAfterS) : startErrors.downstream();
     case "closed":
       if (f.code === 0 || f.code === 1006) return startErrors.unavailable();
       if (f.code === CloseCode.tryAgainLater) return startErrors.unavailable();
@@ -115,7 +117,7 @@ export class ExternalEngineConnector implements ProviderConnector {
   readonly #transport: SocketTransport;
 
   constructor(readonly options: ExternalEngineConnectorOptions) {
-    this.#transport = nativeTransport(options.httpClient);
+    this.#transport = engineTransport({ caCerts: options.caCerts, clock: options.clock });
   }
 
   async connect(request: ConnectRequest): Promise<ProviderConnection> {
@@ -126,46 +128,55 @@ export class ExternalEngineConnector implements ProviderConnector {
       logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
       return err;
     };
-    let started: Promise<{ socket: EngineSocket; ready: number }>;
+    const credentials = request.credentials;
+    inputRate = credentials.number("user_sample_rate") ?? DEFAULT_USER_SAMPLE_RATE;
+    // The URL (its path and query may hold a token) and the header values go to the socket as bytes.
+    const url = credentials.secret("url");
+    let where: ReturnType<typeof endpointOfBytes>;
     try {
-      started = request.credentials.use((c) => {
-        inputRate = typeof c.user_sample_rate === "number" ? c.user_sample_rate : DEFAULT_USER_SAMPLE_RATE;
-        return handshake<number>({
-          transport: this.#transport,
-          clock,
-          timeoutMs: request.timeoutMs,
-          url: String(c.url),
-          headers: c.auth_headers as Record<string, string>,
-          protocols: [ENGINE_SUBPROTOCOL],
-          opened: (socket) => {
-            if (socket.protocol !== "" && socket.protocol !== ENGINE_SUBPROTOCOL) {
-              return failed(startErrors.downstream(), "protocol");
-            }
-            const start: BridgeMessageV0 = {
-              type: "session.start",
-              protocol: PROTOCOL_VERSION,
-              session_id: request.sessionId,
-              audio: {
-                input: { encoding: PCM_ENCODING, sample_rate: inputRate, channels: 1 },
-                output: { encodings: [PCM_ENCODING], preferred_sample_rate: PREFERRED_OUTPUT_SAMPLE_RATE },
-              },
-              metadata: request.metadata,
-            };
-            socket.send(JSON.stringify(start));
-          },
-          message: (frame, socket) =>
-            readyStep(
-              frame,
-              (m) => socket.send(JSON.stringify(m)),
-              (f) => failed(mapStartFailure(f), f.kind),
-            ),
-          mapFailure: (f) => failed(mapV0Failure(f), f.kind),
-        });
-      });
+      if (!url) throw new Error("no url");
+      where = endpointOfBytes(url);
     } catch {
       throw failed(startErrors.unusable(), "invalid");
     }
-    const { socket, ready } = await started;
+    let started: { socket: EngineSocket; ready: number };
+    try {
+      started = await handshake<number>({
+        transport: this.#transport,
+        clock,
+        timeoutMs: request.timeoutMs,
+        endpoint: where.endpoint,
+        headers: credentials.headers().map((h) => ({ name: h.name, value: [h.value] })),
+        protocols: [ENGINE_SUBPROTOCOL],
+        protocolOptional: true,
+        opened: (socket) => {
+          if (socket.protocol !== "" && socket.protocol !== ENGINE_SUBPROTOCOL) {
+            return failed(startErrors.downstream(), "protocol");
+          }
+          const start: BridgeMessageV0 = {
+            type: "session.start",
+            protocol: PROTOCOL_VERSION,
+            session_id: request.sessionId,
+            audio: {
+              input: { encoding: PCM_ENCODING, sample_rate: inputRate, channels: 1 },
+              output: { encodings: [PCM_ENCODING], preferred_sample_rate: PREFERRED_OUTPUT_SAMPLE_RATE },
+            },
+            metadata: request.metadata,
+          };
+          socket.send(JSON.stringify(start));
+        },
+        message: (frame, socket) =>
+          readyStep(
+            frame,
+            (m) => socket.send(JSON.stringify(m)),
+            (f) => failed(mapStartFailure(f), f.kind),
+          ),
+        mapFailure: (f) => failed(mapV0Failure(f), f.kind),
+      });
+    } finally {
+      where.zero();
+    }
+    const { socket, ready } = started;
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
     const connection = new EngineConnection(socket, ctx, inputRate, ready);
     return connection.attach({

@@ -4,7 +4,7 @@
  *
  * - `schema`: its `provider_config` object (the API validates it; the OpenAPI document shows it);
  * - `check`: the rules that need the deployment's settings or the time (answered with 400 before any
- *   session is written);
+ *   session is written), on the validated config and the credentials' bytes;
  * - `cli`: the `sessions create` flags that fill its fields (the CLI builds its help and request from them).
  *
  * How a session connects to each one (its bridge) is in `connectors.ts`, which only the worker side loads.
@@ -16,6 +16,7 @@ import type { z } from "@hono/zod-openapi";
 import type { VendorEndpoints } from "../config.ts";
 import { isProviderType, type ProviderType } from "../vocabulary/provider_types.ts";
 import { ExternalEngineConfig } from "./external_engine/schema.ts";
+import type { CredentialHolder } from "../runtime/credential_holder.ts";
 import { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";
 import { Vendor2Config } from "./vendor2/schema.ts";
 import { Vendor3Config } from "./vendor3/schema.ts";
@@ -46,11 +47,20 @@ export interface ProviderDefinition<S extends z.ZodType = z.ZodType> {
   schema: S;
   /**
    * Rules that need the deployment's settings or the time; a message naming no value (and no provider type),
-   * or null when the config is fine.
+   * or null when the config is fine. `config` holds stand-ins where its credentials were: they are read
+   * from `credentials`.
    */
-  check?(config: z.output<S>, context: { vendors: VendorEndpoints; now: number }): string | null;
+  check?(config: z.output<S>, context: CheckContext): string | null;
   /** `sessions create` flags of its fields. */
   cli: CliField[];
+}
+
+/** What a provider's {@link ProviderDefinition.check} is given besides the config. */
+export interface CheckContext {
+  vendors: VendorEndpoints;
+  now: number;
+  /** The create's credentials (bytes). */
+  credentials: CredentialHolder;
 }
 
 function define<S extends z.ZodType>(d: ProviderDefinition<S>): ProviderDefinition<S> {
@@ -100,10 +110,10 @@ export const PROVIDERS = {
   }),
   vendor3: define({
     schema: Vendor3Config,
-    check: (config, { vendors, now }) =>
-      config.signed_url === undefined
-        ? null
-        : signedUrlProblem(config.signed_url, vendors.vendor3SignedUrlHosts, now),
+    check: (_config, { vendors, now, credentials }) => {
+      const signed = credentials.secret("signed_url");
+      return signed ? signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, now) : null;
+    },
     cli: [
       { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
       {
@@ -131,7 +141,7 @@ export const PROVIDERS = {
 export function checkProviderConfig(
   type: string,
   config: unknown,
-  context: { vendors: VendorEndpoints; now: number },
+  context: CheckContext,
 ): string | null {
   if (!isProviderType(type) || config === null || typeof config !== "object") return null;
   const definition = PROVIDERS[type] as ProviderDefinition;

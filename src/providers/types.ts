@@ -126,12 +126,11 @@ export interface ConnectorDeps {
   clock: Clock;
   /** Where the vendor engines live. */
   vendors: VendorEndpoints;
-  /** Extra CA certificates (PEM) trusted for engine connections, beyond the default roots. */
+  /**
+   * Extra CA certificates (PEM) trusted for engine connections and vendor REST calls, beyond the bundled
+   * roots (every bridge connects through the client of `wire/socket.ts`).
+   */
   caCerts: readonly string[];
-  /** An HTTP client trusting the same CAs (the external engine's socket, REST calls to vendors). */
-  httpClient?: Deno.HttpClient;
-  /** `fetch` for REST calls to vendors (default: the global one). */
-  fetch?: typeof fetch;
   /** Keepalive of the vendor sockets (default: a ping every 15 s, the peer dead after 45 s of silence). */
   keepalive?: { intervalMs: number; deadAfterMs: number };
 }

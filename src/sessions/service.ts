@@ -137,6 +137,7 @@ export class SessionService {
     const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config, {
       vendors: config.vendors,
       now: clock.now(),
+      credentials,
     });
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
     // `auto` prefers the SFU when a worker serves it; `webrtc_sfu` without one fails closed.
@@ -149,7 +150,7 @@ export class SessionService {
 
     let claim: { key: string; versionstamp: string; record: IdempotencyRecord } | null = null;
     if (idempotencyKey !== undefined) {
-      const fingerprint = await this.#fingerprint(input);
+      const fingerprint = await this.#fingerprint(input, credentials);
       const outcome = await this.#claim(caller.projectId, idempotencyKey, fingerprint);
       if (outcome.kind === "replay") {
         annotate({ [ATTR.sessionId]: outcome.sessionId, "avatar.idempotent_replay": true });
@@ -326,9 +327,16 @@ export class SessionService {
     await getOrCreateWebhookSecret(this.deps.kv, projectId, clock.now(), generateWebhookSecret);
   }
 
-  async #fingerprint(input: CreateSessionInput): Promise<string> {
-    const key = await this.deps.tokens.deriveKey("idempotency-fingerprint/v1");
-    const mac = await crypto.subtle.sign("HMAC", key!, new TextEncoder().encode(canonicalJson(input)));
+  /**
+   * The HMAC of the canonical body (where the credentials are stand-ins) and of the credentials' digest
+   * (their bytes hashed in JavaScript: `CredentialHolder.digest`), so a retry with other credentials is
+   * another body.
+   */
+  async #fingerprint(input: CreateSessionInput, credentials: CredentialHolder): Promise<string> {
+    const key = await this.deps.tokens.deriveKey("idempotency-fingerprint/v2");
+    const digest = Array.from(credentials.digest(), (b) => b.toString(16).padStart(2, "0")).join("");
+    const text = `${canonicalJson(input)}\n${digest}`;
+    const mac = await crypto.subtle.sign("HMAC", key!, new TextEncoder().encode(text));
     return Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("");
   }
 

@@ -3,9 +3,10 @@
  * credentials out of Deno's own spans.
  *
  * **Deno's instrumentation records `url.full` and `url.query`** on every `fetch` span, every `node:http`
- * client span (npm `ws` upgrades included) and every `Deno.serve` span. Several of this service's outgoing
- * requests carry a credential or a customer's data in their URL: the vendor2 `access_token` query
- * parameter, a vendor3 signed URL's `conversation_signature`, a customer's `webhook_url` query. Deno offers
+ * client span and every `Deno.serve` span. Some of this service's outgoing requests carry a credential or a
+ * customer's data in their URL: a customer's `webhook_url` query; the engine connections (the vendor2
+ * `access_token` query parameter, a vendor3 signed URL's `conversation_signature`) go through the bridges'
+ * own client over raw connections, which Deno does not trace, and run unsampled as well. Deno offers
  * no switch to leave the query out (measured on 2.9.6: a second `setAttribute("url.full", …)` on its span
  * adds a second value rather than replacing the first). What it does honour is sampling: with a parent-based
  * sampler, a span whose parent is not sampled is not recorded. So {@link untraced} runs such a request

@@ -59,8 +59,8 @@ const CASES: [FakeEngineBehavior, number, string, boolean][] = [
   ["reject_401", 502, "SVC_PROVIDER_DOWNSTREAM_FAILED", true],
   ["reject_404", 502, "SVC_PROVIDER_DOWNSTREAM_FAILED", true],
   ["close_4001", 502, "SVC_PROVIDER_DOWNSTREAM_FAILED", true],
-  // Over wss:// the refused upgrade's status is not visible to the bridge (see the protocol, §8).
-  ["reject_503", 502, "SVC_PROVIDER_DOWNSTREAM_FAILED", true],
+  // The bridge's own client sees a refused upgrade's status over wss:// too (the protocol, §8).
+  ["reject_503", 503, "SVC_PROVIDER_UNAVAILABLE", true],
   ["close_1013", 503, "SVC_PROVIDER_UNAVAILABLE", true],
   ["close_4003", 400, "SVC_PROVIDER_MISCONFIGURED", false],
   ["rate_limited", 429, "SVC_RATE_LIMIT_PROVIDER_QUOTA", true],

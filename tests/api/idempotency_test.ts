@@ -63,6 +63,13 @@ Deno.test("idempotency: same key + another body → 422 SVC_IDEMPOTENCY_KEY_REUS
       headers,
     });
     checkErrorBody(res, { status: 422, code: "SVC_IDEMPOTENCY_KEY_REUSED" });
+    // A credential of the same length: the validated body's stand-ins are equal, the credentials' digest is not.
+    const same = await h.req("POST", "/v1/sessions", {
+      key,
+      body: engineBody(engine.url, {}, "engine-tokeX"),
+      headers,
+    });
+    checkErrorBody(same, { status: 422, code: "SVC_IDEMPOTENCY_KEY_REUSED" });
     assert.equal(await sessionCount(h), 1);
   } finally {
     await h.close();

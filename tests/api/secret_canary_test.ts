@@ -31,9 +31,8 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
   const refusing = await startFakeEngine(testTls, "close_4001");
   const slow = await startFakeEngine(testTls, "ignore_end");
   const holders: CredentialHolder[] = [];
-  const client = Deno.createHttpClient({ caCerts: [testTls.caPem] });
   const external = new Recording(
-    new ExternalEngineConnector({ httpClient: client, logger: silentLogger }),
+    new ExternalEngineConnector({ caCerts: [testTls.caPem], logger: silentLogger }),
     holders,
   );
   const unavailable = new Recording(new UnavailableConnector(), holders);
@@ -191,11 +190,10 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
     for (const holder of holders) {
       assert.ok(holder.isZeroed());
       assert.ok(holder.snapshotBytes().every((b) => b === 0), "holder bytes are all zero");
-      assert.throws(() => holder.use(() => 0));
+      assert.throws(() => holder.secret("url"));
     }
   } finally {
     await h.close();
-    client.close();
     await ok.close();
     await refusing.close();
     await slow.close();

@@ -31,7 +31,7 @@ import {
 const FORBIDDEN_NPM = ["npm:ws", "npm:@resvg/resvg-wasm", "node:dgram"];
 /** The modules of `src/providers/` the API side may load: the registry of schemas and the bridge port. */
 const PROVIDER_CATALOG =
-  /^src\/providers\/(registry\.ts|config_schema\.ts|types\.ts|tool_calls\.ts|[^/]+\/schema\.ts|vendor3\/signed_url\.ts)$/;
+  /^src\/providers\/(registry\.ts|config_schema\.ts|types\.ts|tool_calls\.ts|credential_reader\.ts|[^/]+\/schema\.ts|vendor3\/signed_url\.ts)$/;
 
 /** Why `name` must not be loaded by an API-side entry point, or null when it may be. */
 function forbidden(name: string): string | null {

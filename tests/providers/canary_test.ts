@@ -37,12 +37,10 @@ Deno.test("vendor canary: credentials reach no KV entry, log line, response or w
     SVC_VENDOR3_SIGNED_URL_HOSTS: "localhost",
     SVC_WEBHOOK_ALLOW_PRIVATE: "true",
   };
-  const client = Deno.createHttpClient({ caCerts: [testTls.caPem] });
   const real = createConnectors({
     config: loadConfig(env),
     logger: silentLogger,
     caCerts: [testTls.caPem],
-    httpClient: client,
   });
   const keep = {
     vendor1_realtime: new KeepingHolders(real.vendor1_realtime),
@@ -156,7 +154,6 @@ Deno.test("vendor canary: credentials reach no KV entry, log line, response or w
       assert.ok(holder.snapshotBytes().every((b) => b === 0), "holder bytes are all zero");
     }
   } finally {
-    client.close();
     await receiver.close();
     await v1.close();
     await v2.close();

@@ -7,13 +7,18 @@ import assert from "node:assert/strict";
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "../../src/providers/audio/g711.ts";
 import { SincResampler } from "../../src/providers/audio/resampler.ts";
 import { parseRateFormat, UserAudioEncoder } from "../../src/providers/audio/format.ts";
-import { signedUrlMintedAt, signedUrlProblem } from "../../src/providers/vendor3/signed_url.ts";
+import {
+  signedUrlMintedAt as mintedAtOf,
+  signedUrlProblem as problemOf,
+} from "../../src/providers/vendor3/signed_url.ts";
 import {
   classifyNativeFailure,
+  endpointOf,
+  engineTransport,
   parseRetryAfter,
   WireError,
-  wsTransport,
 } from "../../src/providers/wire/socket.ts";
+import { splitUrl } from "../../src/auth/credential_url.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
 import { createConnectors } from "../../src/providers/connectors.ts";
@@ -81,6 +86,13 @@ Deno.test("audio formats: the vendors' names, and the encoder's rate and encodin
 
 Deno.test("vendor3 signed URLs: wss, the path, an allowed host, and 15 minutes from the minting time in the signature", () => {
   const hosts = ["api.elevenlabs.io", "api.eu.residency.elevenlabs.io"];
+  // The rules read the URL's bytes (a signed URL is a credential).
+  const signedUrlProblem = (url: string, allowed: string[], now: number) =>
+    problemOf(new TextEncoder().encode(url), allowed, now);
+  const signedUrlMintedAt = (url: URL, now: number) => {
+    const bytes = new TextEncoder().encode(url.href);
+    return mintedAtOf(bytes, splitUrl(bytes, "wss")!, now);
+  };
   const example = new URL(
     "wss://api.elevenlabs.io/v1/convai/conversation?agent_id=a&conversation_signature=cvtkn_01jy2tnmcrextbp4rhtb6h0e9f",
   );
@@ -320,7 +332,7 @@ Deno.test("config: the vendor endpoints, their defaults and their rules", () => 
   );
 });
 
-Deno.test("ws transport: an optional subprotocol the peer does not select is accepted; a required one is not", async () => {
+Deno.test("engine transport: an optional subprotocol the peer does not select is accepted; a required one is not", async () => {
   const server = Deno.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -332,18 +344,19 @@ Deno.test("ws transport: an optional subprotocol the peer does not select is acc
     socket.onopen = () => socket.close(1000);
     return response;
   });
-  const transport = wsTransport({ caCerts: [testTls.caPem] });
+  const transport = engineTransport({ caCerts: [testTls.caPem] });
   const url = `wss://localhost:${server.addr.port}/`;
   try {
     const socket = await transport.open({
-      url,
+      endpoint: endpointOf(url),
       protocols: ["convai"],
       protocolOptional: true,
       signal: new AbortController().signal,
     });
     await socket.closed;
-    const err = await transport.open({ url, protocols: ["convai"], signal: new AbortController().signal })
-      .catch((e) => e);
+    const err = await transport
+      .open({ endpoint: endpointOf(url), protocols: ["convai"], signal: new AbortController().signal })
+      .catch((e: unknown) => e);
     assert.ok(err instanceof WireError);
     assert.deepEqual(err.failure, { kind: "protocol" });
   } finally {

@@ -9,6 +9,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
+import { readOwned } from "../middleware/credential_body.ts";
 import { decodeStart, INTERNAL_PATHS } from "../../fleet/internal_api.ts";
 import type { InternalAuth } from "../../fleet/internal_auth.ts";
 import { isProviderType } from "../../vocabulary/provider_types.ts";
@@ -30,7 +31,9 @@ export interface InternalRouteDeps {
 async function signedBody(c: Context<AppEnv>, deps: InternalRouteDeps): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(c.req.header("content-length") ?? "0");
   if (declared > deps.maxBodyBytes) throw new ApiError("SVC_PAYLOAD_TOO_LARGE");
-  const body = new Uint8Array(await c.req.arrayBuffer());
+  // Read into a buffer of this route's own, each chunk zeroed once copied: a start body holds credentials.
+  const owned = await readOwned(c.req.raw.body);
+  const body = owned.take();
   if (body.length > deps.maxBodyBytes) {
     body.fill(0);
     throw new ApiError("SVC_PAYLOAD_TOO_LARGE");

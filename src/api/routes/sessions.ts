@@ -5,11 +5,10 @@
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError } from "../../errors.ts";
-import { CredentialHolder } from "../../runtime/credential_holder.ts";
+import { holderOf } from "../../providers/credential_reader.ts";
 import type { SessionService } from "../../sessions/service.ts";
 import { refuseProviderConnectionId } from "../error_handler.ts";
-import { valueSpan } from "../json_span.ts";
-import { rawBody } from "../middleware/raw_body.ts";
+import { credentialBody } from "../middleware/credential_body.ts";
 import type { AppEnv } from "../app_env.ts";
 import { requireScope } from "../middleware/auth.ts";
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, jsonResponse } from "../openapi_helpers.ts";
@@ -25,7 +24,7 @@ const createSessionRoute = createRoute({
   description:
     "Creates a session and starts it: connects the conversation engine with the given per-session credentials (held in memory only, zeroed at the end) and returns once the session is `active`, with a 5-minute client token. Optional `Idempotency-Key`: see docs/idempotency.md. Scope: `sessions:write`.",
   security: API_KEY_SECURITY,
-  middleware: [requireScope("sessions:write"), rawBody()] as const,
+  middleware: [requireScope("sessions:write"), credentialBody()] as const,
   request: {
     headers: IdempotencyHeader,
     body: { required: true, content: { "application/json": { schema: CreateSessionBody } } },
@@ -137,10 +136,14 @@ export function registerSessionRoutes(app: OpenAPIHono<AppEnv>, deps: { sessions
     // provider_connection_id nested where validation cannot see it (e.g. a header name).
     refuseProviderConnectionId(body);
     const idem = c.req.valid("header")["Idempotency-Key"];
-    // The credentials go from the body's bytes straight into their holder (rawBody zeroes the bytes).
-    const span = valueSpan(c.get("rawBody")!, ["provider_config", body.provider_type]);
-    if (!span) throw new ApiError("SVC_PROVIDER_MISCONFIGURED");
-    const credentials = CredentialHolder.fromBytes(c.get("rawBody")!.subarray(span[0], span[1]));
+    // The credentials go from the body's bytes into their holder (credentialBody zeroes what it read);
+    // the validated body holds stand-ins in their place.
+    const credentials = holderOf(
+      c.get("credentials")?.found ?? null,
+      body.provider_type,
+      body.provider_config[body.provider_type] ?? {},
+    );
+    if (!credentials) throw new ApiError("SVC_PROVIDER_MISCONFIGURED");
     const { session, replayed } = await deps.sessions.create(caller, body, credentials, idem);
     if (replayed) c.header("Idempotent-Replayed", "true");
     return c.json(session, 200);

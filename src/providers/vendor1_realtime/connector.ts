@@ -2,7 +2,7 @@
  * The vendor1 realtime bridge: the vendor's realtime WebSocket (GA interface) as a provider connection.
  *
  * - Credential: the caller's ephemeral client secret, in the `Authorization: Bearer` header of the upgrade
- *   (the vendor's server-side presentation), nowhere else. URL: `SVC_VENDOR1_REALTIME_URL` with the model
+ *   (the vendor's server-side presentation), nowhere else; written from its holder's bytes (`../wire/`). URL: `SVC_VENDOR1_REALTIME_URL` with the model
  *   `SVC_VENDOR1_REALTIME_MODEL` as its `model` query parameter (every official client sends one; a URL
  *   that names a model already is used as it is). A vendor that says the model is missing or unknown
  *   answers `400 SVC_PROVIDER_MISCONFIGURED`.
@@ -48,7 +48,7 @@ import {
   vendorStartFailure,
 } from "../wire/handshake.ts";
 import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
-import { wsTransport } from "../wire/socket.ts";
+import { endpointOf, engineTransport } from "../wire/socket.ts";
 import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
 
 type Json = Record<string, unknown>;
@@ -80,7 +80,7 @@ export class Vendor1RealtimeConnector implements ProviderConnector {
   readonly #transport: SocketTransport;
 
   constructor(readonly deps: ConnectorDeps) {
-    this.#transport = wsTransport({ caCerts: deps.caCerts, clock: deps.clock });
+    this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 
   async connect(request: ConnectRequest): Promise<ProviderConnection> {
@@ -89,20 +89,23 @@ export class Vendor1RealtimeConnector implements ProviderConnector {
       logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
       return err;
     };
-    const { socket, ready } = await request.credentials.use((c) =>
-      handshake<SessionFacts>({
-        transport: this.#transport,
-        clock,
-        timeoutMs: request.timeoutMs,
-        url: vendor1Url(this.deps.vendors.vendor1RealtimeUrl, this.deps.vendors.vendor1RealtimeModel),
-        headers: { Authorization: `Bearer ${String(c.client_secret)}` },
-        opened: () => {},
-        message: (frame) => sessionCreated(frame),
-        // Logged once the close that follows the vendor's error is known (its reason may say quota).
-        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
-        mapFailure: (f) => failed(startFailure(f), f.kind),
-      })
-    );
+    // The secret goes from its holder into the upgrade's Authorization header as bytes.
+    const secret = request.credentials.secret("client_secret");
+    if (!secret) throw failed(startErrors.unusable(), "invalid");
+    const { socket, ready } = await handshake<SessionFacts>({
+      transport: this.#transport,
+      clock,
+      timeoutMs: request.timeoutMs,
+      endpoint: endpointOf(
+        vendor1Url(this.deps.vendors.vendor1RealtimeUrl, this.deps.vendors.vendor1RealtimeModel),
+      ),
+      headers: [{ name: "Authorization", value: ["Bearer ", secret] }],
+      opened: () => {},
+      message: (frame) => sessionCreated(frame),
+      // Logged once the close that follows the vendor's error is known (its reason may say quota).
+      afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
+      mapFailure: (f) => failed(startFailure(f), f.kind),
+    });
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
     return new Vendor1Connection(socket, ctx, ready).attach({
       ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),

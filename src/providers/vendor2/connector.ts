@@ -4,7 +4,8 @@
  *
  * - Credential: the caller's short-lived access token (agent grant), in the `access_token` query parameter,
  *   the vendor's documented presentation for tokens (an `X-API-Key` header is for API keys only); the URL is
- *   `SVC_VENDOR2_URL/<agent_id>?cartesia_version=…&access_token=…`, never logged.
+ *   `SVC_VENDOR2_URL/<agent_id>?cartesia_version=…&access_token=…`, never logged; the token is written into
+ *   the request from its holder's bytes ({@link vendor2Endpoint}).
  * - Handshake: `session_create` (audio `pcm_24000`) → `session_ready`, which echoes the input format; the
  *   agent's audio comes back in that same format.
  * - Media: microphone PCM → `audio_input`, and silence where the microphone leaves a real gap (the vendor
@@ -49,8 +50,9 @@ import {
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
-import { wsTransport } from "../wire/socket.ts";
+import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import { endpointOf, engineTransport } from "../wire/socket.ts";
+import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 
 /** The API version whose protocol this bridge speaks. */
 export const VENDOR2_API_VERSION = "2026-08-14";
@@ -69,12 +71,32 @@ export function vendor2Url(base: string, agentId: string, accessToken: string): 
   return url.href;
 }
 
+/**
+ * The endpoint of {@link vendor2Url} for a token given as bytes: the URL is built around a random marker,
+ * whose place in the request target gets the token, form-encoded (as `URLSearchParams` writes it) into a
+ * buffer of its own — `zero()` it once the upgrade is sent.
+ */
+export function vendor2Endpoint(
+  base: string,
+  agentId: string,
+  accessToken: Uint8Array,
+): { endpoint: Endpoint; zero(): void } {
+  const marker = `t${crypto.randomUUID().replaceAll("-", "")}`;
+  const endpoint = endpointOf(vendor2Url(base, agentId, marker));
+  const target = endpoint.target.join("");
+  const at = target.lastIndexOf(`access_token=${marker}`) + "access_token=".length;
+  const token = new ByteBuffer(accessToken.length * 3 + 16);
+  formEncode(accessToken, token);
+  endpoint.target = [target.slice(0, at), token.view(), target.slice(at + marker.length)];
+  return { endpoint, zero: () => token.zero() };
+}
+
 /** Connects sessions to vendor2 agents. */
 export class Vendor2Connector implements ProviderConnector {
   readonly #transport: SocketTransport;
 
   constructor(readonly deps: ConnectorDeps) {
-    this.#transport = wsTransport({ caCerts: deps.caCerts, clock: deps.clock });
+    this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 
   async connect(request: ConnectRequest): Promise<ProviderConnection> {
@@ -83,20 +105,32 @@ export class Vendor2Connector implements ProviderConnector {
       logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
       return err;
     };
-    const { socket, ready } = await request.credentials.use((c) =>
-      handshake<WireAudioFormat>({
+    // The token goes from its holder into the upgrade's query as bytes.
+    const token = request.credentials.secret("access_token");
+    if (!token) throw failed(startErrors.unusable(), "invalid");
+    const where = vendor2Endpoint(
+      this.deps.vendors.vendor2Url,
+      request.credentials.text("agent_id") ?? "",
+      token,
+    );
+    let started;
+    try {
+      started = await handshake<WireAudioFormat>({
         transport: this.#transport,
         clock,
         timeoutMs: request.timeoutMs,
-        url: vendor2Url(this.deps.vendors.vendor2Url, String(c.agent_id), String(c.access_token)),
+        endpoint: where.endpoint,
         opened: (s) =>
           s.send(JSON.stringify({ type: "session_create", audio: { input_format: VENDOR2_INPUT_FORMAT } })),
         message: (frame) => sessionReady(frame),
         // Logged once the close that follows the vendor's error is known (its reason may say quota).
         afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
         mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
-      })
-    );
+      });
+    } finally {
+      where.zero();
+    }
+    const { socket, ready } = started;
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
     return new Vendor2Connection(socket, ctx, ready).attach({
       ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),

@@ -4,7 +4,8 @@
  * - Where: a public agent at `SVC_VENDOR3_URL?agent_id=…`; a private agent through the caller's `signed_url`,
  *   used as given once its host, path and age are checked (`signed_url.ts`), or through a signed URL the
  *   service mints with the caller's `api_key` (`mint.ts`). Signed URLs carry a token in their query: no
- *   vendor URL is ever logged.
+ *   vendor URL is ever logged, and a signed URL (the caller's, or the mint's answer) stays bytes down to
+ *   the upgrade request (`../wire/`).
  * - Handshake: `conversation_initiation_client_data` → `conversation_initiation_metadata`, which announces
  *   the agent's audio formats (agent-level settings: PCM 8–48 kHz or µ-law 8 kHz); the bridge resamples to
  *   and from them.
@@ -52,8 +53,9 @@ import {
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
-import { wsTransport } from "../wire/socket.ts";
+import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import { endpointOf, endpointOfBytes, engineTransport } from "../wire/socket.ts";
+import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
 import { MintError, mintSignedUrl } from "./mint.ts";
 import { signedUrlProblem } from "./signed_url.ts";
@@ -86,7 +88,7 @@ export class Vendor3Connector implements ProviderConnector {
   readonly #transport: SocketTransport;
 
   constructor(readonly deps: ConnectorDeps) {
-    this.#transport = wsTransport({ caCerts: deps.caCerts, clock: deps.clock });
+    this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 
   async connect(request: ConnectRequest): Promise<ProviderConnection> {
@@ -96,44 +98,42 @@ export class Vendor3Connector implements ProviderConnector {
       return err;
     };
     const due = deadline(clock, request.timeoutMs);
+    // Where to connect: the caller's signed URL, one minted with the caller's key, or the public agent. A
+    // signed URL stays bytes (from the holder, or the mint's answer) down to the upgrade request.
+    const credentials = request.credentials;
+    const signed = credentials.secret("signed_url");
+    const apiKey = credentials.secret("api_key");
+    const agentId = credentials.text("agent_id") ?? "";
+    let minted: ByteBuffer | null = null;
+    let where: { endpoint: Endpoint; zero(): void } | null = null;
     try {
-      // Where to connect: the caller's signed URL, one minted with the caller's key, or the public agent.
-      const where = request.credentials.use((c) => ({
-        signed: typeof c.signed_url === "string",
-        mint: typeof c.signed_url !== "string" && typeof c.api_key === "string",
-      }));
-      let url: string;
-      if (where.signed) {
-        const problem = request.credentials.use((c) =>
-          signedUrlProblem(String(c.signed_url), vendors.vendor3SignedUrlHosts, clock.now())
-        );
+      if (signed) {
+        const problem = signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, clock.now());
         if (problem) throw failed(new ApiError("SVC_PROVIDER_MISCONFIGURED", problem), "signed_url");
-        url = request.credentials.use((c) => String(c.signed_url));
-      } else if (where.mint) {
+        where = endpointOfBytes(signed);
+      } else if (apiKey) {
         try {
-          url = await request.credentials.use((c) =>
-            mintSignedUrl({
-              apiUrl: vendors.vendor3ApiUrl,
-              agentId: String(c.agent_id),
-              apiKey: String(c.api_key),
-              signal: due.signal,
-              fetch: this.deps.fetch ?? fetch,
-              httpClient: this.deps.httpClient,
-            })
-          );
+          minted = await mintSignedUrl({
+            apiUrl: vendors.vendor3ApiUrl,
+            agentId,
+            apiKey,
+            signal: due.signal,
+            caCerts: this.deps.caCerts,
+          });
         } catch (err) {
           if (err instanceof MintError) throw failed(err.error, err.kind);
           throw err;
         }
+        where = endpointOfBytes(minted.view());
       } else {
-        url = request.credentials.use((c) => vendor3PublicUrl(vendors.vendor3Url, String(c.agent_id)));
+        where = { endpoint: endpointOf(vendor3PublicUrl(vendors.vendor3Url, agentId)), zero: () => {} };
       }
       const { socket, ready } = await handshake<Formats>({
         transport: this.#transport,
         clock,
         timeoutMs: request.timeoutMs,
         deadline: due.signal,
-        url,
+        endpoint: where.endpoint,
         // The vendor's client offers `convai`; servers that select no subprotocol are accepted too.
         protocols: [VENDOR3_SUBPROTOCOL],
         protocolOptional: true,
@@ -149,6 +149,8 @@ export class Vendor3Connector implements ProviderConnector {
         ping: () => socket.ping(),
       });
     } finally {
+      where?.zero();
+      minted?.zero();
       due.stop();
     }
   }

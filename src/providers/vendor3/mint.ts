@@ -1,13 +1,19 @@
 /**
  * Minting a vendor3 signed URL with the caller's API key: `GET <SVC_VENDOR3_API_URL>/v1/convai/conversation/
- * get-signed-url?agent_id=…` with the key in the `xi-api-key` header (never in a URL, a log line or an
- * error). The answer's `signed_url` is used at once, within the session's connect deadline.
+ * get-signed-url?agent_id=…` with the key in the `xi-api-key` header — written into the request from the
+ * key's bytes (never a string, a URL, a log line or an error) by the bridges' own HTTP client
+ * (`../wire/socket.ts`). The answer is read as bytes too: the `signed_url` of its JSON (a credential: it
+ * carries the conversation's signature) is decoded into a buffer of its own, used at once within the
+ * session's connect deadline, and zeroed by the caller.
  *
  * @module
  */
 import type { ApiError } from "../../errors.ts";
+import { readStringMember } from "../../auth/credential_json.ts";
+import type { ByteBuffer } from "../../auth/credential_bytes.ts";
+import { pathIs, splitUrl, urlHost } from "../../auth/credential_url.ts";
 import { mentionsQuota, startErrors } from "../wire/handshake.ts";
-import { parseRetryAfter } from "../wire/socket.ts";
+import { endpointOf, type HttpAnswer, httpRequest, parseRetryAfter, WireError } from "../wire/socket.ts";
 import { DeadlineExceeded } from "../wire/wait.ts";
 import { VENDOR3_SIGNED_URL_PATH } from "./schema.ts";
 
@@ -26,115 +32,88 @@ export class MintError extends Error {
 export interface MintRequest {
   apiUrl: string;
   agentId: string;
-  /** The key, presented only as the `xi-api-key` header. */
-  apiKey: string;
+  /** The key's bytes (borrowed from the credential holder), presented only as the `xi-api-key` header. */
+  apiKey: Uint8Array;
   /** The session's connect deadline. */
   signal: AbortSignal;
-  fetch: typeof fetch;
-  httpClient?: Deno.HttpClient;
+  /** Extra CA certificates trusted besides the bundled roots. */
+  caCerts: readonly string[];
 }
 
+/** Largest answer read (a signed URL answer is a few hundred bytes). */
+const MAX_ANSWER_BYTES = 256 * 1024;
 /** Largest error body read to tell a spent quota from another refusal. */
 const MAX_ERROR_BODY_BYTES = 16 * 1024;
 
 /**
- * Mints a signed URL. Throws a {@link MintError}: 429, or a refusal whose body says the quota is spent (the
- * vendor answers spent credit with `401 {"detail":{"status":"quota_exceeded","message":"This request
- * exceeds your quota of …"}}`, home-assistant/core#160414) → quota (with its `Retry-After`); 502/503/504 or
- * no answer → unavailable; the deadline → timeout; any other refusal (401, 403, 404, 422, …) or an answer
- * without a `wss://` conversation URL → downstream failure.
+ * Mints a signed URL; resolves with its bytes in a buffer the caller zeroes. Throws a {@link MintError}:
+ * 429, or a refusal whose body says the quota is spent (the vendor answers spent credit with `401
+ * {"detail":{"status":"quota_exceeded","message":"This request exceeds your quota of …"}}`,
+ * home-assistant/core#160414) → quota (with its `Retry-After`); 502/503/504 or no answer → unavailable;
+ * the deadline → timeout; a key that no HTTP header can carry → misconfigured; any other refusal (401,
+ * 403, 404, 422, …) or an answer without a `wss://` conversation URL → downstream failure.
  */
-export function mintSignedUrl(req: MintRequest): Promise<string> {
+export async function mintSignedUrl(req: MintRequest): Promise<ByteBuffer> {
   const url = `${req.apiUrl}${SIGNED_URL_MINT_PATH}?agent_id=${encodeURIComponent(req.agentId)}`;
-  const init: RequestInit & { client?: Deno.HttpClient } = {
-    headers: { "xi-api-key": req.apiKey, accept: "application/json" },
-    signal: req.signal,
-    redirect: "error",
-    ...(req.httpClient ? { client: req.httpClient } : {}),
-  };
-  return send(req, url, init);
-}
-
-async function send(req: MintRequest, url: string, init: RequestInit): Promise<string> {
-  let res: Response;
+  let res: HttpAnswer;
   try {
-    res = await req.fetch(url, init);
-  } catch {
+    res = await httpRequest({
+      method: "GET",
+      endpoint: endpointOf(url),
+      headers: [
+        { name: "xi-api-key", value: [req.apiKey] },
+        { name: "Accept", value: ["application/json"] },
+      ],
+      signal: req.signal,
+      caCerts: req.caCerts,
+      maxBody: MAX_ANSWER_BYTES,
+    });
+  } catch (err) {
     if (req.signal.reason instanceof DeadlineExceeded) {
       throw new MintError(startErrors.timeout(), "mint_timeout");
+    }
+    if (err instanceof WireError && err.failure.kind === "invalid") {
+      throw new MintError(startErrors.unusable(), "mint_invalid");
     }
     throw new MintError(startErrors.unavailable(), "mint_unreachable");
   }
-  if (res.status !== 200) {
-    const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
-    if (res.status === 429) {
-      await res.body?.cancel().catch(() => {});
-      throw new MintError(startErrors.quota(retryAfter), "mint_429");
-    }
-    if (res.status >= 400 && res.status < 500 && await spentQuota(res)) {
-      throw new MintError(startErrors.quota(retryAfter), `mint_${res.status}_quota`);
-    }
-    await res.body?.cancel().catch(() => {});
-    if (res.status === 502 || res.status === 503 || res.status === 504) {
-      throw new MintError(startErrors.unavailable(retryAfter), `mint_${res.status}`);
-    }
-    throw new MintError(startErrors.downstream(), `mint_${res.status}`);
-  }
-  let body: unknown;
   try {
-    body = await res.json();
-  } catch {
-    if (req.signal.reason instanceof DeadlineExceeded) {
-      throw new MintError(startErrors.timeout(), "mint_timeout");
+    if (res.status !== 200) {
+      const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
+      if (res.status === 429) throw new MintError(startErrors.quota(retryAfter), "mint_429");
+      if (res.status >= 400 && res.status < 500 && spentQuota(res.body.view())) {
+        throw new MintError(startErrors.quota(retryAfter), `mint_${res.status}_quota`);
+      }
+      if (res.status === 502 || res.status === 503 || res.status === 504) {
+        throw new MintError(startErrors.unavailable(retryAfter), `mint_${res.status}`);
+      }
+      throw new MintError(startErrors.downstream(), `mint_${res.status}`);
     }
-    throw new MintError(startErrors.downstream(), "mint_bad_answer");
+    const signed = readStringMember(res.body.view(), "signed_url");
+    if (!signed || !isConversationUrl(signed.view())) {
+      signed?.zero();
+      throw new MintError(startErrors.downstream(), "mint_bad_answer");
+    }
+    return signed;
+  } finally {
+    res.body.zero();
   }
-  const signed = (body as { signed_url?: unknown } | null)?.signed_url;
-  if (typeof signed !== "string" || !isConversationUrl(signed)) {
-    throw new MintError(startErrors.downstream(), "mint_bad_answer");
-  }
-  return signed;
 }
 
-/**
- * Whether a refusal's body is the vendor's `{"detail":{"status":"quota_exceeded",…}}` (read up to 16 KiB;
- * the body is consumed or cancelled either way).
- */
-async function spentQuota(res: Response): Promise<boolean> {
-  if (!res.body) return false;
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  let done = false;
+/** Whether a refusal's body (an error answer, not a credential) is the vendor's `{"detail":{"status":"quota_exceeded",…}}`. */
+function spentQuota(body: Uint8Array): boolean {
+  if (body.length > MAX_ERROR_BODY_BYTES) return false;
   try {
-    while (text.length <= MAX_ERROR_BODY_BYTES) {
-      const chunk = await reader.read();
-      if (chunk.done) {
-        done = true;
-        break;
-      }
-      text += decoder.decode(chunk.value, { stream: true });
-    }
-  } catch {
-    return false;
-  } finally {
-    if (!done) await reader.cancel().catch(() => {});
-    reader.releaseLock();
-  }
-  if (!done) return false;
-  try {
-    const detail = (JSON.parse(text) as { detail?: { status?: unknown } } | null)?.detail;
+    const detail = (JSON.parse(new TextDecoder().decode(body)) as { detail?: { status?: unknown } } | null)
+      ?.detail;
     return detail?.status === "quota_exceeded" || mentionsQuota(detail?.status);
   } catch {
     return false;
   }
 }
 
-function isConversationUrl(raw: string): boolean {
-  try {
-    const url = new URL(raw);
-    return url.protocol === "wss:" && url.pathname === VENDOR3_SIGNED_URL_PATH;
-  } catch {
-    return false;
-  }
+/** Whether `bytes` is a `wss://` URL with the conversation path (read without making it a string). */
+function isConversationUrl(bytes: Uint8Array): boolean {
+  const split = splitUrl(bytes, "wss");
+  return !!split && !!urlHost(bytes, split) && pathIs(bytes, split, VENDOR3_SIGNED_URL_PATH);
 }

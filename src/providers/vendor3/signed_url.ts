@@ -1,7 +1,8 @@
 /**
  * Rules of the vendor3 signed URLs a caller passes (`provider_config.vendor3.signed_url`): `wss://`, the
  * conversation path, a host of the deployment's allow-list (`SVC_VENDOR3_SIGNED_URL_HOSTS`: the vendor's
- * hosts, regional ones included), and its 15 minutes of validity.
+ * hosts, regional ones included), and its 15 minutes of validity — read from the URL's bytes (a signed URL
+ * is a credential: it never becomes a string; only its host does, see `../wire/byte_url.ts`).
  *
  * The validity is read from the URL when it can be: the vendor's signatures seen in public code
  * (`conversation_signature=cvtkn_…`) end in a ULID whose first 48 bits are its minting time in milliseconds
@@ -10,46 +11,91 @@
  *
  * @module
  */
+import { bytesEqual } from "../../auth/credential_bytes.ts";
+import { eachQueryPair, pathIs, splitUrl, urlHost, type UrlSplit } from "../../auth/credential_url.ts";
 import { VENDOR3_SIGNED_URL_PATH } from "./schema.ts";
 
 /** How long a signed URL may be used to start a conversation. */
 export const SIGNED_URL_VALIDITY_MS = 15 * 60_000;
 
-/** Crockford base32, the ULID alphabet. */
-const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
-/** A signature token ending in a ULID. */
-const SIGNATURE = /^cvtkn_[0-9a-z]*?([0-7][0-9a-hjkmnp-tv-z]{25})$/i;
+/** Crockford base32, the ULID alphabet: each ASCII byte's value (either case), or -1. */
+const CROCKFORD = (() => {
+  const table = new Int8Array(128).fill(-1);
+  [..."0123456789abcdefghjkmnpqrstvwxyz"].forEach((c, i) => {
+    table[c.charCodeAt(0)] = i;
+    table[c.toUpperCase().charCodeAt(0)] = i;
+  });
+  return table;
+})();
 /** Minting times outside [2020, now + 1 day] are not believed. */
 const EARLIEST = Date.UTC(2020, 0, 1);
 
-/** The minting time (Unix ms) a signed URL's signature carries, or null when it carries none we can read. */
-export function signedUrlMintedAt(url: URL, now: number): number | null {
-  const token = url.searchParams.get("conversation_signature") ?? url.searchParams.get("token");
-  const ulid = token ? SIGNATURE.exec(token)?.[1]?.toLowerCase() : undefined;
-  if (!ulid) return null;
+function lower(b: number): number {
+  return b >= 0x41 && b <= 0x5a ? b | 0x20 : b;
+}
+
+function isAlnum(b: number): boolean {
+  const l = lower(b);
+  return (b >= 0x30 && b <= 0x39) || (l >= 0x61 && l <= 0x7a);
+}
+
+/**
+ * The minting time a signature's bytes carry: `cvtkn_`, letters and digits, ending in a ULID (its first
+ * character 0–7, the rest of the Crockford alphabet; any case) — as the expression
+ * `/^cvtkn_[0-9a-z]*?([0-7][0-9a-hjkmnp-tv-z]{25})$/i` reads the decoded value.
+ */
+function mintedAtOfSignature(v: Uint8Array, now: number): number | null {
+  if (v.length < 6 + 26) return null;
+  const prefix = "cvtkn_";
+  for (let i = 0; i < 6; i++) if (lower(v[i]) !== prefix.charCodeAt(i)) return null;
+  for (let i = 6; i < v.length; i++) if (!isAlnum(v[i])) return null;
+  const u = v.length - 26;
+  if (v[u] < 0x30 || v[u] > 0x37) return null;
+  for (let i = u + 1; i < v.length; i++) if ((CROCKFORD[v[i]] ?? -1) < 0) return null;
   let ms = 0;
-  for (const c of ulid.slice(0, 10)) ms = ms * 32 + CROCKFORD.indexOf(c);
+  for (let i = u; i < u + 10; i++) ms = ms * 32 + CROCKFORD[v[i]];
   return ms >= EARLIEST && ms <= now + 86_400_000 ? ms : null;
 }
 
 /**
- * Why a caller's signed URL cannot be used (a message naming no value), or null when it can: not `wss://`,
- * another path, a host outside `allowedHosts`, or older than 15 minutes.
+ * The minting time (Unix ms) a signed URL's signature carries (`conversation_signature`, else `token`, the
+ * first of each as `URLSearchParams.get` finds it), or null when it carries none we can read.
  */
-export function signedUrlProblem(raw: string, allowedHosts: readonly string[], now: number): string | null {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return "provider_config: signed_url is not a URL";
-  }
-  if (url.protocol !== "wss:" || url.pathname !== VENDOR3_SIGNED_URL_PATH) {
+export function signedUrlMintedAt(bytes: Uint8Array, split: UrlSplit, now: number): number | null {
+  let signature: number | null | undefined;
+  let token: number | null | undefined;
+  eachQueryPair(bytes, split, (name, value) => {
+    if (bytesEqual(name, 0, name.length, "conversation_signature")) {
+      signature = mintedAtOfSignature(value, now);
+      return true;
+    }
+    if (token === undefined && bytesEqual(name, 0, name.length, "token")) {
+      token = mintedAtOfSignature(value, now);
+    }
+    return false;
+  });
+  return signature !== undefined ? signature : token ?? null;
+}
+
+/**
+ * Why a caller's signed URL (UTF-8 bytes) cannot be used (a message naming no value), or null when it
+ * can: not `wss://`, another path, userinfo or a host outside `allowedHosts`, or older than 15 minutes.
+ */
+export function signedUrlProblem(
+  bytes: Uint8Array,
+  allowedHosts: readonly string[],
+  now: number,
+): string | null {
+  const split = splitUrl(bytes, "wss");
+  const host = split && urlHost(bytes, split);
+  if (!split || !host || !pathIs(bytes, split, VENDOR3_SIGNED_URL_PATH)) {
     return `provider_config: signed_url must be a wss:// URL with path ${VENDOR3_SIGNED_URL_PATH}`;
   }
-  if (url.username || url.password || !allowedHosts.includes(url.hostname.toLowerCase())) {
+  const u = split.userinfo;
+  if (u?.usernameNonEmpty || u?.passwordNonEmpty || !allowedHosts.includes(host.hostname.toLowerCase())) {
     return "provider_config: signed_url must be on an allowed host of the provider";
   }
-  const minted = signedUrlMintedAt(url, now);
+  const minted = signedUrlMintedAt(bytes, split, now);
   if (minted !== null && now - minted > SIGNED_URL_VALIDITY_MS) {
     return "provider_config: signed_url has expired (signed URLs are valid for 15 minutes; mint a new one)";
   }

@@ -9,7 +9,15 @@
  */
 import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
-import type { Closed, EngineSocket, Frame, SocketTransport, WireFailure } from "./socket.ts";
+import type {
+  Closed,
+  Endpoint,
+  EngineSocket,
+  Frame,
+  HeaderLine,
+  SocketTransport,
+  WireFailure,
+} from "./socket.ts";
 import { WireError } from "./socket.ts";
 import { deadline as startDeadline, DeadlineExceeded, settlesWithin } from "./wait.ts";
 
@@ -32,8 +40,10 @@ export interface HandshakeSpec<R> {
   timeoutMs: number;
   /** ...or a deadline already running (steps before the socket, such as minting a URL, took part of it). */
   deadline?: AbortSignal;
-  url: string;
-  headers?: Record<string, string>;
+  /** Where to connect (its request target may borrow credential bytes: see `socket.ts`). */
+  endpoint: Endpoint;
+  /** Headers of the upgrade (values may borrow credential bytes). */
+  headers?: HeaderLine[];
   protocols?: string[];
   /** A peer may select none of `protocols` (see `OpenOptions.protocolOptional` in socket.ts). */
   protocolOptional?: boolean;
@@ -54,8 +64,7 @@ export interface HandshakeSpec<R> {
 /**
  * How long a failed start waits for the peer to complete the close handshake, then (after dropping the
  * connection) for the socket's release. A start that fails at its deadline drops the connection at once and
- * waits for its release once: it answers within `SVC_PROVIDER_CONNECT_TIMEOUT_MS` + this (Deno's own client,
- * which cannot drop a connection, still completes its close handshake after the answer).
+ * waits for its release once: it answers within `SVC_PROVIDER_CONNECT_TIMEOUT_MS` + this.
  */
 const RELEASE_WAIT_MS = 200;
 
@@ -75,7 +84,7 @@ export async function handshake<R>(
   let socket: EngineSocket;
   try {
     socket = await spec.transport.open({
-      url: spec.url,
+      endpoint: spec.endpoint,
       headers: spec.headers,
       protocols: spec.protocols,
       protocolOptional: spec.protocolOptional,
