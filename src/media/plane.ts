@@ -73,6 +73,8 @@ export interface MediaPlaneOptions {
   limits?: Partial<FanoutLimits>;
   /** Measurement hooks (the bench). */
   observer?: MediaObserver;
+  /** Frames between keyframes (default: the frame rate, one a second; tests lengthen it). */
+  gopFrames?: number;
 }
 
 interface Live {
@@ -215,6 +217,7 @@ export class MediaPlane implements MediaPlaneInfo {
       crf: VIDEO_CRF,
       audioBitrate: AUDIO_BITRATE,
       firstFrameTimeoutMs: config.firstFrameTimeoutMs,
+      gopFrames: this.options.gopFrames,
       transport,
       logger,
       fail: s.fail,

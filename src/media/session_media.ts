@@ -58,6 +58,8 @@ export interface SessionMediaDeps {
   audioBitrate: number;
   /** Deadline for the first encoded frame when starting (→ 504 SVC_RENDER_TIMEOUT). */
   firstFrameTimeoutMs: number;
+  /** Frames between keyframes (default: the frame rate, one a second). */
+  gopFrames?: number;
   /** Opens the session's transport (fMP4 over WebSocket, or the SFU). */
   transport: TransportFactory;
   logger: Logger;
@@ -218,9 +220,13 @@ export class AvatarSessionMedia implements SessionMedia {
       onPacket: (data, samples) => this.#onAudioPacket(data, samples),
     });
     try {
-      this.#video = EncoderProcess.spawn(d.ffmpegPath, videoEncoderArgs(d.renderer.format, d.crf), (c) => {
-        if (!this.#stopped) this.#demux(() => flv.push(c));
-      });
+      this.#video = EncoderProcess.spawn(
+        d.ffmpegPath,
+        videoEncoderArgs(d.renderer.format, d.crf, d.gopFrames),
+        (c) => {
+          if (!this.#stopped) this.#demux(() => flv.push(c));
+        },
+      );
       this.#audio = EncoderProcess.spawn(d.ffmpegPath, audioEncoderArgs(d.audioBitrate), (c) => {
         if (!this.#stopped) this.#demux(() => ogg.push(c));
       });

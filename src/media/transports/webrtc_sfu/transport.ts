@@ -41,6 +41,7 @@ import {
   type SfuObjectsSpec,
 } from "./session_objects.ts";
 import { type JanusSfu, sfuError } from "./sfu.ts";
+import { openRtpSender } from "./udp_sender.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
 const AUDIO_LEAD_MS = 10;
@@ -123,8 +124,13 @@ export class WebRtcSfuTransport implements MediaTransport {
   static async open(deps: WebRtcSfuDeps): Promise<WebRtcSfuTransport> {
     const { config } = deps.sfu;
     const connection = await deps.sfu.connection();
-    const sender = dgram.createSocket(config.rtpHost.includes(":") ? "udp6" : "udp4");
-    sender.on("error", () => {});
+    // Bound before anything is sent: the opening keyframe must reach Janus in order (see udp_sender.ts).
+    let sender: dgram.Socket;
+    try {
+      sender = await openRtpSender(config.rtpHost);
+    } catch (err) {
+      throw sfuError(err);
+    }
     let mic: MicReceiver | null = null;
     try {
       // The microphone goes to the engine only while someone holds it (see #forward).
