@@ -29,6 +29,7 @@ import { registerSessionRoutes } from "./routes/sessions.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
+import { registerSessionMetricsRoutes } from "./routes/session_metrics.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { registerSfuRoutes } from "./routes/sfu.ts";
 import { CATALOG } from "../media/catalog.ts";
@@ -140,6 +141,7 @@ export function createApp(deps: AppDeps): App {
     app.use("/v1/*", apiKeyAuth({ kv, limiter, burst: config.rateLimit.burst }));
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
+    registerSessionMetricsRoutes(app, { kv, local: deps.worker?.worker.metrics });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? CATALOG });

@@ -9,6 +9,7 @@ import { ERROR_CODES } from "../errors.ts";
 import { SESSION_ID_PATTERN } from "../ids.ts";
 import type { AppEnv } from "./env.ts";
 import { EndReason, ProviderType } from "./schemas.ts";
+import { SessionMetrics } from "./metrics_schemas.ts";
 
 const epochMs = () =>
   z.number().int().min(0).openapi({ format: "int64", description: "Unix epoch milliseconds" });
@@ -47,6 +48,10 @@ export const SessionEndedEvent = z.strictObject({
     }),
     chunks_rendered: z.number().int().min(0),
     warning: z.string().optional().openapi({ description: "Present with ended_with_warnings." }),
+    metrics: SessionMetrics.openapi({
+      description:
+        "The session's final figures: the same object as GET /v1/sessions/{session_id}/metrics (null figures were never measured, e.g. no player reported).",
+    }),
   }),
 }).openapi("SessionEndedEvent");
 

@@ -33,8 +33,15 @@ export interface DemoDeps {
   call(request: Request): Promise<Response>;
 }
 
-/** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js`). */
-const PLAYER_FILES = ["player.js", "player_webrtc.js"];
+/** The SDK's browser modules served to pages (`player.js` and the modules it imports). */
+const PLAYER_FILES = [
+  "player.js",
+  "player_webrtc.js",
+  "player_webcodecs.js",
+  "player_clock.js",
+  "player_demux.js",
+  "player_report.js",
+];
 
 /**
  * The vendor engines the page offers, with the fields it takes for each: browser-safe, short-lived
@@ -79,7 +86,7 @@ function providerOf(
 const REFERENCE_OPTION = /<option value="reference"[^>]*>[^<]*<\/option>\s*/;
 
 /**
- * Registers `/sdk/player.js` and `/sdk/player_webrtc.js` (always) and the demo page with its backend (when
+ * Registers `/sdk/player.js` and the modules it imports (always) and the demo page with its backend (when
  * `demo` is given).
  */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {

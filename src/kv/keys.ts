@@ -12,6 +12,7 @@
  * | `["api_key_hash", sha256_hex]` | {@link import("./api_keys.ts").ApiKeyIndex} |
  * | `["project", pid, "api_key", key_id]` | {@link import("./api_keys.ts").ApiKeyRecord} |
  * | `["project", pid, "session", session_id]` | {@link import("./sessions.ts").SessionRecord} |
+ * | `["project", pid, "session_metrics", session_id]` | {@link import("../metrics/session_metrics.ts").SessionMetricsSnapshot}: a live session's figures, flushed by its worker (expire after a day) |
  * | `["project", pid, "live_sessions"]` | number of sessions holding a concurrency slot |
  * | `["project", pid, "idempotency", idempotency_key]` | {@link import("./idempotency.ts").IdempotencyRecord} |
  * | `["project", pid, "webhook_secret"]` | {@link import("./webhook_secrets.ts").WebhookSecretRecord} |
@@ -43,6 +44,13 @@ export const sessionKey = (projectId: string, sessionId: string): Deno.KvKey => 
   "project",
   projectId,
   "session",
+  sessionId,
+];
+/** Key of a live session's figures, as its worker last flushed them (see `src/metrics/registry.ts`). */
+export const sessionMetricsKey = (projectId: string, sessionId: string): Deno.KvKey => [
+  "project",
+  projectId,
+  "session_metrics",
   sessionId,
 ];
 /** Prefix of a project's session records. */

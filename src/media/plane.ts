@@ -224,6 +224,7 @@ export class MediaPlane implements MediaPlaneInfo {
       clientsChanged: s.clientsChanged,
       onStopped: release,
       observer: this.options.observer,
+      metrics: s.metrics,
     });
     this.#live.set(s.sessionId, { projectId: s.projectId, media });
     return media;

@@ -104,6 +104,11 @@ export class PlayoutQueue {
     this.#queued = 0;
   }
 
+  /** The response whose samples {@link take} would give next, or null when nothing is queued. */
+  headResponse(): string | null {
+    return this.#segments[0]?.responseId ?? null;
+  }
+
   /** Moves up to `n` samples into `out` at `at`; returns how many. */
   take(out: Int16Array, at: number, n: number): number {
     let got = 0;

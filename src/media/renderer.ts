@@ -22,7 +22,10 @@ export interface FrameRequest {
   index: number;
   /** Presentation time of the frame, ms since the session's media started. */
   timeMs: number;
-  /** The avatar's audio played during this frame: mono PCM16 at {@link FrameRequest.sampleRate}. */
+  /**
+   * The avatar's audio around this frame's instant (from half a frame before `timeMs` to half a frame
+   * after): mono PCM16 at {@link FrameRequest.sampleRate}.
+   */
   audio: Int16Array;
   /** Sample rate of `audio`. */
   sampleRate: number;

@@ -8,9 +8,10 @@
  * `k / fps` and audio sample `n` is due at `n / 48000`, so audio and video stay in sync by construction.
  * Audio is written to its encoder in blocks of {@link AUDIO_BLOCK} samples (21.3 ms, exactly one ffmpeg
  * packet, so every block is encoded at once) and kept between one and {@link MAX_LEAD_BLOCKS} blocks
- * ahead of the clock: silence fills the gaps, speech is written as soon as a whole block of it is queued
- * and at most that far ahead, so barge-in can only leave that much already-encoded speech behind. Each
- * video frame is rendered from the audio played during it (already written or still queued), so the
+ * ahead of the clock: silence fills the gaps (one to two blocks ahead: that is how long arriving speech
+ * waits to be placed), speech is written as soon as a whole block of it is queued and at most that far
+ * ahead, so barge-in can only leave that much already-encoded speech behind. Each video frame is rendered
+ * from the audio around its instant (half a frame either side; already written or still queued), so the
  * mouth matches the sound.
  *
  * Speech waits in the queue while no client is connected (nobody would hear it), then plays.
@@ -29,6 +30,7 @@ import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
 import type { MediaTransport, TransportFactory, TransportKind } from "./transports/transport.ts";
+import type { SessionMetrics } from "../metrics/session_metrics.ts";
 
 /** Audio is kept at most this many blocks ahead of the clock (≈ 128 ms). */
 export const MAX_LEAD_BLOCKS = 6;
@@ -73,6 +75,11 @@ export interface SessionMediaDeps {
   onStopped(): void;
   /** Optional probe for measurements: speech samples placed on the timeline. */
   observer?: MediaObserver;
+  /**
+   * The session's figures: where each response's first sample lands on the media clock, the user's audio,
+   * the players' reports. Its clock must be `performance.now()` (the media clock's).
+   */
+  metrics?: SessionMetrics;
 }
 
 /** Hooks for measurements (the bench); never needed in production. */
@@ -127,6 +134,8 @@ export class AvatarSessionMedia implements SessionMedia {
   #written = 0;
   #speechUntil = 0;
   #speechTaken = 0;
+  /** The response whose first sample was placed last (its placement is reported once). */
+  #placedResponse: string | null = null;
   #frameQueue: number[] = [];
   #renderPending = false;
   #avcC: Uint8Array | null = null;
@@ -195,11 +204,14 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#transport = await d.transport({
       upstream: (pcm) => {
         if (this.#stopped) return;
+        d.metrics?.userAudio(pcm, d.connection.inputSampleRate);
         try {
           d.connection.sendUserAudio(pcm);
         } catch { /* the engine connection is closing */ }
       },
+      playerReport: (report) => d.metrics?.playerReport(report),
       clientsChanged: (n) => {
+        d.metrics?.clientsChanged(n);
         d.clientsChanged(n);
         if (n > 0) this.#pumpAudio(performance.now());
       },
@@ -316,7 +328,7 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#timer = undefined;
     if (this.#stopped || !this.#running) return;
     const now = performance.now();
-    this.#pumpAudio(now, true);
+    this.#pumpAudio(now);
     this.#renderDue(now);
     this.#schedule();
   };
@@ -337,22 +349,33 @@ export class AvatarSessionMedia implements SessionMedia {
   }
 
   /**
-   * Writes audio blocks as the lead rules allow (see the module documentation). On a clock tick the
-   * silence is topped up to last until the next frame's tick, so an idle session wakes once per frame.
+   * Writes audio blocks as the lead rules allow (see the module documentation): silence is kept between
+   * one and two blocks (21–43 ms) ahead of the clock — speech that arrives is placed right after it, so
+   * that is the speech's wait — and never less than the half frame the lip sync looks ahead.
    */
-  #pumpAudio(now: number, tick = false): void {
+  #pumpAudio(now: number): void {
     if (this.#stopped || !this.#running) return;
     const nowS = (now - this.#t0) * AUDIO_RATE / 1000;
     const gate = this.#clients() > 0;
-    const silenceLead = AUDIO_BLOCK + (tick ? this.#samplesPerFrame : 0);
+    const silenceLead = AUDIO_BLOCK;
     const blocks: Int16Array[] = [];
     for (let guard = 0; guard < 64; guard++) {
       const avail = gate ? this.#queue.length : 0;
       const block = new Int16Array(AUDIO_BLOCK);
       let speech = 0;
+      /** Where in the block the speech starts. */
+      let at = 0;
+      const head = avail > 0 ? this.#queue.headResponse() : null;
+      const starts = head !== null && head !== this.#placedResponse;
       if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
         if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
         speech = this.#queue.take(block, 0, AUDIO_BLOCK);
+      } else if (avail > 0 && starts) {
+        // A response's first audio, less than a block: it ends the block (silence before it), so it
+        // plays without waiting for the rest of a block and the blocks after it stay whole.
+        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
+        at = AUDIO_BLOCK - avail;
+        speech = this.#queue.take(block, at, avail);
       } else if (avail > 0) {
         if (this.#written > nowS) break;
         speech = this.#queue.take(block, 0, avail);
@@ -360,10 +383,15 @@ export class AvatarSessionMedia implements SessionMedia {
       } else if (this.#written >= nowS + silenceLead) {
         break;
       }
+      if (speech > 0 && starts) {
+        // The response's first sample is due (heard on the media clock) here.
+        this.#placedResponse = head;
+        this.#d.metrics?.speechPlaced(head, this.#t0 + (this.#written + at) * 1000 / AUDIO_RATE);
+      }
       if (speech > 0) {
-        this.#d.observer?.speechPlaced?.(this.#speechTaken, this.#written, speech);
+        this.#d.observer?.speechPlaced?.(this.#speechTaken, this.#written + at, speech);
         this.#speechTaken += speech;
-        this.#speechUntil = this.#written + speech;
+        this.#speechUntil = this.#written + at + speech;
       }
       this.#ring.set(block, this.#written % this.#ring.length);
       blocks.push(block);
@@ -399,7 +427,9 @@ export class AvatarSessionMedia implements SessionMedia {
   }
 
   #renderOne(k: number): void {
-    const start = k * this.#samplesPerFrame;
+    // The mouth shows the sound around the frame's instant (half a frame before to half after), so a
+    // sound starts within half a frame of the picture that shows it.
+    const start = Math.max(0, k * this.#samplesPerFrame - this.#samplesPerFrame / 2);
     const audio = this.#timeline(start, this.#samplesPerFrame);
     const speaking = this.#speechUntil > start || (this.#clients() > 0 && this.#queue.length > 0);
     const out = this.#render.renderFrame({

@@ -19,6 +19,7 @@ import type {
   ProviderType,
 } from "../providers/types.ts";
 import type { CredentialHolder } from "./credential_holder.ts";
+import type { SessionMetrics } from "../metrics/session_metrics.ts";
 
 /** The spec's teardown timeout for a graceful end. */
 export const TEARDOWN_TIMEOUT_MS = 10_000;
@@ -55,6 +56,8 @@ export type SessionMediaFactory = (session: {
   fail(reason: string, outcome?: { endReason: EndReason; warning: string }): void;
   /** Called by the media plane whenever the number of connected media clients changes. */
   clientsChanged(count: number): void;
+  /** The session's figures (the media plane and its players feed them), when collected. */
+  metrics?: SessionMetrics;
 }) => Promise<SessionMedia>;
 
 /** What starting a session needs. */
@@ -68,6 +71,8 @@ export interface StartRequest {
   /** How the session's media reaches its browser (default `websocket_fmp4`). */
   transport?: ResolvedTransport;
   timeoutMs: number;
+  /** Where the session's figures are collected (engine connect time, the agent's audio, the media's). */
+  metrics?: SessionMetrics;
 }
 
 /** How an end went. */
@@ -183,8 +188,12 @@ export class SessionRuntime {
       if (media) deliver(media);
       else if (early && early.length < MAX_EARLY_EVENTS) early.push(deliver);
     };
+    const metrics = req.metrics;
     const events: ProviderEvents = {
-      onAudio: (pcm, id) => toMedia((m) => m.onAudio(pcm, id)),
+      onAudio: (pcm, id) => {
+        metrics?.agentAudio(id);
+        toMedia((m) => m.onAudio(pcm, id));
+      },
       onResponseStarted: (id) => toMedia((m) => m.onResponseStarted(id)),
       onResponseDone: (id, status) => toMedia((m) => m.onResponseDone(id, status)),
       onInterrupt: (id) => toMedia((m) => m.onInterrupt(id)),
@@ -195,6 +204,7 @@ export class SessionRuntime {
       },
     };
     let connection: ProviderConnection;
+    const connectStart = metrics?.now();
     try {
       connection = await connector.connect({
         sessionId: req.sessionId,
@@ -210,6 +220,7 @@ export class SessionRuntime {
       req.credentials.zero();
       throw err;
     }
+    if (metrics && connectStart !== undefined) metrics.engineConnected(metrics.now() - connectStart);
     this.#track(connection.released);
     session = {
       sessionId: req.sessionId,
@@ -230,6 +241,7 @@ export class SessionRuntime {
           bgId: req.bgId,
           transport: req.transport ?? "websocket_fmp4",
           connection,
+          metrics,
           fail: (reason, outcome) => {
             if (session) {
               void this.#selfEnd(

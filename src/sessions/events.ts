@@ -13,6 +13,7 @@
 import type { ErrorCode } from "../errors.ts";
 import type { SessionRecord } from "./record.ts";
 import { edge, type LifecycleEventType, type SessionStatus } from "./state.ts";
+import { emptySnapshot, type SessionMetricsSnapshot } from "../metrics/session_metrics.ts";
 
 /** `data` of `session.started`. */
 export interface SessionStartedData {
@@ -36,6 +37,8 @@ export interface SessionEndedData {
   duration_s: number;
   chunks_rendered: number;
   warning?: string;
+  /** The session's final figures (as `GET /v1/sessions/{id}/metrics` answers them). */
+  metrics: SessionMetricsSnapshot;
 }
 
 /** `data` of `session.failed`. */
@@ -115,6 +118,7 @@ export function lifecyclePayload(
           duration_s: durationS(next.started_at, endedAt),
           chunks_rendered: next.chunks_rendered,
           ...(next.warning ? { warning: next.warning } : {}),
+          metrics: next.metrics ?? emptySnapshot(next.session_id),
         },
       };
     }

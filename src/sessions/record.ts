@@ -8,6 +8,7 @@ import type { ErrorCode } from "../errors.ts";
 import type { ProviderType } from "../providers/types.ts";
 import type { EndReason } from "./end_reasons.ts";
 import type { SessionStatus } from "./state.ts";
+import type { SessionMetricsSnapshot } from "../metrics/session_metrics.ts";
 
 /** Transports in effect for a session (`auto` is resolved at creation). */
 export type ResolvedTransport = "websocket_fmp4" | "webrtc_sfu";
@@ -59,4 +60,9 @@ export interface SessionRecord {
    * happened: until then, a retried end answers 200 with this end instead of 409 (see `end_answer.ts`).
    */
   end_unanswered_until?: number | null;
+  /**
+   * The session's final figures, written with its end by the worker that ran it (see
+   * `src/metrics/registry.ts`); absent while it runs and when its worker was lost.
+   */
+  metrics?: SessionMetricsSnapshot | null;
 }

@@ -31,6 +31,7 @@ import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journ
 import { claimUnansweredEnd, endAnswer, UNANSWERED_END_TTL_MS } from "../sessions/end_answer.ts";
 import type { TransitionResult } from "../kv/sessions.ts";
 import { kvOp } from "../kv/guard.ts";
+import { MetricsRegistry } from "../metrics/registry.ts";
 
 /** How long an end answer waits for storage before answering 503 (the end is recorded later anyway). */
 export const END_RECORD_WAIT_MS = 2500;
@@ -52,6 +53,8 @@ export interface SessionWorkerDeps {
   endRecordWaitMs?: number;
   /** Retry settings of the end journal. */
   journal?: EndJournalOptions;
+  /** How often live session figures are flushed to KV (default 2 s). */
+  metricsFlushMs?: number;
 }
 
 interface Starting {
@@ -65,6 +68,8 @@ export class SessionWorker {
   readonly lifetimes: LifetimeMonitor;
   /** Final transitions waiting for storage. */
   readonly journal: EndJournal;
+  /** The figures of the sessions running here (flushed to KV; final ones go into the end's record). */
+  readonly metrics: MetricsRegistry;
   readonly #background = new Set<Promise<unknown>>();
   readonly #starting = new Map<string, Starting>();
   /** Ends under way, one per session: every caller waits for the same one. */
@@ -72,6 +77,7 @@ export class SessionWorker {
 
   constructor(readonly deps: SessionWorkerDeps) {
     this.journal = new EndJournal({ kv: deps.kv, clock: deps.clock, logger: deps.logger, ...deps.journal });
+    this.metrics = new MetricsRegistry({ kv: deps.kv, logger: deps.logger, flushMs: deps.metricsFlushMs });
     deps.runtime.onSelfEnded((e) => this.#onSelfEnded(e));
     this.lifetimes = new LifetimeMonitor({
       runtime: deps.runtime,
@@ -137,6 +143,8 @@ export class SessionWorker {
     }
     const starting: Starting = { selfEnded: null };
     this.#starting.set(sessionId, starting);
+    const metrics = this.metrics.open(sessionId, projectId);
+    let started = false;
     try {
       try {
         await runtime.start({
@@ -148,6 +156,7 @@ export class SessionWorker {
           bgId: spec.bgId,
           transport: spec.transport,
           timeoutMs: this.deps.config.providerConnectTimeoutMs,
+          metrics,
         });
       } catch (err) {
         await this.#fail(projectId, sessionId, err instanceof ApiError ? err.code : "SVC_INTERNAL_ERROR");
@@ -184,9 +193,12 @@ export class SessionWorker {
         this.lifetimes.track(projectId, sessionId, activated.record!.started_at!);
       }
       logger.info("session active", { session_id: sessionId, project_id: projectId });
+      started = true;
       return endpoints;
     } finally {
       this.#starting.delete(sessionId);
+      // A failed start has no figures to keep (a start that ended by itself meanwhile recorded them).
+      if (!started && this.metrics.get(sessionId) === metrics) this.metrics.close(sessionId);
     }
   }
 
@@ -303,6 +315,7 @@ export class SessionWorker {
       const { runtime, clock } = this.deps;
       this.lifetimes.untrack(sessionId);
       const outcome = await runtime.end(sessionId, { force, timeoutMs: options.timeoutMs, reason });
+      const metrics = this.metrics.close(sessionId);
       const endedAt = clock.now();
       const status = outcome.warning ? "ended_with_warnings" : "ended";
       const answer: EndedSession = {
@@ -324,6 +337,7 @@ export class SessionWorker {
           warning: outcome.warning,
           chunks_rendered: outcome.chunksRendered,
           end_reason: reason,
+          ...(metrics ? { metrics } : {}),
         },
       };
       const landed = options.answer
@@ -488,12 +502,19 @@ export class SessionWorker {
   async #recordSelfEnd(e: SelfEnded): Promise<void> {
     const failed = e.closure.kind === "failed";
     const warning = failed ? (e.warning ?? "The conversation engine connection was lost.") : e.warning;
+    const metrics = this.metrics.close(e.sessionId);
     await this.journal.record({
       projectId: e.projectId,
       sessionId: e.sessionId,
       from: ["active", "ending"],
       to: warning ? "ended_with_warnings" : "ended",
-      patch: { ended_at: e.endedAt, warning, chunks_rendered: e.chunksRendered, end_reason: e.reason },
+      patch: {
+        ended_at: e.endedAt,
+        warning,
+        chunks_rendered: e.chunksRendered,
+        end_reason: e.reason,
+        ...(metrics ? { metrics } : {}),
+      },
     }, this.#endWait()).catch(() => {
       this.deps.logger.warn("storage unavailable: a session's end will be recorded when it is back", {
         session_id: e.sessionId,
@@ -505,6 +526,7 @@ export class SessionWorker {
   /** Stops the background machinery (the journal's retry loop); sessions are left as they are. */
   async close(): Promise<void> {
     await this.settled();
+    await this.metrics.stop();
     await this.journal.stop();
   }
 }

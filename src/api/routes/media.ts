@@ -19,6 +19,7 @@ import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
+import { FRAMES_SUBPROTOCOL } from "../../media/transports/ws_fmp4/frames.ts";
 import type { AppEnv } from "../env.ts";
 
 /** The media WebSocket's subprotocol. */
@@ -89,7 +90,13 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
-    const protocol = offered.includes(MEDIA_SUBPROTOCOL) ? MEDIA_SUBPROTOCOL : undefined;
+    // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4.
+    const framing = offered.includes(FRAMES_SUBPROTOCOL) ? "frames" : "fmp4";
+    const protocol = framing === "frames"
+      ? FRAMES_SUBPROTOCOL
+      : offered.includes(MEDIA_SUBPROTOCOL)
+      ? MEDIA_SUBPROTOCOL
+      : undefined;
     let upgraded: ReturnType<typeof Deno.upgradeWebSocket>;
     try {
       upgraded = Deno.upgradeWebSocket(c.req.raw, { protocol, idleTimeout: IDLE_TIMEOUT_S });
@@ -110,6 +117,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
         return;
       }
       const client: MediaClient = {
+        framing,
         send: (data) => {
           if (socket.readyState === WebSocket.OPEN) socket.send(data);
         },
@@ -127,7 +135,8 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       deps.logger.info("media client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
         if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
-        // Text frames are reserved for control messages; unknown ones are ignored.
+        // Text frames are control messages (a player's `player_stats`); unknown ones are ignored.
+        else if (typeof e.data === "string") attached.text(e.data);
       };
       socket.onclose = (e) => {
         attached.detach();

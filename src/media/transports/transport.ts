@@ -17,6 +17,7 @@
  */
 import type { EndReason } from "../../sessions/end_reasons.ts";
 import type { OpusHead } from "../ogg_opus.ts";
+import type { PlayerReport } from "../../metrics/session_metrics.ts";
 
 /** Transports of the media plane (the resolved values of a session's `transport`). */
 export type TransportKind = "websocket_fmp4" | "webrtc_sfu";
@@ -83,6 +84,8 @@ export interface TransportHooks {
   clientsChanged(count: number): void;
   /** The transport failed on its own; the session ends with this outcome. */
   fail(failure: TransportFailure): void;
+  /** A player reported what it measured (`player_stats`). */
+  playerReport?(report: PlayerReport): void;
 }
 
 /** Counters of a transport. */

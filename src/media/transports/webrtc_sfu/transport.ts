@@ -42,6 +42,7 @@ import {
 } from "./session_objects.ts";
 import { type JanusSfu, sfuError } from "./sfu.ts";
 import { openRtpSender } from "./udp_sender.ts";
+import { takePlayerMessage } from "../player_messages.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
 const AUDIO_LEAD_MS = 10;
@@ -241,6 +242,7 @@ export class WebRtcSfuTransport implements MediaTransport {
         session_id: this.#d.sessionId,
         transport: "webrtc_sfu",
         video: { width, height, fps },
+        ...(this.#config ? { timeline_ms: Math.round(this.#config.timelineMs() * 10) / 10 } : {}),
       }),
     );
     this.#run(client, () => this.#subscribe(client));
@@ -288,6 +290,12 @@ export class WebRtcSfuTransport implements MediaTransport {
       client.socket.close(1009, "message_too_big");
       return;
     }
+    const handled = takePlayerMessage(text, {
+      report: (r) => this.#d.hooks.playerReport?.(r),
+      reply: (reply) => this.#tell(client, reply),
+      timelineMs: () => this.#config?.timelineMs() ?? null,
+    });
+    if (handled) return;
     let msg: { type?: unknown; sdp?: unknown };
     try {
       msg = JSON.parse(text);
