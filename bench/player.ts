@@ -379,26 +379,8 @@ function analyse(
   const darks = frames.filter((f) => f.shown >= from).map((f) => f.dark);
   const closed = darks.length ? Math.min(...darks) : 0;
   const open = darks.length ? (closed + Math.max(...darks)) / 2 : Infinity;
-  if (Deno.env.get("BENCH_DEBUG")) {
-    const s0 = starts[0];
-    console.log("debug closed", closed, "onsets", onsets.slice(0, 5).map((t) => Math.round(t - s0)));
-    console.log(
-      "debug dark",
-      frames.filter((f) => f.shown > s0 - 300 && f.shown < s0 + 1200).map((f) =>
-        `${Math.round(f.shown - s0)}:${f.dark}`
-      ).join(" "),
-    );
-  }
   for (const s of starts) {
     const onset = onsets.find((t) => t >= s && t < s + 900);
-    if (Deno.env.get("BENCH_DEBUG")) {
-      console.log(
-        "DBG sent",
-        sent.filter((c) => c.sentAt >= s && c.index < 3).map((c) => c.sentAt.toFixed(1)).join(" "),
-        "heard",
-        onset?.toFixed(1),
-      );
-    }
     if (onset === undefined) continue;
     audio.push(onset - s);
     // The first shown frame with the mouth open (and the next one too) after the burst was sent.

@@ -74,7 +74,8 @@ const OBSERVE = `(() => {
     paused: v.paused,
     time: v.currentTime,
     frames: v.getVideoPlaybackQuality().totalVideoFrames,
-    audioBytes: v.webkitAudioDecodedByteCount,
+    // audio decoded: by the player (WebCodecs, ms) or by the element (Media Source Extensions, bytes)
+    audioBytes: globalThis.player.stats().audioDecodedMs ?? v.webkitAudioDecodedByteCount,
     elapsed: performance.now() - globalThis.t0,
     readyState: v.readyState,
     buffered: Array.from({ length: v.buffered.length }, (_, i) => [v.buffered.start(i), v.buffered.end(i)]),

@@ -18,6 +18,7 @@ import { keysRevoke } from "./commands/keys_revoke.ts";
 import { sessionsCreate } from "./commands/sessions_create.ts";
 import { sessionsEnd } from "./commands/sessions_end.ts";
 import { sessionsGet } from "./commands/sessions_get.ts";
+import { sessionsMetrics } from "./commands/sessions_metrics.ts";
 import { sessionsToken } from "./commands/sessions_token.ts";
 import { webhooksSecret } from "./commands/webhooks_secret.ts";
 import { denoIo, type Io } from "./io.ts";
@@ -32,6 +33,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   keysList,
   sessionsCreate,
   sessionsGet,
+  sessionsMetrics,
   sessionsEnd,
   sessionsToken,
   webhooksSecret,
@@ -40,7 +42,7 @@ export const COMMANDS: readonly CommandSpec[] = [
 
 const GROUPS: Record<string, string> = {
   keys: "API keys of the calling key's project",
-  sessions: "sessions: create and start, inspect, end, mint client tokens",
+  sessions: "sessions: create and start, inspect, measure, end, mint client tokens",
   webhooks: "the project's webhook signing secret",
   admin: "operator tasks that bypass the API (straight in the configured KV)",
 };

@@ -122,6 +122,8 @@ import { createClockSync, startReporting } from "./player_report.js";
  * @property {number | null} lastCatchUpMs End of the last stall → playing at the live edge again.
  * @property {number} skippedMs Media skipped so far (ms).
  * @property {number} audioUnderrunMs Sound played as silence because it came late (ms).
+ * @property {number | null} audioDecodedMs WebCodecs: sound decoded so far (ms); null where the browser
+ *   decodes it (Media Source Extensions, WebRTC).
  * @property {number | null} anchorMs WebCodecs: how far behind the server's media clock the sound plays.
  * @property {"webcodecs" | "mse" | "webrtc"} playback How the player plays.
  * @property {number} bytesReceived
@@ -605,6 +607,7 @@ function createFmp4Player(options) {
  * @property {number | null} lastCatchUpMs
  * @property {number} skippedMs
  * @property {number} audioUnderrunMs
+ * @property {number | null} audioDecodedMs
  * @property {number | null} anchorMs
  */
 
@@ -842,6 +845,7 @@ function createMseSink({ video, events, options }) {
         lastCatchUpMs: null,
         skippedMs: Math.round(counters.skippedMs),
         audioUnderrunMs: 0,
+        audioDecodedMs: null,
         anchorMs: null,
       };
     },

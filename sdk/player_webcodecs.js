@@ -53,6 +53,15 @@ const RECOVERY_IGNORE_MS = 300;
 const RECOVERY_IGNORE_MAX_MS = 2000;
 /** The anchor is lowered only by at least this much (ms), in a quiet moment. */
 const LOWER_STEP_MS = 8;
+/** ...and by at most this much at a time (ms), unless it is this far behind. */
+const MAX_LOWER_MS = 150;
+const FAR_BEHIND_MS = 300;
+/** The anchor rises after this many adjustments in a row found it too small, by at most this much (ms). */
+const RAISE_AFTER = 2;
+const MAX_RAISE_MS = 100;
+/** Quantiles of the lateness the anchor must cover (a later frame is skipped, a later sound is silence). */
+const VIDEO_QUANTILE = 0.9;
+const AUDIO_QUANTILE = 0.95;
 /** Samples of each measure kept between two reports. */
 const MAX_SAMPLES = 200;
 
@@ -135,21 +144,29 @@ function createPresenter(video, onMuted) {
     const writer = track.writable.getWriter();
     video.srcObject = new MediaStream([track]);
     play();
-    let pending = false;
+    /** When the write in progress started (page time), or null. */
+    let pendingSince = /** @type {number | null} */ (null);
     return {
-      /** Shows the frame (takes it); false when the page cannot take it now (it is closed then). */
+      /**
+       * Shows the frame (takes it). While the page has not taken the previous one yet, the frame is
+       * dropped and false returned (a write stuck for a second is given up on).
+       */
       write(/** @type {VideoFrame} */ frame) {
-        if (pending) {
+        const now = performance.now();
+        if (pendingSince !== null && now - pendingSince < 1000) {
           frame.close();
           return false;
         }
-        pending = true;
-        writer.write(frame).then(() => pending = false, () => pending = false);
+        pendingSince = now;
+        const done = () => pendingSince = null;
+        writer.write(frame).then(done, done);
         return true;
       },
       close() {
         void writer.close().catch(() => {});
         track.stop();
+        // The stream ended: the element keeps the last picture and its clock stops.
+        video.pause();
       },
     };
   }
@@ -168,6 +185,7 @@ function createPresenter(video, onMuted) {
     close() {
       const s = /** @type {MediaStream | null} */ (video.srcObject);
       s?.getTracks().forEach((t) => t.stop());
+      video.pause();
     },
   };
 }
@@ -214,6 +232,8 @@ export function createWebCodecsSink(options) {
   const videoNeed = new Window();
   const audioNeed = new Window();
   let lastLower = 0;
+  /** Consecutive adjustments that found the anchor too small. */
+  let raiseWanted = 0;
   /** Until when the anchor settles (set with the first live frame). */
   let settleUntil = Infinity;
   /** Loudness of recent audio chunks: [startMs, endMs, rms]. */
@@ -232,6 +252,7 @@ export function createWebCodecsSink(options) {
 
   // Measures.
   const counters = {
+    audioDecodedMs: 0,
     framesDecoded: 0,
     framesPresented: 0,
     framesDropped: 0,
@@ -298,8 +319,8 @@ export function createWebCodecsSink(options) {
     const settling = now < settleUntil;
     // While settling, the last moments only; afterwards nothing from the (busy) start-up.
     const since = settling ? now - SETTLE_WINDOW_MS : settleUntil - SETTLE_WINDOW_MS;
-    const v = videoNeed.quantile(0.95, since);
-    const a = audioNeed.quantile(0.98, since);
+    const v = videoNeed.quantile(VIDEO_QUANTILE, since);
+    const a = audioNeed.quantile(AUDIO_QUANTILE, since);
     const parts = [];
     if (v !== null) parts.push(v + displayDelay);
     if (a !== null) parts.push(a + clock.renderAheadMs());
@@ -311,14 +332,24 @@ export function createWebCodecsSink(options) {
       return;
     }
     if (target > current + 1) {
-      // Media comes later than the anchor allows: play later at once (silence is inserted).
-      clock.setAnchor(target, target - current > 12);
-    } else if (target < current - LOWER_STEP_MS) {
-      // Room to spare: lower it — while settling at once, later only where the sound is quiet (the skip
-      // is not heard).
+      // Media comes later than the anchor allows. A moment of it (the page or the network busy) is
+      // skipped like a stall; if it lasts, play later (silence is inserted), by steps.
+      raiseWanted++;
+      if (settling || raiseWanted >= RAISE_AFTER) {
+        const next = Math.min(target, current + MAX_RAISE_MS);
+        clock.setAnchor(next, next - current > 12);
+      }
+      return;
+    }
+    raiseWanted = 0;
+    if (target < current - LOWER_STEP_MS) {
+      // Room to spare: lower it — while settling at once; later where the sound is quiet (the skip is
+      // not heard), by steps, or at once when far behind (catching up beats waiting for a pause).
+      const excess = current - target - 2;
+      const step = settling ? excess : Math.min(excess, MAX_LOWER_MS);
       const from = clock.now();
-      const step = current - target - 2;
-      if (settling || (now - lastLower > 1000 && quiet(from, from + step + 20))) {
+      const far = excess > FAR_BEHIND_MS;
+      if (settling || far || (now - lastLower > 500 && quiet(from, from + step + 20))) {
         clock.setAnchor(current - step, true);
         if (!settling) counters.skippedMs += step;
         lastLower = now;
@@ -410,6 +441,7 @@ export function createWebCodecsSink(options) {
     const t = data.timestamp / 1000;
     const rate = data.sampleRate;
     data.close();
+    counters.audioDecodedMs += n * 1000 / rate;
     let sum = 0;
     for (let i = 0; i < n; i += 4) sum += pcm[i] * pcm[i];
     loudness.push([t, t + n * 1000 / rate, Math.sqrt(sum / Math.max(1, n / 4))]);
@@ -739,25 +771,10 @@ export function createWebCodecsSink(options) {
         lastCatchUpMs: counters.lastCatchUpMs,
         skippedMs: Math.round(counters.skippedMs),
         audioUnderrunMs: Math.round(a?.underrunMs ?? 0),
+        audioDecodedMs: Math.round(counters.audioDecodedMs),
         anchorMs: skew === null || anchor() === null
           ? null
           : Math.round(/** @type {number} */ (anchor()) - skew),
-        _debug: {
-          v95: videoNeed.quantile(0.95) === null || skew === null
-            ? null
-            : Math.round(/** @type {number} */ (videoNeed.quantile(0.95)) - skew),
-          vmax: videoNeed.quantile(1) === null || skew === null
-            ? null
-            : Math.round(/** @type {number} */ (videoNeed.quantile(1)) - skew),
-          amax: audioNeed.quantile(1) === null || skew === null
-            ? null
-            : Math.round(/** @type {number} */ (audioNeed.quantile(1)) - skew),
-          amin: audioNeed.quantile(0) === null || skew === null
-            ? null
-            : Math.round(/** @type {number} */ (audioNeed.quantile(0)) - skew),
-          renderAhead: clock ? Math.round(clock.renderAheadMs()) : null,
-          displayDelay: Math.round(displayDelay),
-        },
       };
     },
     /** What was measured since the last call, for the service (`player_stats`). */

@@ -30,7 +30,8 @@ const sample = (page: Page) =>
     return {
       frames: v.getVideoPlaybackQuality().totalVideoFrames,
       time: v.currentTime,
-      audioBytes: v.webkitAudioDecodedByteCount,
+      // Audio decoded: by the player itself (WebCodecs), or by the element (Media Source Extensions).
+      audioBytes: globalThis.demoPlayer?.stats().audioDecodedMs ?? v.webkitAudioDecodedByteCount,
       paused: v.paused,
     };
   })()`) as Promise<Sample>;

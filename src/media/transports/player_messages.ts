@@ -6,7 +6,8 @@
  *   seconds; fields in `src/metrics/session_metrics.ts`), kept as the session's figures;
  * - `{"type":"clock_sync","t":<the player's clock>}`: answered at once with the same message plus
  *   `timeline_ms`, the session's media clock now, so a player can place the media clock on its own clock
- *   (from the exchange with the shortest round trip) and measure how long after being made a frame is shown.
+ *   (from the exchange with the shortest round trip) and measure how long after being made a frame is shown
+ *   (on `webrtc_sfu` also `send_ms`: `{video, audio}`, the median time from made or due to sent, ms).
  *
  * Other text messages are not this module's.
  *
@@ -29,6 +30,11 @@ export interface PlayerMessageHandlers {
   reply(text: string): void;
   /** The session's media clock now (ms), or null before the stream is configured. */
   timelineMs(): number | null;
+  /**
+   * What the transport adds to a clock answer (the SFU transport: how long after being made its frames and
+   * sounds leave it, which a WebRTC player cannot see).
+   */
+  clockExtras?(): Record<string, unknown>;
 }
 
 /**
@@ -49,7 +55,14 @@ export function takePlayerMessage(text: string, on: PlayerMessageHandlers): bool
     const t = (msg as { t?: unknown }).t;
     const now = on.timelineMs();
     if (typeof t !== "number" || !Number.isFinite(t) || now === null) return true;
-    on.reply(JSON.stringify({ type: CLOCK_SYNC_TYPE, t, timeline_ms: Math.round(now * 100) / 100 }));
+    on.reply(
+      JSON.stringify({
+        type: CLOCK_SYNC_TYPE,
+        t,
+        timeline_ms: Math.round(now * 100) / 100,
+        ...on.clockExtras?.(),
+      }),
+    );
     return true;
   }
   const report = parsePlayerReport(msg);

@@ -110,6 +110,8 @@ export class WebRtcSfuTransport implements MediaTransport {
   #upCount = 0;
   #closed = false;
   #bytesSent = 0;
+  /** Recent times from a frame made (or a sound due) to its RTP sent, ms (for the players' figures). */
+  readonly #sendLag = { video: [] as number[], audio: [] as number[] };
 
   private constructor(deps: WebRtcSfuDeps, sender: dgram.Socket, mic: MicReceiver) {
     this.#d = deps;
@@ -174,6 +176,20 @@ export class WebRtcSfuTransport implements MediaTransport {
     if (this.#closed || !o) return;
     const packets = packetizeH264(o.video, frame.data, frame.pts, frame.key ? this.#parameterSets : []);
     for (const p of packets) this.#send(p, o.mountpoint.videoPort);
+    if (this.#config) this.#lag("video", this.#config.timelineMs() - frame.pts / 90);
+  }
+
+  #lag(kind: "video" | "audio", ms: number): void {
+    const xs = this.#sendLag[kind];
+    xs.push(ms);
+    if (xs.length > 50) xs.shift();
+  }
+
+  /** Median times from made (video) or due (audio) to sent, ms (null before anything was sent). */
+  sendLag(): { video: number | null; audio: number | null } {
+    const med = (xs: number[]) =>
+      xs.length ? Math.round([...xs].sort((a, b) => a - b)[xs.length >> 1] * 10) / 10 : null;
+    return { video: med(this.#sendLag.video), audio: med(this.#sendLag.audio) };
   }
 
   audio(packet: EncodedAudioPacket): void {
@@ -191,8 +207,9 @@ export class WebRtcSfuTransport implements MediaTransport {
     const now = this.#config.timelineMs();
     const o = this.#objects;
     while (this.#audioQueue.length && this.#audioQueue[0].due <= now + AUDIO_LEAD_MS) {
-      const { packet } = this.#audioQueue.shift()!;
+      const { packet, due } = this.#audioQueue.shift()!;
       if (o) this.#send(o.audio.packet(packet.pts, false, packet.data), o.mountpoint.audioPort);
+      this.#lag("audio", now - due);
     }
     if (this.#audioQueue.length) {
       const wait = Math.max(1, Math.ceil(this.#audioQueue[0].due - AUDIO_LEAD_MS - now));
@@ -294,6 +311,7 @@ export class WebRtcSfuTransport implements MediaTransport {
       report: (r) => this.#d.hooks.playerReport?.(r),
       reply: (reply) => this.#tell(client, reply),
       timelineMs: () => this.#config?.timelineMs() ?? null,
+      clockExtras: () => ({ send_ms: this.sendLag() }),
     });
     if (handled) return;
     let msg: { type?: unknown; sdp?: unknown };
