@@ -459,7 +459,8 @@ export function createWebCodecsSink(options) {
     const a = anchor();
     // Audio already past is skipped (never played late).
     if (a !== null && t + pcm.length / 48 < c.now()) {
-      if (recoveringSince !== null) counters.skippedMs += pcm.length / 48;
+      // (skipped media is counted on the sound, which is continuous)
+      counters.skippedMs += pcm.length / 48;
       return;
     }
     c.push(t, pcm);
@@ -554,7 +555,6 @@ export function createWebCodecsSink(options) {
       for (const f of late) {
         if (f.timestamp > lastPresentedTs) {
           counters.framesDropped++;
-          if (recoveringSince !== null) counters.skippedMs += (f.duration ?? 40000) / 1000;
         }
         f.close();
       }

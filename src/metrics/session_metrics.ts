@@ -100,9 +100,9 @@ export function emptySnapshot(sessionId: string): SessionMetricsSnapshot {
 
 const PLAYBACK: readonly PlaybackKind[] = ["webcodecs", "mse", "webrtc"];
 
-/** A finite number within [min, max] (clamped), or null. */
+/** A finite number within [min, max], or null (anything else is not a measure). */
 function num(v: unknown, min: number, max: number): number | null {
-  return typeof v === "number" && Number.isFinite(v) ? Math.min(max, Math.max(min, v)) : null;
+  return typeof v === "number" && Number.isFinite(v) && v >= min && v <= max ? v : null;
 }
 
 function samples(v: unknown, min: number, max: number): number[] {
@@ -116,9 +116,9 @@ function samples(v: unknown, min: number, max: number): number[] {
 }
 
 /**
- * Reads a client's `player_stats` message (already JSON-parsed); null when it is not one. Values are
- * bounded (latencies 0–60 s, offsets ±10 s, counters ≥ 0), so a client cannot make the figures absurd or
- * the memory grow.
+ * Reads a client's `player_stats` message (already JSON-parsed); null when it is not one. Values out of
+ * bounds are left out (latencies 0–60 s, offsets ±10 s, counters 0–10⁶, at most {@link MAX_REPORT_SAMPLES}
+ * samples of a kind), so a client cannot make the figures absurd or the memory grow.
  */
 export function parsePlayerReport(msg: unknown): PlayerReport | null {
   if (msg === null || typeof msg !== "object") return null;
