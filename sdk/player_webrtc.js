@@ -72,7 +72,7 @@ export function createWebRtcPlayer(options) {
   let retryTimer;
   const counters = { bytesReceived: 0, micFramesSent: 0, stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
   /** The service's times from a frame made (or a sound due) to its RTP sent (from `clock_sync`). */
-  let sendMs = { video: 0, audio: 0 };
+  const sendMs = { video: 0, audio: 0 };
   /** Recent presented frames: [shown, made → shown, mouth vs sound or null]. */
   /** @type {[number, number, number | null][]} */
   const recent = [];
