@@ -167,6 +167,10 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
     }, 200);
   });
 
+  app.get("/demo/api/sessions/:id/metrics", async (c) => {
+    return c.json(ok(await api("GET", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/metrics`)), 200);
+  });
+
   app.post("/demo/api/sessions/:id/end", async (c) => {
     return c.json(ok(await api("POST", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/end`)), 200);
   });

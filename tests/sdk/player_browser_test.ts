@@ -372,6 +372,23 @@ Deno.test("sdk player (webcodecs): the sound on an AudioContext, frames shown ag
     );
     const st = await stats(page);
     assert.equal(st.playback, "webcodecs");
+    assert.deepEqual(Object.keys(st).sort(), [
+      "anchorMs",
+      "audioDecodedMs",
+      "audioUnderrunMs",
+      "avOffsetMs",
+      "bytesReceived",
+      "catchUps",
+      "framesDecoded",
+      "framesDropped",
+      "lastCatchUpMs",
+      "latencyMs",
+      "micFramesSent",
+      "playback",
+      "reconnects",
+      "skippedMs",
+      "stalls",
+    ], "the same stats on every transport (sdk/player.d.ts PlayerStats)");
     assert.ok(
       st.anchorMs !== null && st.anchorMs > 0,
       `the sound plays behind the service's clock: ${st.anchorMs}`,

@@ -19,6 +19,25 @@ import { smallRenderer } from "../helpers/media.ts";
 import { stampFrame } from "../../bench/stamp.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
 
+/** The fields of `player.stats()`, whatever the transport (sdk/player.d.ts `PlayerStats`). */
+const PLAYER_STATS_KEYS = [
+  "anchorMs",
+  "audioDecodedMs",
+  "audioUnderrunMs",
+  "avOffsetMs",
+  "bytesReceived",
+  "catchUps",
+  "framesDecoded",
+  "framesDropped",
+  "lastCatchUpMs",
+  "latencyMs",
+  "micFramesSent",
+  "playback",
+  "reconnects",
+  "skippedMs",
+  "stalls",
+];
+
 /** The box the default avatar's mouth is drawn in (256×256 frames), with room for the head bob. */
 async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
   const art = await loadArtBank(CATALOG, 256, 256);
@@ -199,6 +218,20 @@ Deno.test("sfu browser: the player plays the avatar over WebRTC (frames, audio, 
       assert.ok(pcm.some((x) => Math.abs(x) > 1000), "the microphone audio is not silence");
       const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, number>;
       assert.ok(stats.framesDecoded > 50 && stats.bytesReceived > 0, JSON.stringify(stats));
+      // The same stats as the fMP4 player's (WebCodecs and Media Source Extensions), measured here too.
+      assert.deepEqual(Object.keys(stats).sort(), PLAYER_STATS_KEYS);
+      assert.equal(stats.playback, "webrtc" as unknown as number);
+      // …and reported to the service over the signalling socket: the session's figures.
+      await until(
+        async () => {
+          const m = await h.req("GET", `/v1/sessions/${s.session_id}/metrics`, { key });
+          return m.body.frame_latency_ms.count > 0 && m.body.first_frame_ms !== null;
+        },
+        20_000,
+        "the player's figures at the service",
+      );
+      const m = (await h.req("GET", `/v1/sessions/${s.session_id}/metrics`, { key })).body;
+      assert.deepEqual(m.playback, ["webrtc"]);
       await until(
         async () =>
           ((await page.evaluate(`globalThis.player.stats()`)) as { micFramesSent: number }).micFramesSent >
