@@ -10,7 +10,7 @@
  */
 import type { Clock } from "../clock.ts";
 import { kvOp } from "../kv/guard.ts";
-import { ownedSessionKey } from "../kv/keys.ts";
+import { ownedSessionKey, sessionMetricsKey } from "../kv/keys.ts";
 import {
   listOwnedSessions,
   listOwnerLeases,
@@ -19,6 +19,7 @@ import {
   TOMBSTONE_RETENTION_MS,
 } from "../kv/owner_leases.ts";
 import { getSession, LIVE_STATUSES, transitionSession } from "../kv/sessions.ts";
+import type { SessionMetricsSnapshot } from "../metrics/session_metrics.ts";
 import type { Logger } from "../log.ts";
 import { OWNER_LOST_WARNING } from "./end_reasons.ts";
 
@@ -81,6 +82,10 @@ export class Reaper {
       const now = clock.now();
       // The owner was last known alive at its last renewal: the session ended no earlier than that.
       const endedAt = Math.min(now, Math.max(rec.started_at ?? rec.created_at, lease.renewed_at));
+      // The figures its worker last flushed (a couple of seconds before it was lost) become the final ones.
+      const metrics = rec.status === "active" || rec.status === "ending"
+        ? (await kvOp(() => kv.get<SessionMetricsSnapshot>(sessionMetricsKey(projectId, sessionId)))).value
+        : null;
       const ended = await transitionSession(
         kv,
         projectId,
@@ -91,6 +96,7 @@ export class Reaper {
           ended_at: endedAt,
           warning: OWNER_LOST_WARNING,
           end_reason: "owner_lost",
+          ...(metrics ? { metrics } : {}),
         },
         now,
       );
