@@ -653,6 +653,9 @@ function createMseSink({ video, events, options }) {
   /** Page time of timeline 0 as the service's hello says. */
   /** @type {number | null} */
   let skew = null;
+  /** The media clock when the service said hello (s), until playback has started near it. */
+  /** @type {number | null} */
+  let joinAt = null;
   const counters = { stalls: 0, stallMs: 0, catchUps: 0, skippedMs: 0, presented: 0 };
   let reported = { ...counters, dropped: 0 };
   /** @type {number | null} */
@@ -676,6 +679,13 @@ function createMseSink({ video, events, options }) {
     if (edge === null) return;
     const b = /** @type {SourceBuffer} */ (sourceBuffer).buffered;
     const start = b.start(b.length - 1);
+    // Joining: once the join burst (from the latest keyframe, up to a second old) is in, start near the
+    // live edge instead of at the keyframe.
+    if (joinAt !== null && edge >= joinAt - 0.08) {
+      joinAt = null;
+      if (edge - video.currentTime > target + 0.05) video.currentTime = Math.max(start, edge - target);
+      return;
+    }
     // Jump to the live edge when far behind, or when stuck before the newest buffered range (a gap).
     if (edge - video.currentTime > maxLatency || video.currentTime < start) {
       const to = Math.max(start, edge - target);
@@ -808,7 +818,10 @@ function createMseSink({ video, events, options }) {
     playback: "mse",
     subprotocols: [],
     hello(msg, _protocol, arrivedAt) {
-      if (typeof msg.timeline_ms === "number") skew ??= arrivedAt - msg.timeline_ms;
+      if (typeof msg.timeline_ms === "number") {
+        skew ??= arrivedAt - msg.timeline_ms;
+        if (!mediaSource) joinAt = msg.timeline_ms / 1000;
+      }
       setupMediaSource(String(msg.mime));
       startPlayback();
     },
