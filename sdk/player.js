@@ -42,6 +42,9 @@
 /** Subprotocol of the media WebSocket. */
 export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
 
+/** Media Source Extensions: the playback rate while catching up with the latency target (pitch kept). */
+const CATCH_UP_RATE = 1.08;
+
 /** Close codes after which the player does not reconnect. */
 const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 
@@ -653,9 +656,6 @@ function createMseSink({ video, events, options }) {
   /** Page time of timeline 0 as the service's hello says. */
   /** @type {number | null} */
   let skew = null;
-  /** The media clock when the service said hello (s), until playback has started near it. */
-  /** @type {number | null} */
-  let joinAt = null;
   const counters = { stalls: 0, stallMs: 0, catchUps: 0, skippedMs: 0, presented: 0 };
   let reported = { ...counters, dropped: 0 };
   /** @type {number | null} */
@@ -679,12 +679,12 @@ function createMseSink({ video, events, options }) {
     if (edge === null) return;
     const b = /** @type {SourceBuffer} */ (sourceBuffer).buffered;
     const start = b.start(b.length - 1);
-    // Joining: once the join burst (from the latest keyframe, up to a second old) is in, start near the
-    // live edge instead of at the keyframe.
-    if (joinAt !== null && edge >= joinAt - 0.08) {
-      joinAt = null;
-      if (edge - video.currentTime > target + 0.05) video.currentTime = Math.max(start, edge - target);
-      return;
+    // Behind the target (it joined at the GOP's keyframe, up to a second old, or fell behind): play a little
+    // faster (pitch kept) until back at it, rather than seek (a seek stalls MSE playback for a while).
+    if (!video.paused) {
+      const lag = edge - video.currentTime;
+      const rate = lag > target + 0.06 ? CATCH_UP_RATE : lag < target + 0.02 ? 1 : video.playbackRate;
+      if (video.playbackRate !== rate) video.playbackRate = rate;
     }
     // Jump to the live edge when far behind, or when stuck before the newest buffered range (a gap).
     if (edge - video.currentTime > maxLatency || video.currentTime < start) {
@@ -818,10 +818,7 @@ function createMseSink({ video, events, options }) {
     playback: "mse",
     subprotocols: [],
     hello(msg, _protocol, arrivedAt) {
-      if (typeof msg.timeline_ms === "number") {
-        skew ??= arrivedAt - msg.timeline_ms;
-        if (!mediaSource) joinAt = msg.timeline_ms / 1000;
-      }
+      if (typeof msg.timeline_ms === "number") skew ??= arrivedAt - msg.timeline_ms;
       setupMediaSource(String(msg.mime));
       startPlayback();
     },
