@@ -62,6 +62,17 @@ const MAX_RAISE_MS = 100;
 /** Quantiles of the lateness the anchor must cover (a later frame is skipped, a later sound is silence). */
 const VIDEO_QUANTILE = 0.9;
 const AUDIO_QUANTILE = 0.95;
+/** A sample louder than this starts a sound (≈ −40 dBFS; the reference renderer's mouth opens at −46). */
+const ONSET_LEVEL = 0.01;
+/** ...after this much silence (ms). */
+const ONSET_QUIET_MS = 120;
+/**
+ * A frame is written when its display time (now + the measured display delay) is at most this much before
+ * it is due: it then lands on the vsync nearest its sound (measured: ±8 ms at 60 Hz, no bias).
+ */
+const PRESENT_EARLY_MS = 2;
+/** A frame due longer ago than this (ms) is not shown. */
+const MAX_LATE_MS = 80;
 /** Samples of each measure kept between two reports. */
 const MAX_SAMPLES = 200;
 
@@ -236,6 +247,21 @@ export function createWebCodecsSink(options) {
   let raiseWanted = 0;
   /** Until when the anchor settles (set with the first live frame). */
   let settleUntil = Infinity;
+  /** Timeline instants where a sound starts after a silence (the mouth opens), and the last loud one. */
+  /** @type {number[]} */
+  const onsets = [];
+  let lastLoud = -Infinity;
+  /**
+   * When frame `f` is due (timeline ms): its instant, or, when a sound starts after a silence within its
+   * half frame either side — the frame that first shows it, the mouth opening — that sound's start, so that
+   * the mouth opens when the sound is heard (a frame covers 40 ms: its instant alone can be 20 ms off).
+   */
+  const dueOf = (/** @type {VideoFrame} */ f) => {
+    const t = f.timestamp / 1000;
+    const half = (f.duration ?? 40000) / 2000;
+    for (const o of onsets) if (o > t - half && o <= t + half) return o;
+    return t;
+  };
   /** Loudness of recent audio chunks: [startMs, endMs, rms]. */
   /** @type {[number, number, number][]} */
   const loudness = [];
@@ -272,7 +298,7 @@ export function createWebCodecsSink(options) {
   /** Recent presentation measures for stats(): [pageTime, latency, av]. */
   /** @type {[number, number, number | null][]} */
   const recent = [];
-  /** Frames written to the page: timestamp (µs) → page time. */
+  /** Frames written to the page: timestamp (µs) → page time written, and when it was due (timeline ms). */
   const written = new Map();
   let lastPresentedTs = -1;
   let firstFrameShown = false;
@@ -443,8 +469,20 @@ export function createWebCodecsSink(options) {
     data.close();
     counters.audioDecodedMs += n * 1000 / rate;
     let sum = 0;
-    for (let i = 0; i < n; i += 4) sum += pcm[i] * pcm[i];
-    loudness.push([t, t + n * 1000 / rate, Math.sqrt(sum / Math.max(1, n / 4))]);
+    for (let i = 0; i < n; i++) {
+      const x = pcm[i];
+      sum += x * x;
+      if (x > ONSET_LEVEL || x < -ONSET_LEVEL) {
+        const at = t + i * 1000 / rate;
+        // A sound after a silence: the picture that shows it is shown when it is heard.
+        if (at - lastLoud > ONSET_QUIET_MS) {
+          onsets.push(at);
+          if (onsets.length > 32) onsets.shift();
+        }
+        lastLoud = at;
+      }
+    }
+    loudness.push([t, t + n * 1000 / rate, Math.sqrt(sum / Math.max(1, n))]);
     if (loudness.length > 300) loudness.shift();
     if (!clock) {
       audioBacklog.push([t, pcm]);
@@ -547,7 +585,7 @@ export function createWebCodecsSink(options) {
       const t = c.now() + displayDelay;
       let i = -1;
       for (let k = 0; k < frames.length; k++) {
-        if (frames[k].timestamp / 1000 <= t + 8) i = k;
+        if (dueOf(frames[k]) <= t + PRESENT_EARLY_MS) i = k;
         else break;
       }
       if (i < 0) return;
@@ -559,6 +597,12 @@ export function createWebCodecsSink(options) {
         f.close();
       }
       pick = /** @type {VideoFrame} */ (frames.shift());
+      if (pick.timestamp / 1000 < t - MAX_LATE_MS) {
+        // Too late to show (the page was busy, or a backlog is being decoded): skipped, never shown late.
+        counters.framesDropped++;
+        pick.close();
+        return;
+      }
     }
     if (!pick) return;
     const ts = pick.timestamp;
@@ -567,10 +611,11 @@ export function createWebCodecsSink(options) {
       pick.close();
       return;
     }
+    const due = dueOf(pick);
     if (!presenter.write(pick)) return;
     lastPresentedTs = ts;
     counters.framesPresented++;
-    written.set(ts, now);
+    written.set(ts, { at: now, due });
     if (written.size > 100) written.delete(written.keys().next().value);
     if (recoveringSince !== null && a !== null && c && ts / 1000 + a >= now - 40) {
       // On time again after a stall.
@@ -585,6 +630,8 @@ export function createWebCodecsSink(options) {
     }
     if (!firstFrameShown) {
       firstFrameShown = true;
+      // The sound starts up once the first picture is out (its start-up would hold the first picture back).
+      setTimeout(ensureClock, 0);
       // Without requestVideoFrameCallback, the first frame counts as shown now.
       if (typeof (/** @type {any} */ (video)).requestVideoFrameCallback !== "function") {
         firstFrameListener?.(now);
@@ -601,13 +648,13 @@ export function createWebCodecsSink(options) {
       if (closed) return;
       const shownAt = md.expectedDisplayTime ?? md.presentationTime ?? performance.now();
       const ts = Math.round((md.mediaTime ?? NaN) * 1e6);
-      const wroteAt = written.get(ts);
-      if (wroteAt !== undefined) {
-        const d = shownAt - wroteAt;
+      const w = written.get(ts);
+      if (w !== undefined) {
+        const d = shownAt - w.at;
         if (d >= 0 && d < 200) displayDelay = displayDelay * 0.9 + d * 0.1;
         const t = ts / 1000;
         const latency = skew === null ? null : shownAt - (t + skew);
-        const heard = clock && anchor() !== null && clock.running() ? clock.heardAt(t) : null;
+        const heard = clock && anchor() !== null && clock.running() ? clock.heardAt(w.due) : null;
         const av = heard === null ? null : shownAt - heard;
         if (latency !== null && latency > -1000 && latency < 60000) {
           if (latencySamples.length < MAX_SAMPLES) latencySamples.push(Math.round(latency * 10) / 10);
@@ -655,12 +702,13 @@ export function createWebCodecsSink(options) {
     if (!closed) raf = requestAnimationFrame(loop);
   };
   if (typeof requestAnimationFrame === "function") raf = requestAnimationFrame(loop);
-  // The sound (context, worklet) and the picture's way into the element start up while the socket connects
-  // (after it was opened).
+  // The picture's way into the element starts up while the socket connects (after it was opened); the
+  // sound (context, worklet: tens of milliseconds of the page's time) once the first picture is out, or now
+  // without a picture.
   setTimeout(() => {
     if (closed) return;
-    ensureClock();
     if (video) presenter ??= createPresenter(video, events.muted);
+    else ensureClock();
   }, 0);
   const housekeeping = setInterval(() => {
     if (performance.now() - lastTickAt > 60) tick();
@@ -690,7 +738,8 @@ export function createWebCodecsSink(options) {
       lastMediaAt = arrivedAt;
       receiving = true;
       needKey = true;
-      ensureClock();
+      // (with a picture, the sound starts up once the first frame is out)
+      if (!video || firstFrameShown) ensureClock();
       if (framing === "frames") {
         const v = msg.codecs?.video;
         const a = msg.codecs?.audio;
