@@ -328,7 +328,7 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#timer = undefined;
     if (this.#stopped || !this.#running) return;
     const now = performance.now();
-    this.#pumpAudio(now);
+    this.#pumpAudio(now, true);
     this.#renderDue(now);
     this.#schedule();
   };
@@ -351,13 +351,17 @@ export class AvatarSessionMedia implements SessionMedia {
   /**
    * Writes audio blocks as the lead rules allow (see the module documentation): silence is kept between
    * one and two blocks (21–43 ms) ahead of the clock — speech that arrives is placed right after it, so
-   * that is the speech's wait — and never less than the half frame the lip sync looks ahead.
+   * that is the speech's wait — and never less than the half frame the lip sync looks ahead. Over the SFU,
+   * whose audio is paced to the media clock, a clock tick tops the silence up to last until the next frame:
+   * every packet is encoded well before its send time, so the pace the browser's jitter buffer sees stays
+   * regular (packets a few ms late for their pace made it buffer, and delay the pictures with the sound).
    */
-  #pumpAudio(now: number): void {
+  #pumpAudio(now: number, tick = false): void {
     if (this.#stopped || !this.#running) return;
     const nowS = (now - this.#t0) * AUDIO_RATE / 1000;
     const gate = this.#clients() > 0;
-    const silenceLead = AUDIO_BLOCK;
+    const paced = this.#transport?.kind === "webrtc_sfu";
+    const silenceLead = AUDIO_BLOCK + (tick && paced ? this.#samplesPerFrame : 0);
     const blocks: Int16Array[] = [];
     for (let guard = 0; guard < 64; guard++) {
       const avail = gate ? this.#queue.length : 0;

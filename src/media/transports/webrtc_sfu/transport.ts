@@ -45,7 +45,7 @@ import { openRtpSender } from "./udp_sender.ts";
 import { takePlayerMessage } from "../player_messages.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
-const AUDIO_LEAD_MS = 18;
+const AUDIO_LEAD_MS = 10;
 /** Largest signalling message accepted from a client, bytes. */
 const MAX_SIGNAL_MESSAGE = 64 * 1024;
 /** Budget for destroying the session's Janus objects at the end, ms. */
