@@ -310,7 +310,10 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
     if (video.videoWidth === size) {
       const shown = performance.timeOrigin + (md.expectedDisplayTime ?? now);
       g.firstShown ??= shown;
-      ctx.drawImage(video, 0, 0, size, size);
+      // Only the stamp's rows and the mouth's box are read (the whole frame would cost the page's main thread,
+      // which the WebCodecs player shares, several ms a frame).
+      ctx.drawImage(video, 0, 0, size, 32, 0, 0, size, 32);
+      ctx.drawImage(video, box.x, box.y, box.w, box.h, box.x, box.y, box.w, box.h);
       const top = ctx.getImageData(0, 0, size, 32).data;
       let v = 0;
       for (let i = 0; i < 32; i++) {
