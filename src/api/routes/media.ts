@@ -135,7 +135,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       deps.logger.info("media client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
         if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
-        // Text frames are control messages (a player's `player_stats`); unknown ones are ignored.
+        // Text frames are control messages (a player's `player_stats` and `clock_sync`); others are ignored.
         else if (typeof e.data === "string") attached.text(e.data);
       };
       socket.onclose = (e) => {
