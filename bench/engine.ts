@@ -30,6 +30,8 @@ export interface TalkPattern {
 }
 
 const RATE = 24000;
+/** How long before a response's first audio chunk it is announced (`response.started`), ms. */
+const ANNOUNCE_MS = 60;
 const CHUNK = 480; // 20 ms
 
 /** A running bench engine. */
@@ -93,10 +95,13 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       const session = sessions.get(sessionId);
       if (!socket || !session) throw new Error(`unknown session ${sessionId}`);
       const chunks = Math.round(pattern.burstMs / 20);
-      let t = wallNow() + 20;
+      let t = wallNow() + 20 + ANNOUNCE_MS;
       for (let b = 0; b < pattern.bursts && !stopping; b++) {
         const id = `r_${b}`;
-        await sleepUntil(t);
+        // The response is announced a little before its audio: sent together, the small text frame and
+        // the first chunk meet Nagle's algorithm (Deno.serve leaves TCP_NODELAY off) and the peer's
+        // delayed ACK, which held the first chunk ~40 ms — the engine's TCP, not the avatar pipeline.
+        await sleepUntil(t - ANNOUNCE_MS);
         if (socket.readyState !== WebSocket.OPEN) return;
         socket.send(JSON.stringify({ type: "response.started", response_id: id }));
         for (let i = 0; i < chunks; i++) {

@@ -123,6 +123,11 @@ export class PlayoutQueue {
     return !!r && r.played === 0 && !r.done && !r.interrupted && r.queued < samples;
   }
 
+  /** The response whose samples {@link take} would give next, or null when nothing is queued. */
+  headResponse(): string | null {
+    return this.#segments[0]?.responseId ?? null;
+  }
+
   /** Moves up to `n` samples into `out` at `at`; returns how many. `onSpan` says whose samples they are. */
   take(out: Int16Array, at: number, n: number, onSpan?: TakenSpan): number {
     let got = 0;
