@@ -164,6 +164,29 @@ Deno.test("lip sync look-ahead: no frame waits for more than 80 ms of audio afte
   }
 });
 
+Deno.test("lip sync classifier: the same audio gives the same scores however it is chunked (1 sample to 100 ms)", () => {
+  const u = speak();
+  const scores = (chunk: number) => {
+    const c = new StreamingClassifier(u.sampleRate);
+    const out: number[][] = [];
+    for (let at = 0; at < u.samples.length; at += chunk) {
+      c.push(u.samples.subarray(at, at + chunk), (k, lp) => (out[k] = [...lp]));
+    }
+    return out;
+  };
+  const ref = scores(1);
+  // 100 ms pushes complete ten frames at once (a vendor's chunk): each must still see its whole context.
+  for (const ms of [10, 20, 100]) {
+    const got = scores(Math.round(u.sampleRate * ms / 1000));
+    assert.equal(got.length, ref.length, `${ms} ms chunks: frames scored`);
+    let worst = 0;
+    for (let k = 0; k < ref.length; k++) {
+      for (let v = 0; v < ref[k].length; v++) worst = Math.max(worst, Math.abs(got[k][v] - ref[k][v]));
+    }
+    assert.ok(worst < 1e-4, `${ms} ms chunks: scores differ from 1-sample pushes by up to ${worst}`);
+  }
+});
+
 Deno.test("lip sync words: late words take over from their arrival, words that never come leave the audio alone", () => {
   const u = speak();
   const run = (late: number | null) => {

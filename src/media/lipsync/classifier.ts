@@ -170,8 +170,13 @@ export class StreamingClassifier {
   /** Adds audio; `onFrame(k, logPosteriors)` is called for every frame that becomes scorable. */
   push(pcm: Int16Array | Float32Array, onFrame: (k: number, logPost: Float32Array) => void): void {
     if (this.#ended) return;
-    this.#mel.push(this.#resampler.process(pcm), (f) => this.#project(f));
-    this.#score(onFrame, false);
+    // Each analysed frame is scored before the next is projected: the ring holds the context of one
+    // frame, so a push that completes several frames must not project them all first (the oldest context
+    // would be overwritten, and the result would depend on how the audio is chunked).
+    this.#mel.push(this.#resampler.process(pcm), (f) => {
+      this.#project(f);
+      this.#score(onFrame, false);
+    });
   }
 
   /** Adds one analysed frame directly (tests compare the model with the training script this way). */
