@@ -187,6 +187,53 @@ Deno.test("lip sync classifier: the same audio gives the same scores however it 
   }
 });
 
+Deno.test("lip sync deadline: a bound on the look-ahead decides each frame once, in order, with no more audio past its start; 80 ms is the default's own", () => {
+  const u = speak();
+  for (const knowledge of ["audio", "words"] as const) {
+    const input = {
+      samples: u.samples,
+      sampleRate: u.sampleRate,
+      lang: "en",
+      words: knowledge === "words" ? u.words : undefined,
+    };
+    const full = lipSyncRecording(input);
+    assert.deepEqual(lipSyncRecording({ ...input, lookaheadMs: 80 }).frames, full.frames, knowledge);
+    for (const bound of [0, 20, 40]) {
+      const r = lipSyncRecording({ ...input, lookaheadMs: bound });
+      assert.equal(r.frames.length, full.frames.length);
+      // A frame is never decided before some of its own audio is analysed: the response's first frame
+      // waits for about 20 ms of audio whatever the bound.
+      assert.ok(
+        r.maxLookaheadMs <= Math.max(bound, 20),
+        `${knowledge} at ${bound} ms: a frame had ${r.maxLookaheadMs} ms`,
+      );
+      assert.equal(r.source, knowledge);
+    }
+  }
+  assert.throws(() => lipSyncRecording({ samples: u.samples, sampleRate: u.sampleRate, lookaheadMs: 25 }));
+  // The engine itself: frames decided early come out once each, in order, and the rest follow as usual.
+  const frames: VisemeFrame[] = [];
+  const engine = new VisemeEngine({ sampleRate: u.sampleRate, g2p: null, onFrame: (f) => frames.push(f) });
+  engine.startResponse("r");
+  const chunk = Math.round(u.sampleRate / 50);
+  let early = 0;
+  for (let at = 0; at < u.samples.length; at += chunk) {
+    engine.audio(u.samples.subarray(at, at + chunk));
+    // Every 60 ms the frames up to the audio pushed are due at once (no look-ahead at all).
+    if ((at / chunk) % 3 === 2) {
+      early += engine.decideUntil("r", Math.floor((at + chunk) * 100 / u.sampleRate));
+    }
+  }
+  engine.endResponse();
+  assert.ok(early > 0, "frames were decided at their deadline");
+  assert.deepEqual(frames.map((f) => f.frame), frames.map((_, i) => i), "each frame once, in order");
+  const stats = engine.history.at(-1)!;
+  assert.equal(stats.deadline.frames, early);
+  // Decided every 60 ms from the audio there: 10 to 60 ms of look-ahead each.
+  assert.ok(stats.deadline.lookaheadMs !== null && stats.deadline.lookaheadMs <= 60, JSON.stringify(stats));
+  assert.equal(engine.decideUntil("r", 10_000), 0, "nothing after the response");
+});
+
 Deno.test("lip sync words: late words take over from their arrival, words that never come leave the audio alone", () => {
   const u = speak();
   const run = (late: number | null) => {

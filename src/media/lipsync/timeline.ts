@@ -110,6 +110,18 @@ export class VisemeTimeline {
     this.#responses.delete(responseId);
   }
 
+  /** The response and its frame (10 ms of its audio) placed at timeline time `ms`, or null (silence there). */
+  responseFrameAt(ms: number): { responseId: string; frame: number } | null {
+    const s = Math.floor(ms * this.#rate / 1000);
+    for (let i = this.#placements.length - 1; i >= 0; i--) {
+      const p = this.#placements[i];
+      if (s < p.at) continue;
+      if (s >= p.at + p.n) break;
+      return { responseId: p.responseId, frame: Math.floor((p.from + s - p.at) * 100 / this.#rate) };
+    }
+    return null;
+  }
+
   /** The target viseme at timeline time `ms`: -1 where nothing is known yet, `sil` where nobody speaks. */
   targetAt(ms: number): number {
     const s = Math.floor(ms * this.#rate / 1000);
