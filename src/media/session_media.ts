@@ -208,7 +208,7 @@ export class AvatarSessionMedia implements SessionMedia {
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
     this.#hold = Math.round(
-      Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? LOOKAHEAD_MS)) * AUDIO_RATE / 1000,
+      Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? 0)) * AUDIO_RATE / 1000,
     );
     this.#face = new SessionFace({
       engineRate: deps.connection.outputSampleRate,

@@ -1,8 +1,9 @@
 /**
  * Lip sync in live sessions: the source chosen for each response by what its engine gives (the reference
  * engine's V0 `response.words`; vendor1's transcript deltas, sent after the audio burst they describe;
- * vendor3's character alignment; audio alone), visemes stamped on the media timeline, and the start of a
- * response held back until 80 ms of it are queued.
+ * vendor3's character alignment; audio alone), visemes stamped on the media timeline, the start of a
+ * response held back until 80 ms of it are queued when SVC_LIPSYNC_HOLD_MS asks for it (not by default), and
+ * an engine speaking in real time getting its visemes decided at each frame's deadline.
  */
 import assert from "node:assert/strict";
 import { EspeakLib } from "../../engine/espeak_lib.ts";
@@ -182,7 +183,7 @@ async function watched({ create, wsUrl, fake, media }: MediaContext) {
   return { engine, c, m: media(s.session_id), sp: speech(24000) };
 }
 
-Deno.test("lip sync session: audio alone without knowledge; a response's start waits until 80 ms of it are queued", async () => {
+Deno.test("lip sync session: audio alone without knowledge; with SVC_LIPSYNC_HOLD_MS=80 a response's start waits until 80 ms of it are queued", async () => {
   await withMedia(async (ctx) => {
     const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
@@ -207,10 +208,10 @@ Deno.test("lip sync session: audio alone without knowledge; a response's start w
     assert.equal(r.source, "audio");
     assert.ok(r.frames.audio >= sp.chunks.length * 2 - 2, `${r.frames.audio} frames`);
     await c.close();
-  });
+  }, { media: { lipSyncHoldMs: 80 } });
 });
 
-Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk plays at once", async () => {
+Deno.test("lip sync session: by default (SVC_LIPSYNC_HOLD_MS=0) a response's first chunk plays at once", async () => {
   await withMedia(async (ctx) => {
     const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
@@ -219,5 +220,35 @@ Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk
     await until(() => m.stats().queuedSamples < 2 * 960 - 2, DEADLINE_MS, "the first 40 ms to play");
     engine.events.onResponseDone("r_1", "completed");
     await c.close();
-  }, { media: { lipSyncHoldMs: 0 } });
+  });
+});
+
+Deno.test("lip sync session: an engine speaking in real time, no hold: each frame's visemes are decided by the time the frame is rendered (its deadline), with the look-ahead that has arrived", async () => {
+  await withMedia(async (ctx) => {
+    const { engine, c, m, sp } = await watched(ctx);
+    engine.events.onResponseStarted("r_1");
+    // 20 ms chunks at the pace of real time (never ahead of it: a timer may fire late, not early).
+    const t0 = performance.now();
+    for (const [i, chunk] of sp.chunks.entries()) {
+      const wait = t0 + i * 20 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      engine.events.onAudio(chunk, "r_1");
+    }
+    engine.events.onResponseDone("r_1", "completed");
+    await until(() => engine.played.some((p) => p.responseId === "r_1"), DEADLINE_MS, "r_1 played");
+    const ls = m.stats().lipSync;
+    const r = ls.responses[0];
+    // Only the frames shown before the response's first 10 ms could even be analysed have to hold the
+    // mouth at rest; without the deadline every frame of a real-time engine waits for its look-ahead.
+    assert.ok(ls.framesLate <= 3, `frames shown undecided: ${ls.framesLate} (on time ${ls.framesOnTime})`);
+    assert.ok(ls.framesOnTime > sp.chunks.length / 2 - 5, `${ls.framesOnTime} frames shown decided`);
+    assert.ok(r.frames.audio >= sp.chunks.length * 2 - 2, `every frame decided: ${JSON.stringify(r)}`);
+    if (r.deadline.frames > 0) {
+      assert.ok(
+        r.deadline.lookaheadMs !== null && r.deadline.lookaheadMs < 80,
+        `decided early with less than the full look-ahead: ${JSON.stringify(r.deadline)}`,
+      );
+    }
+    await c.close();
+  });
 });
