@@ -234,6 +234,25 @@ Deno.test("lip sync deadline: a bound on the look-ahead decides each frame once,
   assert.equal(engine.decideUntil("r", 10_000), 0, "nothing after the response");
 });
 
+Deno.test("lip sync session state: a session's later responses are lip-synced as its first (the same audio gives the same visemes as the 12th response)", () => {
+  const ah = espeakUtterance(lib, "ah", "Ah, what a day.", { voice: "en-us", rate: 160 }, "en");
+  const frames: string[][] = [];
+  const engine = new VisemeEngine({
+    sampleRate: ah.sampleRate,
+    g2p: null,
+    onFrame: (f) => ((frames[Number(f.responseId)] ??= [])[f.frame] = f.viseme),
+  });
+  const chunk = Math.round(ah.sampleRate / 50);
+  for (let r = 0; r < 12; r++) {
+    engine.startResponse(String(r));
+    for (let at = 0; at < ah.samples.length; at += chunk) engine.audio(ah.samples.subarray(at, at + chunk));
+    engine.endResponse();
+  }
+  // Normalisation carried over the session drifted to these sounds: the 12th "Ah" began as a pause.
+  assert.deepEqual(frames[11], frames[0]);
+  assert.ok(frames[0].slice(0, 40).includes("aa"), frames[0].slice(0, 40).join(" "));
+});
+
 Deno.test("lip sync words: late words take over from their arrival, words that never come leave the audio alone", () => {
   const u = speak();
   const run = (late: number | null) => {

@@ -141,8 +141,8 @@ export class StreamingClassifier {
   #ended = false;
 
   /**
-   * @param normaliser shared between the responses of one session, so the level and channel learnt on
-   *   one response carry over to the next
+   * @param normaliser the running normalisation (default: a new one from the model's means, as each
+   *   training utterance started; the viseme engine gives every response a new one)
    */
   constructor(
     readonly sampleRate: number,

@@ -168,7 +168,6 @@ export class VisemeEngine {
   readonly #acoustics: AcousticSettings;
   readonly #alignerSettings: AlignerSettings;
   readonly #g2p: G2p | null;
-  readonly #normaliser: FrameNormaliser;
   readonly #scores = new Float32Array(VISEME_COUNT);
   #r: ResponseState | null = null;
   #lang: string | null;
@@ -184,7 +183,6 @@ export class VisemeEngine {
     this.#acoustics = options.acoustics ?? defaultAcoustics();
     this.#alignerSettings = options.aligner ?? defaultAlignerSettings();
     this.#g2p = options.g2p === undefined ? defaultG2p() : options.g2p;
-    this.#normaliser = new FrameNormaliser(this.#model.mu0);
     this.#lang = options.lang ?? null;
   }
 
@@ -204,7 +202,14 @@ export class VisemeEngine {
     const lang = options.lang ?? this.#lang ?? "en";
     this.#r = {
       id: responseId,
-      classifier: new StreamingClassifier(this.#o.sampleRate, this.#model, this.#normaliser),
+      // Each response is normalised from the model's own starting point, as every training utterance was:
+      // carried over a session, the running means drift to that session's speech (to one sound, when
+      // responses start alike) and the first sounds of later responses were taken for pauses.
+      classifier: new StreamingClassifier(
+        this.#o.sampleRate,
+        this.#model,
+        new FrameNormaliser(this.#model.mu0),
+      ),
       loop: new LoopDecoder(this.#acoustics, DECODER_LAG),
       aligner: null,
       mode: "audio",
