@@ -1,10 +1,13 @@
 /**
  * The bench's conversation engine (protocol V0 over wss): answers the handshake, then, when told to,
- * speaks bursts of tone in 20 ms PCM16 chunks paced exactly in real time (no lead), recording when each
- * chunk was sent, so the bench can time each chunk to the fragment that carries it.
+ * speaks bursts of an open vowel ("ah", espeak-ng, so the lip sync opens the mouth for each: a pure tone
+ * reads as a hum, lips closed) in 20 ms PCM16 chunks paced exactly in real time (no lead), recording when
+ * each chunk was sent, so the bench can time each chunk to the fragment that carries it.
  *
  * @module
  */
+import { EspeakLib } from "../engine/espeak_lib.ts";
+import { StreamResampler } from "../src/media/lipsync/dsp.ts";
 
 /** One sent chunk. */
 export interface SentChunk {
@@ -22,7 +25,7 @@ export interface EngineSession {
   userAudioBytes: number;
 }
 
-/** Speech pattern: bursts of `burstMs` of tone separated by `gapMs` of silence. */
+/** Speech pattern: bursts of `burstMs` of the vowel separated by `gapMs` of silence. */
 export interface TalkPattern {
   burstMs: number;
   gapMs: number;
@@ -41,6 +44,30 @@ export interface BenchEngine {
   /** Starts talking on a session; resolves when the pattern is done. */
   talk(sessionId: string, pattern: TalkPattern): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * `ms` of a sustained "ah" at {@link RATE} (espeak-ng, en-us, slow), from its first sound (above −40 dBFS,
+ * the onset level of the player and of the bench page; its natural 3 ms attack kept: cut, the sudden start
+ * reads as a lip release, PP, before the vowel), with a 5 ms fade at its end.
+ */
+export function vowelBurst(ms: number): Int16Array {
+  const lib = EspeakLib.open();
+  const n = Math.round(ms * RATE / 1000);
+  for (let rate = 120; rate >= 80; rate -= 20) {
+    const speech = lib.synthesize("ah", { voice: "en-us", rate });
+    const pcm = Int16Array.from(
+      new StreamResampler(speech.sampleRate, RATE).process(speech.samples),
+      Math.round,
+    );
+    const start = pcm.findIndex((x) => Math.abs(x) > 0.01 * 32768);
+    if (start < 0 || pcm.length - start < n) continue;
+    const out = pcm.slice(start, start + n);
+    const fade = Math.round(RATE * 0.005);
+    for (let i = 0; i < fade; i++) out[n - 1 - i] = Math.round(out[n - 1 - i] * i / fade);
+    return out;
+  }
+  throw new Error(`espeak-ng's "ah" is shorter than ${ms} ms`);
 }
 
 /** The wall clock with sub-millisecond precision, comparable across processes. */
@@ -95,6 +122,7 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       const session = sessions.get(sessionId);
       if (!socket || !session) throw new Error(`unknown session ${sessionId}`);
       const chunks = Math.round(pattern.burstMs / 20);
+      const vowel = vowelBurst(chunks * 20);
       let t = wallNow() + 20 + ANNOUNCE_MS;
       for (let b = 0; b < pattern.bursts && !stopping; b++) {
         const id = `r_${b}`;
@@ -107,11 +135,7 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
         for (let i = 0; i < chunks; i++) {
           await sleepUntil(t + i * 20);
           if (socket.readyState !== WebSocket.OPEN) return;
-          const pcm = new Int16Array(CHUNK);
-          for (let j = 0; j < CHUNK; j++) {
-            pcm[j] = Math.round(12000 * Math.sin(2 * Math.PI * 300 * (i * CHUNK + j) / RATE));
-          }
-          socket.send(pcm.buffer);
+          socket.send(vowel.slice(i * CHUNK, (i + 1) * CHUNK).buffer);
           session.sent.push({ responseId: id, index: i, sentAt: wallNow() });
         }
         t += chunks * 20;

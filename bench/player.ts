@@ -5,11 +5,12 @@
  *
  * The page sees only what the player puts out: it **taps the player's audio output** (WebCodecs: the
  * player's `audioOutput` is a node of the page's own graph; MSE: the element's sound routed through the
- * page's context; WebRTC: the received stream) and detects each tone onset in an AudioWorklet, timed when
- * it is heard (`getOutputTimestamp()`); and it **reads each presented frame** (`requestVideoFrameCallback`,
- * at its expected display time): the wall-clock stamp the service drew into its top rows when it made it
- * (`bench/service.ts --stamp`), and how open the mouth is (dark cavity pixels in the mouth's box). A V0
- * engine (`bench/engine.ts`) speaks tone bursts at known times.
+ * page's context; WebRTC: the received stream) and detects each burst's onset (−40 dBFS after 150 ms of
+ * quiet) in an AudioWorklet, timed when it is heard (`getOutputTimestamp()`); and it **reads each presented
+ * frame** (`requestVideoFrameCallback`, at its expected display time): the wall-clock stamp the service drew
+ * into its top rows when it made it (`bench/service.ts --stamp`), and how open the mouth is (dark cavity
+ * pixels in the mouth's box). A V0 engine (`bench/engine.ts`) speaks bursts of an open vowel ("ah": the lip
+ * sync opens the mouth for it) at known times.
  *
  * Figures per path:
  * 1. engine audio chunk → that sound heard (a burst's first chunk sent → its onset heard);
@@ -253,7 +254,7 @@ async function mouthBox(size: number): Promise<{ x: number; y: number; w: number
 
 /**
  * The page's probes. `g.frames`: per presented frame {shown (epoch ms), made (epoch ms, from the stamp),
- * dark (mouth cavity pixels)}; `g.onsets`: tone onsets heard (epoch ms); `g.createdAt`, `g.firstShown`.
+ * dark (mouth cavity pixels)}; `g.onsets`: burst onsets heard (epoch ms); `g.createdAt`, `g.firstShown`.
  */
 const PROBE = `
 globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
@@ -266,7 +267,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   const actx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
   const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
     " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true;" +
-    " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.08;" +
+    " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.01;" +
     " if (loud && this.quiet >= sampleRate * 0.15) this.port.postMessage(currentFrame + i);" +
     " this.quiet = loud ? 0 : this.quiet + 1; } return true; } } registerProcessor('onset', Onset);";
   await actx.audioWorklet.addModule(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
