@@ -1,8 +1,10 @@
 /**
  * The bench's conversation engine (protocol V0 over wss): answers the handshake, then, when told to,
- * speaks bursts of an open vowel ("ah", espeak-ng, so the lip sync opens the mouth for each: a pure tone
- * reads as a hum, lips closed) in 20 ms PCM16 chunks paced exactly in real time (no lead), recording when
- * each chunk was sent, so the bench can time each chunk to the fragment that carries it.
+ * speaks bursts of a 300 Hz tone (the default: the latency benches' onset detectors are tuned to it) or of
+ * an open vowel ("ah", espeak-ng: the lip sync opens the mouth for it, while a pure tone reads as a hum,
+ * lips closed; `bench:player` measures the mouth) in 20 ms PCM16 chunks paced exactly in real time (no
+ * lead), recording when each chunk was sent, so the bench can time each chunk to the fragment that carries
+ * it.
  *
  * @module
  */
@@ -25,11 +27,13 @@ export interface EngineSession {
   userAudioBytes: number;
 }
 
-/** Speech pattern: bursts of `burstMs` of the vowel separated by `gapMs` of silence. */
+/** Speech pattern: bursts of `burstMs` of sound separated by `gapMs` of silence. */
 export interface TalkPattern {
   burstMs: number;
   gapMs: number;
   bursts: number;
+  /** What a burst sounds like: a 300 Hz tone (default) or an open vowel ({@link vowelBurst}). */
+  sound?: "tone" | "vowel";
 }
 
 const RATE = 24000;
@@ -68,6 +72,13 @@ export function vowelBurst(ms: number): Int16Array {
     return out;
   }
   throw new Error(`espeak-ng's "ah" is shorter than ${ms} ms`);
+}
+
+/** `ms` of a 300 Hz tone at {@link RATE} (amplitude 12000). */
+export function toneBurst(ms: number): Int16Array {
+  const out = new Int16Array(Math.round(ms * RATE / 1000));
+  for (let j = 0; j < out.length; j++) out[j] = Math.round(12000 * Math.sin(2 * Math.PI * 300 * j / RATE));
+  return out;
 }
 
 /** The wall clock with sub-millisecond precision, comparable across processes. */
@@ -122,7 +133,7 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       const session = sessions.get(sessionId);
       if (!socket || !session) throw new Error(`unknown session ${sessionId}`);
       const chunks = Math.round(pattern.burstMs / 20);
-      const vowel = vowelBurst(chunks * 20);
+      const burst = pattern.sound === "vowel" ? vowelBurst(chunks * 20) : toneBurst(chunks * 20);
       let t = wallNow() + 20 + ANNOUNCE_MS;
       for (let b = 0; b < pattern.bursts && !stopping; b++) {
         const id = `r_${b}`;
@@ -135,7 +146,7 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
         for (let i = 0; i < chunks; i++) {
           await sleepUntil(t + i * 20);
           if (socket.readyState !== WebSocket.OPEN) return;
-          socket.send(vowel.slice(i * CHUNK, (i + 1) * CHUNK).buffer);
+          socket.send(burst.slice(i * CHUNK, (i + 1) * CHUNK).buffer);
           session.sent.push({ responseId: id, index: i, sentAt: wallNow() });
         }
         t += chunks * 20;

@@ -411,7 +411,7 @@ async function steady(
     await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
     await sleep(3000); // past the start-up
     const from = Date.now();
-    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts });
+    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel" });
     await sleep(1500);
     const onsets = await page.evaluate(`globalThis.onsets`) as number[];
     const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
@@ -495,7 +495,7 @@ async function stallRun(
   try {
     await startProbe(page, s, path, box, 512);
     await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
-    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts: 12 });
+    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts: 12, sound: "vowel" });
     await sleep(4000);
     const stallAt = Date.now();
     proxy.stall(2000);
@@ -554,7 +554,7 @@ async function driftRun(
     const from = Date.now();
     const bursts = Math.round(minutes * 60 / 5);
     const minuteMarks: Record<string, number>[] = [];
-    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 4600, bursts });
+    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 4600, bursts, sound: "vowel" });
     const startLoad = loadavg();
     while (Date.now() < from + minutes * 60_000 + 2000) {
       await sleep(30_000);
