@@ -453,12 +453,29 @@ export class AvatarSessionMedia implements SessionMedia {
       this.#stats.audioBlocks++;
     }
     if (blocks.length) this.#face.timeline.written(this.#written);
+    this.#showQueued();
     if (blocks.length === 1) this.#audio.write(new Uint8Array(blocks[0].buffer));
     else if (blocks.length > 1) {
       const all = new Int16Array(blocks.length * AUDIO_BLOCK);
       blocks.forEach((b, i) => all.set(b, i * AUDIO_BLOCK));
       this.#audio.write(new Uint8Array(all.buffer));
     }
+  }
+
+  /**
+   * Tells the face where the speech still queued will play: the playout writes the playing response's
+   * queued samples contiguously from its write position (whole blocks as they fill, the rest when the clock
+   * needs it), so a frame rendered before they are written still shows their mouth (the face of a frame is
+   * taken half a frame ahead of the clock, and an engine speaking in real time has its speech written only
+   * 0–20 ms ahead of it).
+   */
+  #showQueued(): void {
+    const run = this.#clients() > 0 && !this.#queue.headHeld(this.#hold) ? this.#queue.headRun() : null;
+    this.#face.timeline.queued(
+      run && run.responseId === this.#placedResponse
+        ? { responseId: run.responseId, from: run.from, at: this.#written, n: run.n }
+        : null,
+    );
   }
 
   /**
@@ -584,6 +601,7 @@ export class AvatarSessionMedia implements SessionMedia {
   onInterrupt(responseId: string): void {
     this.#queue.interrupt(responseId);
     this.#face.interrupt(responseId);
+    this.#showQueued();
     this.#transport?.control({ type: "interrupt", response_id: responseId });
   }
 

@@ -27,9 +27,15 @@ import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { testTls, withVendors } from "../providers/_helpers.ts";
 import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
+import { dominant } from "../../src/media/lipsync/coarticulation.ts";
+import { VISEMES } from "../../src/media/lipsync/visemes.ts";
+import type { Renderer } from "../../src/media/renderer.ts";
+import { vowelBurst } from "../../bench/engine.ts";
 
 const lib = EspeakLib.open();
 const TEXT = "Bob made a map of the big pub, maybe five.";
+/** An open vowel ("ah"): the lip sync opens the mouth from its first 10 ms (synthesised outside the tests). */
+const AH = vowelBurst(400);
 
 /** espeak-ng speech at `rate` in 20 ms chunks, with its words. */
 function speech(rate: number, text = TEXT) {
@@ -251,4 +257,61 @@ Deno.test("lip sync session: an engine speaking in real time, no hold: each fram
     }
     await c.close();
   });
+});
+
+Deno.test("lip sync session: an engine speaking in real time, each response announced before its audio: the mouth opens with the speech's first sound, not frames later (a frame sees the speech still queued for playout)", async () => {
+  // The faces drawn: each frame's start on the timeline and whether its mouth is open ("aa").
+  const inner = await smallRenderer();
+  const drawn: { t: number; open: boolean }[] = [];
+  const renderer: Renderer = {
+    format: inner.format,
+    open(options) {
+      const session = inner.open(options);
+      return {
+        renderFrame(req) {
+          if (req.face) drawn.push({ t: req.timeMs, open: VISEMES[dominant(req.face.visemes)] === "aa" });
+          return session.renderFrame(req);
+        },
+        close: () => session.close(),
+      };
+    },
+  };
+  const BURSTS = 10;
+  const starts: number[] = [];
+  await withMedia(async (ctx) => {
+    const { engine, c, m } = await watched(ctx);
+    let last = "sil";
+    const stop = m.subscribeVisemes((v) => {
+      if (last === "sil" && v.viseme !== "sil") starts.push(v.t_ms);
+      last = v.viseme;
+    });
+    // An open vowel, 400 ms, in 20 ms chunks at the pace of real time, 60 ms after the response is announced
+    // (as bench:player's engine speaks).
+    for (let b = 0; b < BURSTS; b++) {
+      const id = `r_${b}`;
+      engine.events.onResponseStarted(id);
+      await new Promise((r) => setTimeout(r, 60));
+      const t0 = performance.now();
+      for (let i = 0; i < 20; i++) {
+        const wait = t0 + i * 20 - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id);
+      }
+      engine.events.onResponseDone(id, "completed");
+      await until(() => engine.played.some((p) => p.responseId === id), DEADLINE_MS, `${id} played`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    stop();
+    await c.close();
+  }, { plane: { renderer } });
+  // Each burst's first open mouth: the middle of the first frame drawn open − the speech's start. Without
+  // the queued speech, frames rendered while the burst's start was still queued drew it closed: 66–196 ms
+  // late in 3–5 of 12 bursts (0 with it, at most 36 ms).
+  const lags = starts.map((st) => {
+    const f = drawn.find((d) => d.open && d.t + 40 > st);
+    return f ? Math.round(f.t + 20 - st) : Infinity;
+  });
+  assert.ok(starts.length >= BURSTS, `${starts.length} speech starts`);
+  const late = lags.filter((l) => l > 60);
+  assert.ok(late.length <= 1, `mouth opened > 60 ms after the speech: ${lags.join(" ")}`);
 });

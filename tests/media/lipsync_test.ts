@@ -234,6 +234,41 @@ Deno.test("lip sync deadline: a bound on the look-ahead decides each frame once,
   assert.equal(engine.decideUntil("r", 10_000), 0, "nothing after the response");
 });
 
+Deno.test("lip sync face: speech still queued shows its mouth where it will play, decided at the frame's deadline; written speech replaces it", () => {
+  const u = speak();
+  const pcm = Int16Array.from(new StreamResampler(u.sampleRate, 24000).process(u.samples), Math.round);
+  const face = new SessionFace({
+    engineRate: 24000,
+    timelineRate: 48000,
+    inputRate: 24000,
+    seed: 1,
+    g2p: null,
+    now: () => 0,
+  });
+  face.responseStarted("r");
+  // 300 ms of the response arrived; its first 100 ms are written at timeline 1 s, the rest is queued.
+  face.audio(pcm.subarray(0, 7200), "r");
+  face.placed("r", 0, 48000, 4800);
+  face.timeline.written(48000 + 4800);
+  const frameAt = (ms: number) => face.timeline.responseFrameAt(ms);
+  assert.equal(frameAt(1150), null, "nothing known past the written speech");
+  face.timeline.queued({ responseId: "r", from: 4800, at: 48000 + 4800, n: 9600 });
+  assert.deepEqual(frameAt(1150), { responseId: "r", frame: 15 }, "queued speech, where it will play");
+  assert.equal(frameAt(1310), null, "past the queued speech");
+  // The frame showing 1150 is rendered: the queued speech there is decided (the frame is its deadline) and
+  // the face speaks, not the rest pose.
+  const state = face.faceAt(1150);
+  assert.equal(face.timeline.speakingAt(1150), true);
+  assert.notEqual(face.timeline.targetAt(1150), -1, "decided by the frame");
+  assert.ok(state.mode === "speaking", state.mode);
+  // Written, the speech's real placement wins; without a queue nothing is assumed.
+  face.placed("r", 4800, 48000 + 4800, 9600);
+  face.timeline.queued(null);
+  assert.deepEqual(frameAt(1150), { responseId: "r", frame: 15 });
+  face.timeline.queued(null);
+  assert.equal(frameAt(1400), null);
+});
+
 Deno.test("lip sync session state: a session's later responses are lip-synced as its first (the same audio gives the same visemes as the 12th response)", () => {
   const ah = espeakUtterance(lib, "ah", "Ah, what a day.", { voice: "en-us", rate: 160 }, "en");
   const frames: string[][] = [];
