@@ -33,6 +33,7 @@ import { registerSessionListRoute } from "./routes/session_list.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
+import { registerSessionMetricsRoutes } from "./routes/session_metrics.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { registerSfuRoutes } from "./routes/sfu.ts";
 import type { MediaPlane } from "../media/plane.ts";
@@ -166,6 +167,7 @@ export function createApp(deps: AppDeps): App {
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
     registerSessionListRoute(app, { kv, clock });
+    registerSessionMetricsRoutes(app, { kv, live: deps.worker?.worker.metrics.snapshotOf });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? AVATAR_CATALOG });

@@ -20,6 +20,7 @@ import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
 import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
+import { FRAMES_SUBPROTOCOL } from "../../media/transports/ws_fmp4/frames.ts";
 import type { AppEnv } from "../app_env.ts";
 import { telemetry } from "../../telemetry/state.ts";
 
@@ -99,7 +100,13 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
-    const protocol = offered.includes(MEDIA_SUBPROTOCOL) ? MEDIA_SUBPROTOCOL : undefined;
+    // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4.
+    const framing = offered.includes(FRAMES_SUBPROTOCOL) ? "frames" : "fmp4";
+    const protocol = framing === "frames"
+      ? FRAMES_SUBPROTOCOL
+      : offered.includes(MEDIA_SUBPROTOCOL)
+      ? MEDIA_SUBPROTOCOL
+      : undefined;
     let upgraded: ReturnType<typeof Deno.upgradeWebSocket>;
     try {
       upgraded = Deno.upgradeWebSocket(c.req.raw, { protocol, idleTimeout: IDLE_TIMEOUT_S });
@@ -120,6 +127,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
         return;
       }
       const client: MediaClient = {
+        framing,
         send: (data) => {
           if (socket.readyState === WebSocket.OPEN) socket.send(data);
         },
@@ -134,11 +142,13 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       };
       const attached = target!.attach(client);
       if (!attached) return;
+      const sender = { reply: client.send };
       deps.logger.info("media client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
         if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
-        // Text frames are the client's messages (`tool_result`, …), by type; unknown ones are ignored.
-        else if (typeof e.data === "string") messages!.dispatch(e.data);
+        // Text frames are the client's messages (`tool_result`, `player_stats`, `clock_sync`), by type, to the
+        // session's one dispatcher; unknown ones are ignored.
+        else if (typeof e.data === "string") messages!.dispatch(e.data, sender);
       };
       socket.onclose = (e) => {
         attached.detach();

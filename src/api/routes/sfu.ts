@@ -98,10 +98,14 @@ export function registerSfuRoutes(app: OpenAPIHono<AppEnv>, deps: SfuRouteDeps):
       };
       const attached = target!.attach(signal);
       if (!attached) return;
+      const sender = { reply: signal.send };
       deps.logger.info("sfu client connected", { session_id: sessionId });
       socket.onmessage = (e) => {
-        // The session's client messages (`tool_result`, …) by type; the rest is signalling.
-        if (typeof e.data === "string" && messages!.dispatch(e.data) !== "handled") attached.receive(e.data);
+        // The session's client messages (`tool_result`, `player_stats`, `clock_sync`) by type, to the
+        // session's one dispatcher; the rest is signalling.
+        if (typeof e.data === "string" && messages!.dispatch(e.data, sender) !== "handled") {
+          attached.receive(e.data);
+        }
       };
       socket.onclose = (e) => {
         attached.detach();
