@@ -100,9 +100,12 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
-    // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4.
-    const framing = offered.includes(FRAMES_SUBPROTOCOL) ? "frames" : "fmp4";
-    const protocol = framing === "frames"
+    // `video=0`: a video-free client (audio and the animation track; docs/media-plane.md).
+    const video = c.req.query("video") !== "0";
+    // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4; a video-free
+    // client's audio always comes in the lighter framing.
+    const framing = offered.includes(FRAMES_SUBPROTOCOL) || !video ? "frames" : "fmp4";
+    const protocol = offered.includes(FRAMES_SUBPROTOCOL)
       ? FRAMES_SUBPROTOCOL
       : offered.includes(MEDIA_SUBPROTOCOL)
       ? MEDIA_SUBPROTOCOL
@@ -128,6 +131,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       }
       const client: MediaClient = {
         framing,
+        video,
         send: (data) => {
           if (socket.readyState === WebSocket.OPEN) socket.send(data);
         },
@@ -143,7 +147,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       const attached = target!.attach(client);
       if (!attached) return;
       const sender = { reply: client.send };
-      deps.logger.info("media client connected", { session_id: sessionId });
+      deps.logger.info("media client connected", { session_id: sessionId, video });
       socket.onmessage = (e) => {
         if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
         // Text frames are the client's messages (`tool_result`, `player_stats`, `clock_sync`), by type, to the
