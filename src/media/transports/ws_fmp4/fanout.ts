@@ -105,7 +105,9 @@ export class Fanout {
     const frames = client.framing === "frames" || !video;
     const hello = this.#hello(frames ? "frames" : "fmp4", video);
     const cache = frames
-      ? this.#cache.filter((f) => (f.kind === "video" && video) || (f.kind === "audio" && f.endMs > nowMs - 60))
+      ? this.#cache.filter((f) =>
+        (f.kind === "video" && video) || (f.kind === "audio" && f.endMs > nowMs - 60)
+      )
       : this.#cache;
     // The join burst (up to one GOP) is sent at once; the backlog limit applies on top of it.
     let burst = hello.length + (frames ? 0 : this.#init.length);

@@ -176,7 +176,11 @@ export class WsFmp4Transport implements MediaTransport {
    */
   attach(client: MediaClient): AttachedClient | null {
     if (this.#closed || !this.#config || !this.#fanout.add(client, this.#config.timelineMs())) return null;
-    if (client.video === false) for (const text of this.#latest.values()) this.#fanout.sendTo(client, text);
+    if (client.video === false) {
+      for (const text of this.#latest.values()) {
+        this.#fanout.sendTo(client, text);
+      }
+    }
     this.#micOwner = client;
     return {
       receive: (data) => this.#upstream(client, data),
