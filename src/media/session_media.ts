@@ -93,6 +93,12 @@ export interface SessionMediaDeps {
   gopFrames?: number;
   /** Opens the session's transport (fMP4 over WebSocket, or the SFU). */
   transport: TransportFactory;
+  /**
+   * The video stream's configuration (the AVCDecoderConfigurationRecord) that an earlier session's encoder
+   * gave for the same settings, shared by a plane's sessions: a session that starts without a video client
+   * then starts no encoder at all (the first session of a process checks the encoder and fills it).
+   */
+  videoConfigCache?: Map<string, Uint8Array>;
   logger: Logger;
   /**
    * The media plane failed on its own: an encoder died (`render_failed`, the default outcome) or the
@@ -291,6 +297,19 @@ export class AvatarSessionMedia implements SessionMedia {
       },
       fail: (f) => this.#fail(f.reason, { endReason: f.endReason, warning: f.warning }),
     });
+    const { width, height, fps } = d.renderer.format;
+    const cacheKey = `${width}x${height}@${fps}/crf${d.crf}/gop${d.gopFrames ?? fps}`;
+    const cached = this.#videoClients() === 0 ? d.videoConfigCache?.get(cacheKey) : undefined;
+    if (cached) {
+      // The stream's configuration is known and nobody wants video yet: no encoder starts.
+      this.#avcC = cached;
+      this.#t0 = performance.now();
+      this.#running = true;
+      this.#maybeInit();
+      this.#firstFrame.resolve();
+      this.#tick();
+      return;
+    }
     try {
       this.#startVideo();
     } catch (err) {
@@ -316,6 +335,7 @@ export class AvatarSessionMedia implements SessionMedia {
     }
     this.#t0 = performance.now();
     this.#running = true;
+    if (this.#avcC) d.videoConfigCache?.set(cacheKey, this.#avcC);
     // The encoder proved it works and gave the stream's configuration; it runs on only for video clients.
     if (this.#videoClients() === 0) await this.#stopVideo();
     this.#tick();
