@@ -14,6 +14,7 @@ import { ratios, score } from "../../bench/lipsync/score.ts";
 import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
 import { phonemeVisemes, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
 import { MediaPlane } from "../../src/media/plane.ts";
+import { rgbaToI420 } from "../../src/media/yuv.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
@@ -345,4 +346,45 @@ Deno.test("video-free: a reconnect continues the timeline with the latest animat
     );
     await b.close();
   });
+});
+
+Deno.test("video-free: the art is served from the renderer's own source; the transparent background is a documented green in video", async () => {
+  await withMedia(async ({ base }) => {
+    const res = await fetch(`${base}/media/v0/art/kai`);
+    assert.equal(res.status, 200);
+    const doc = await res.json();
+    assert.equal(doc.format, "avatar-art.v0");
+    assert.equal(doc.avatar_id, "kai");
+    assert.deepEqual(doc.view_box, [512, 512]);
+    assert.deepEqual(Object.keys(doc.mouths).sort(), [...VISEMES].sort());
+    for (const layer of [doc.body, doc.head, doc.eyes.half.thinking, doc.mouths.PP]) {
+      assert.match(layer, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    }
+    // The same drawing the renderer rasterises (one source): kai's curly hair colour in the head layer.
+    assert.ok(doc.head.includes("#9a4a22"));
+    assert.equal(doc.backgrounds.transparent, null, "no background: the page shows through");
+    assert.match(doc.backgrounds.studio, /^<svg/);
+    assert.equal(doc.transparent_fallback, "#00b140");
+    const missing = await fetch(`${base}/media/v0/art/nobody`);
+    assert.equal(missing.status, 404);
+    await missing.body?.cancel();
+  });
+  // With video there is no alpha: the transparent background is drawn as the documented green.
+  const renderer = await smallRenderer();
+  const frame = await renderer.open({ avatarId: "ada", bgId: "transparent", seed: 1 }).renderFrame({
+    index: 0,
+    timeMs: 0,
+    audio: new Int16Array(1920),
+    sampleRate: 48000,
+    speaking: false,
+  });
+  const green = new Uint8Array(4 * 4 * 4);
+  for (let i = 0; i < 16; i++) green.set([0x00, 0xb1, 0x40, 255], i * 4);
+  const want = rgbaToI420(green, 4, 4);
+  const { width, height } = renderer.format;
+  const y = frame[0], u = frame[width * height], v = frame[width * height + (width / 2) * (height / 2)];
+  assert.ok(
+    Math.abs(y - want[0]) <= 2 && Math.abs(u - want[16]) <= 2 && Math.abs(v - want[20]) <= 2,
+    `${y} ${u} ${v}`,
+  );
 });

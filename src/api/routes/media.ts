@@ -15,6 +15,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { TokenService } from "../../auth/tokens.ts";
 import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
+import { artDocument } from "../../media/art/document.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
@@ -59,8 +60,18 @@ export interface MediaRouteDeps {
   logger: Logger;
 }
 
-/** Registers the media WebSocket route. */
+/** Registers the media WebSocket route and the avatars' art for clients that draw them. */
 export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDeps): void {
+  // The art a video-free client draws the avatar from: the SVG layers the renderer rasterises (public, like
+  // the SDK's files; docs/media-plane.md#the-art).
+  app.get("/media/v0/art/:avatar_id", (c) => {
+    const doc = artDocument(deps.plane.catalog, c.req.param("avatar_id"));
+    if (!doc) {
+      throw new ApiError("SVC_ROUTE_NOT_FOUND", "The catalog has no such avatar (see GET /v1/catalog).");
+    }
+    return c.json(doc, 200, { "cache-control": "public, max-age=3600" });
+  });
+
   app.get("/media/v0/sessions/:session_id", async (c) => {
     if (!tokens(c.req.header("upgrade") ?? null).includes("websocket")) {
       throw new ApiError(
