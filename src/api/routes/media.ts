@@ -69,7 +69,8 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
     if (!doc) {
       throw new ApiError("SVC_ROUTE_NOT_FOUND", "The catalog has no such avatar (see GET /v1/catalog).");
     }
-    return c.json(doc, 200, { "cache-control": "public, max-age=3600" });
+    // Any page may draw it (the player's page need not be the service's origin).
+    return c.json(doc, 200, { "cache-control": "public, max-age=3600", "access-control-allow-origin": "*" });
   });
 
   app.get("/media/v0/sessions/:session_id", async (c) => {
