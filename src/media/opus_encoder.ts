@@ -6,6 +6,11 @@
  *
  * Low-delay mode (CELT only): the encoder's look-ahead, the stream's pre-skip, is 2.5 ms (120 samples).
  *
+ * Digital silence (the avatar is quiet half the time or more) is not encoded again and again: once the
+ * encoder has settled on silence (after {@link SILENCE_SETTLE} silent packets, when its packet is a silent
+ * frame of 3 bytes), that packet is repeated until sound comes back; the encoder then goes on from a silent
+ * state, as the decoder does. Variable bitrate (libopus's default, set explicitly).
+ *
  * @module
  */
 import OpusScript from "opusscript";
@@ -17,8 +22,18 @@ export const OPUS_FRAME = 960;
 export const OPUS_PRE_SKIP = 120;
 /** libopus `OPUS_SET_COMPLEXITY`. */
 const SET_COMPLEXITY = 4010;
+/** libopus `OPUS_SET_VBR` (the package's default is constant bitrate: silence would cost as much as speech). */
+const SET_VBR = 4006;
 /** Encoder complexity (0–10): 3 costs a fifth of 10 for speech at these rates. */
 const COMPLEXITY = 3;
+/**
+ * Silent packets encoded before the settled silent packet may be repeated instead (libopus keeps coding
+ * the tail of the sound for ≈ 260 ms of digital silence, 61-byte packets at 24 kb/s, then sends 3-byte
+ * silent frames).
+ */
+export const SILENCE_SETTLE = 16;
+/** A packet this small (bytes) is a silent frame. */
+const SILENT_PACKET_MAX = 8;
 
 /** An in-process Opus encoder (mono, 48 kHz, 20 ms packets). */
 export class OpusEncoder {
@@ -27,11 +42,18 @@ export class OpusEncoder {
   readonly #pending = new Int16Array(OPUS_FRAME);
   #fill = 0;
   #closed = false;
+  /** Whole silent packets in a row. */
+  #silentRun = 0;
+  /** The settled silent packet of the current silence. */
+  #silence: Uint8Array | null = null;
+  /** Packets encoded and packets repeated (counters). */
+  readonly stats = { encoded: 0, repeated: 0 };
 
   constructor(bitrate: number) {
     this.#enc = new OpusScript(48000, 1, OpusScript.Application.RESTRICTED_LOWDELAY);
     this.#enc.setBitrate(bitrate);
     this.#enc.encoderCTL(SET_COMPLEXITY, COMPLEXITY);
+    this.#enc.encoderCTL(SET_VBR, 1);
   }
 
   /** The stream's identification header (what an MP4 `dOps` box or a decoder needs). */
@@ -50,10 +72,31 @@ export class OpusEncoder {
       i += n;
       if (this.#fill === OPUS_FRAME) {
         this.#fill = 0;
-        const packet = this.#enc.encode(new Uint8Array(this.#pending.buffer) as never, OPUS_FRAME);
-        out(new Uint8Array(packet), OPUS_FRAME);
+        out(this.#packet(), OPUS_FRAME);
       }
     }
+  }
+
+  /** One packet of the pending samples (see the module documentation for silence). */
+  #packet(): Uint8Array {
+    const pcm = this.#pending;
+    let silent = true;
+    for (let i = 0; i < pcm.length; i++) {
+      if (pcm[i] !== 0) {
+        silent = false;
+        break;
+      }
+    }
+    this.#silentRun = silent ? this.#silentRun + 1 : 0;
+    if (!silent) this.#silence = null;
+    else if (this.#silence) {
+      this.stats.repeated++;
+      return this.#silence;
+    }
+    const packet = new Uint8Array(this.#enc.encode(new Uint8Array(pcm.buffer) as never, OPUS_FRAME));
+    this.stats.encoded++;
+    if (this.#silentRun >= SILENCE_SETTLE && packet.length <= SILENT_PACKET_MAX) this.#silence = packet;
+    return packet;
   }
 
   /** Frees the encoder's WebAssembly memory. */
