@@ -346,7 +346,7 @@ function createFmp4Player(options) {
   /** @type {MediaSink} */
   let sink = useWebCodecs
     ? createWebCodecsSink({
-      video: videoFree ? undefined : video,
+      video: videoFree ? null : video,
       audioContext: options.audioContext,
       audioOutput: options.audioOutput,
       events: sinkEvents,
