@@ -15,6 +15,7 @@ import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
 import { phonemeVisemes, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
 import { MediaPlane } from "../../src/media/plane.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
+import { Fanout } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
@@ -387,4 +388,24 @@ Deno.test("video-free: the art is served from the renderer's own source; the tra
     Math.abs(y - want[0]) <= 2 && Math.abs(u - want[16]) <= 2 && Math.abs(v - want[20]) <= 2,
     `${y} ${u} ${v}`,
   );
+});
+
+Deno.test("video-free: without video the fan-out keeps only the last moments of audio for joiners (no growth)", () => {
+  const fanout = new Fanout({ maxBufferedBytes: 1 << 20, maxClients: 4 }, () => {});
+  fanout.setInit({ type: "hello" }, new Uint8Array(8));
+  for (let i = 0; i < 3000; i++) {
+    fanout.publish({
+      kind: "audio",
+      data: new Uint8Array(100),
+      key: true,
+      startMs: i * 20,
+      endMs: i * 20 + 20,
+    });
+  }
+  const sent: (Uint8Array | string)[] = [];
+  const client = { send: (d: Uint8Array | string) => sent.push(d), bufferedAmount: 0, close: () => {} };
+  assert.ok(fanout.add(client));
+  // hello, init segment, then the audio kept: a few hundred milliseconds, not a minute.
+  assert.ok(sent.length - 2 <= 17, `${sent.length - 2} fragments kept`);
+  assert.ok(sent.length - 2 >= 1);
 });

@@ -9,6 +9,9 @@
  */
 import { MEDIA_CLOSE } from "../../close_codes.ts";
 
+/** Audio fragments kept for joiners while no video is cached (20 ms each: 320 ms). */
+const AUDIO_ONLY_CACHE = 16;
+
 /** How a client gets the media: fMP4 fragments (the default) or the lighter framing (`frames.ts`). */
 export type Framing = "fmp4" | "frames";
 
@@ -51,6 +54,8 @@ export class Fanout {
   /** Clients and the bytes of their join burst (allowed on top of the backlog limit). */
   readonly #clients = new Map<MediaClient, { burst: number }>();
   #cache: Fragment[] = [];
+  /** The cache starts at a keyframe (else it holds audio only, bounded to {@link AUDIO_ONLY_CACHE}). */
+  #videoCached = false;
   #init: Uint8Array | null = null;
   #hello: ((framing: Framing, video: boolean) => string) | null = null;
   /** Clients closed for being too slow. */
@@ -132,6 +137,10 @@ export class Fanout {
     if (f.kind === "video" && f.key) {
       // Joiners start at this keyframe: keep only the audio that still overlaps it.
       this.#cache = this.#cache.filter((c) => c.kind === "audio" && c.endMs > f.startMs);
+      this.#videoCached = true;
+    } else if (f.kind === "audio" && !this.#videoCached && this.#cache.length > AUDIO_ONLY_CACHE) {
+      // No video (no video client): joiners get only the sound that is not past; keep the last moments.
+      this.#cache = this.#cache.slice(-AUDIO_ONLY_CACHE);
     }
     this.#cache.push(f);
     for (const c of [...this.#clients.keys()]) {
@@ -143,6 +152,7 @@ export class Fanout {
   /** The video stopped: the frames kept for joiners are dropped (a joiner waits for the next keyframe). */
   dropVideo(): void {
     this.#cache = this.#cache.filter((f) => f.kind === "audio");
+    this.#videoCached = false;
   }
 
   #sendFragment(client: MediaClient, f: Fragment, check: boolean): void {
