@@ -120,12 +120,12 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
       await pngPixel(await page.screenshot({ clip: { x, y, width: 1, height: 1 }, type: "png" }));
     const corner = await pixel(6, 6);
     assert.deepEqual(corner, [255, 0, 255], `the page under the canvas's corner: ${corner}`);
-    // Ada's cheek (skin #efc3a0) at view-box (200, 270) → canvas px (100, 135).
+    // Ada's cheek at view-box (200, 270) → canvas px (100, 135): her skin (#efc3a0) or its shade (#d79b78;
+    // the head moves a few px), never the page.
     const cheek = await pixel(100, 135);
-    assert.ok(
-      Math.abs(cheek[0] - 0xef) < 24 && Math.abs(cheek[1] - 0xc3) < 24 && Math.abs(cheek[2] - 0xa0) < 24,
-      `the avatar's skin: ${cheek}`,
-    );
+    const near = (c: number[], hex: number) =>
+      [hex >> 16, (hex >> 8) & 255, hex & 255].every((v, i) => Math.abs(c[i] - v) <= 32);
+    assert.ok(near(cheek, 0xefc3a0) || near(cheek, 0xd79b78), `the avatar's skin: ${cheek}`);
 
     // The drawing's cost at 25 fps: the drawer alone, on this page, for 2 s of a mouth changing 16 times a
     // second (figures, not a timed assertion: the machine is shared).
