@@ -13,13 +13,18 @@
  *
  * @module
  */
-import OpusScript from "opusscript";
+// The package's WebAssembly build, driven directly: its JavaScript wrapper (`opusscript`'s index.js) writes
+// each encoder's samples through views taken once, at twice the address it allocated — past about 80
+// encoders that lands outside the heap ("offset is out of bounds") or on other encoders' memory.
+import createOpusModule from "opusscript/build/opusscript_native_wasm.js";
 import type { OpusHead } from "./ogg_opus.ts";
 
 /** Samples per Opus packet (20 ms at 48 kHz). */
 export const OPUS_FRAME = 960;
 /** The encoder's look-ahead in low-delay mode (RFC 7845 pre-skip), samples at 48 kHz. */
 export const OPUS_PRE_SKIP = 120;
+/** libopus `OPUS_SET_BITRATE`. */
+const SET_BITRATE = 4002;
 /** libopus `OPUS_SET_COMPLEXITY`. */
 const SET_COMPLEXITY = 4010;
 /** libopus `OPUS_SET_VBR` (the package's default is constant bitrate: silence would cost as much as speech). */
@@ -35,9 +40,47 @@ export const SILENCE_SETTLE = 16;
 /** A packet this small (bytes) is a silent frame. */
 const SILENT_PACKET_MAX = 8;
 
+/** The parts of the build's Emscripten module used here. */
+interface OpusModule {
+  OpusScriptHandler: {
+    new (rate: number, channels: number, application: number): OpusHandler;
+    destroy_handler(h: OpusHandler): void;
+  };
+  _malloc(bytes: number): number;
+  _free(ptr: number): void;
+  /** Views of the module's memory (replaced when the memory grows: read them at each use). */
+  HEAPU8: Uint8Array;
+  HEAPU16: Uint16Array;
+}
+
+/** The build's encoder handle (`src/opusscript_encoder.cpp` of opusscript). */
+interface OpusHandler {
+  /**
+   * Encodes `frameSize` samples: the input holds one 16-bit slot per byte of the PCM16LE samples (the
+   * handler packs them in place); `bytes` slots are packed.
+   */
+  _encode(input: number, bytes: number, output: number, frameSize: number): number;
+  _encoder_ctl(ctl: number, arg: number): number;
+}
+
+/** `OPUS_APPLICATION_RESTRICTED_LOWDELAY`. */
+const RESTRICTED_LOWDELAY = 2051;
+/** Largest Opus packet (bytes). */
+const MAX_PACKET = 1276 * 3;
+
+let opusModule: OpusModule | null = null;
+/** The shared WebAssembly module (instantiated on first use, synchronously). */
+function opusLib(): OpusModule {
+  return opusModule ??= (createOpusModule as unknown as () => OpusModule)();
+}
+
 /** An in-process Opus encoder (mono, 48 kHz, 20 ms packets). */
 export class OpusEncoder {
-  readonly #enc: OpusScript;
+  readonly #lib: OpusModule;
+  readonly #enc: OpusHandler;
+  /** The input slots (one 16-bit slot per PCM byte) and the output packet, in the module's memory. */
+  readonly #in: number;
+  readonly #out: number;
   /** Samples waiting for a whole packet. */
   readonly #pending = new Int16Array(OPUS_FRAME);
   #fill = 0;
@@ -50,10 +93,14 @@ export class OpusEncoder {
   readonly stats = { encoded: 0, repeated: 0 };
 
   constructor(bitrate: number) {
-    this.#enc = new OpusScript(48000, 1, OpusScript.Application.RESTRICTED_LOWDELAY);
-    this.#enc.setBitrate(bitrate);
-    this.#enc.encoderCTL(SET_COMPLEXITY, COMPLEXITY);
-    this.#enc.encoderCTL(SET_VBR, 1);
+    this.#lib = opusLib();
+    this.#enc = new this.#lib.OpusScriptHandler(48000, 1, RESTRICTED_LOWDELAY);
+    this.#in = this.#lib._malloc(OPUS_FRAME * 2 * 2);
+    this.#out = this.#lib._malloc(MAX_PACKET);
+    for (const [ctl, value] of [[SET_BITRATE, bitrate], [SET_COMPLEXITY, COMPLEXITY], [SET_VBR, 1]]) {
+      const rc = this.#enc._encoder_ctl(ctl, value);
+      if (rc < 0) throw new Error(`opus encoder ctl ${ctl} failed (${rc})`);
+    }
   }
 
   /** The stream's identification header (what an MP4 `dOps` box or a decoder needs). */
@@ -93,7 +140,12 @@ export class OpusEncoder {
       this.stats.repeated++;
       return this.#silence;
     }
-    const packet = new Uint8Array(this.#enc.encode(new Uint8Array(pcm.buffer) as never, OPUS_FRAME));
+    // One 16-bit slot per byte (the handler packs them into samples in place); views taken now, the memory
+    // may have grown since the last call.
+    this.#lib.HEAPU16.set(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength), this.#in >> 1);
+    const n = this.#enc._encode(this.#in, OPUS_FRAME, this.#out, OPUS_FRAME);
+    if (n < 0) throw new Error(`opus encode failed (${n})`);
+    const packet = this.#lib.HEAPU8.slice(this.#out, this.#out + n);
     this.stats.encoded++;
     if (this.#silentRun >= SILENCE_SETTLE && packet.length <= SILENT_PACKET_MAX) this.#silence = packet;
     return packet;
@@ -103,6 +155,8 @@ export class OpusEncoder {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#enc.delete();
+    this.#lib.OpusScriptHandler.destroy_handler(this.#enc);
+    this.#lib._free(this.#in);
+    this.#lib._free(this.#out);
   }
 }

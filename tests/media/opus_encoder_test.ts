@@ -49,3 +49,20 @@ Deno.test("opus encoder: 20 ms packets decode back to the sound; settled silence
   for (let j = 60000; j < 94000; j++) loud = Math.max(loud, Math.abs(out[j]));
   assert.ok(loud < 0.01, `the silence decodes silent (${loud})`);
 });
+
+Deno.test("opus encoder: hundreds at once (one per session) all encode, the first ones too after the memory grew", () => {
+  const pcm = new Int16Array(OPUS_FRAME);
+  for (let j = 0; j < pcm.length; j++) pcm[j] = Math.round(8000 * Math.sin(j / 5));
+  const encoders: OpusEncoder[] = [];
+  try {
+    // (opusscript's own wrapper failed at the 79th: "offset is out of bounds")
+    for (let i = 0; i < 400; i++) encoders.push(new OpusEncoder(24000));
+    for (const e of [encoders[0], encoders[199], encoders[399]]) {
+      let bytes = 0;
+      e.encode(pcm, (p) => bytes = p.length);
+      assert.ok(bytes > 8, `a packet of ${bytes} bytes`);
+    }
+  } finally {
+    for (const e of encoders) e.close();
+  }
+});
