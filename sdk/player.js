@@ -42,6 +42,11 @@
 /** Subprotocol of the media WebSocket. */
 export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
 
+/**
+ * Video-free: how long after a `requestAnimationFrame` callback its canvas drawing is on screen (one refresh
+ * at 60 Hz; an estimate, not measured per page as the video path's display delay is).
+ */
+const CANVAS_DISPLAY_MS = 16;
 /** Media Source Extensions: the playback rate while catching up with the latency target (pitch kept). */
 const CATCH_UP_RATE = 1.08;
 
@@ -363,7 +368,8 @@ function createFmp4Player(options) {
   const drawLoop = () => {
     if (closed || !avatar) return;
     const t = sink.timelineNow?.() ?? null;
-    if (t !== null && connected && avatar.draw(t) && firstFrameAt === null) {
+    // A canvas drawn now is on screen about one refresh later: draw the instant heard then.
+    if (t !== null && connected && avatar.draw(t + CANVAS_DISPLAY_MS) && firstFrameAt === null) {
       onFirstFrame(performance.now());
       sinkEvents.playing();
     }
