@@ -15,6 +15,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { TokenService } from "../../auth/tokens.ts";
 import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
+import { artDocument } from "../../media/art/document.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { ClientMessages } from "../../media/client_messages.ts";
 import type { MediaPlane } from "../../media/plane.ts";
@@ -59,8 +60,19 @@ export interface MediaRouteDeps {
   logger: Logger;
 }
 
-/** Registers the media WebSocket route. */
+/** Registers the media WebSocket route and the avatars' art for clients that draw them. */
 export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDeps): void {
+  // The art a video-free client draws the avatar from: the SVG layers the renderer rasterises (public, like
+  // the SDK's files; docs/media-plane.md#the-art).
+  app.get("/media/v0/art/:avatar_id", (c) => {
+    const doc = artDocument(deps.plane.catalog, c.req.param("avatar_id"));
+    if (!doc) {
+      throw new ApiError("SVC_ROUTE_NOT_FOUND", "The catalog has no such avatar (see GET /v1/catalog).");
+    }
+    // Any page may draw it (the player's page need not be the service's origin).
+    return c.json(doc, 200, { "cache-control": "public, max-age=3600", "access-control-allow-origin": "*" });
+  });
+
   app.get("/media/v0/sessions/:session_id", async (c) => {
     if (!tokens(c.req.header("upgrade") ?? null).includes("websocket")) {
       throw new ApiError(
@@ -100,9 +112,12 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       } else refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
     }
 
-    // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4.
-    const framing = offered.includes(FRAMES_SUBPROTOCOL) ? "frames" : "fmp4";
-    const protocol = framing === "frames"
+    // `video=0`: a video-free client (audio and the animation track; docs/media-plane.md).
+    const video = c.req.query("video") !== "0";
+    // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4; a video-free
+    // client's audio always comes in the lighter framing.
+    const framing = offered.includes(FRAMES_SUBPROTOCOL) || !video ? "frames" : "fmp4";
+    const protocol = offered.includes(FRAMES_SUBPROTOCOL)
       ? FRAMES_SUBPROTOCOL
       : offered.includes(MEDIA_SUBPROTOCOL)
       ? MEDIA_SUBPROTOCOL
@@ -128,6 +143,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       }
       const client: MediaClient = {
         framing,
+        video,
         send: (data) => {
           if (socket.readyState === WebSocket.OPEN) socket.send(data);
         },
@@ -143,7 +159,7 @@ export function registerMediaRoutes(app: OpenAPIHono<AppEnv>, deps: MediaRouteDe
       const attached = target!.attach(client);
       if (!attached) return;
       const sender = { reply: client.send };
-      deps.logger.info("media client connected", { session_id: sessionId });
+      deps.logger.info("media client connected", { session_id: sessionId, video });
       socket.onmessage = (e) => {
         if (e.data instanceof ArrayBuffer) attached.receive(new Uint8Array(e.data));
         // Text frames are the client's messages (`tool_result`, `player_stats`, `clock_sync`), by type, to the
