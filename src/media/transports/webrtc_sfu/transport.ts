@@ -17,7 +17,6 @@
  *
  * @module
  */
-import dgram from "node:dgram";
 import type { Logger } from "../../../log.ts";
 import { MEDIA_CLOSE } from "../../close_codes.ts";
 import type { VideoFormat } from "../../renderer.ts";
@@ -42,7 +41,7 @@ import {
   type SfuObjectsSpec,
 } from "./session_objects.ts";
 import { type JanusSfu, sfuError } from "./sfu.ts";
-import { openRtpSender } from "./udp_sender.ts";
+import { openRtpSender, type RtpSender } from "./udp_sender.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
 const AUDIO_LEAD_MS = 10;
@@ -98,7 +97,7 @@ interface Client {
 export class WebRtcSfuTransport implements MediaTransport {
   readonly kind = "webrtc_sfu";
   readonly #d: WebRtcSfuDeps;
-  readonly #sender: dgram.Socket;
+  readonly #sender: RtpSender;
   readonly #mic: MicReceiver;
   readonly #clients = new Set<Client>();
   #objects: SfuObjects | null = null;
@@ -116,7 +115,7 @@ export class WebRtcSfuTransport implements MediaTransport {
   /** Recent times from a frame made (or a sound due) to its RTP sent, ms (for the players' figures). */
   readonly #sendLag = { video: [] as number[], audio: [] as number[] };
 
-  private constructor(deps: WebRtcSfuDeps, sender: dgram.Socket, mic: MicReceiver) {
+  private constructor(deps: WebRtcSfuDeps, sender: RtpSender, mic: MicReceiver) {
     this.#d = deps;
     this.#sender = sender;
     this.#mic = mic;
@@ -130,8 +129,9 @@ export class WebRtcSfuTransport implements MediaTransport {
   static async open(deps: WebRtcSfuDeps): Promise<WebRtcSfuTransport> {
     const { config } = deps.sfu;
     const connection = await deps.sfu.connection();
-    // Bound before anything is sent: the opening keyframe must reach Janus in order (see udp_sender.ts).
-    let sender: dgram.Socket;
+    // Bound before anything is sent, sending in order: the opening keyframe must reach Janus as it was cut
+    // (see udp_sender.ts).
+    let sender: RtpSender;
     try {
       sender = await openRtpSender(config.rtpHost);
     } catch (err) {
