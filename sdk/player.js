@@ -280,6 +280,12 @@ function createFmp4Player(options) {
   let mic = null;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let retryTimer;
+  /**
+   * The reason of the service's `{"type":"ended"}`, once received: the session is over, so the close that
+   * follows ends the player whatever code it comes with (see {@link onClose}).
+   * @type {string | null}
+   */
+  let endedReason = null;
   const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
 
   /**
@@ -466,7 +472,8 @@ function createFmp4Player(options) {
         clockSync.receive(msg, arrivedAt);
         break;
       case "ended":
-        setState({ reason: String(msg.reason ?? "session_ended") });
+        endedReason = String(msg.reason ?? "session_ended");
+        setState({ reason: endedReason });
         break;
     }
   };
@@ -484,14 +491,17 @@ function createFmp4Player(options) {
    */
   const onClose = async (code, reason) => {
     if (closed) return;
-    if (code === 1000) {
+    // After the service's `ended` the session is over, whatever the close says: its close frame can be lost
+    // (the connection reset as the service closes it while the page still sends — 1006 here), and a
+    // reconnection would only find the session gone (4404) and fail a session that ended cleanly.
+    if (code === 1000 || endedReason === "session_ended") {
       teardown();
       setState({ state: "ended", closeCode: code, reason: reason || current.reason || "session_ended" });
       return;
     }
-    if (FINAL_CLOSES.has(code)) {
+    if (FINAL_CLOSES.has(code) || endedReason !== null) {
       teardown();
-      setState({ state: "failed", closeCode: code, reason });
+      setState({ state: "failed", closeCode: code, reason: reason || endedReason || "" });
       return;
     }
     if (++failures > maxReconnects) {

@@ -69,6 +69,9 @@ export function createWebRtcPlayer(options) {
   let micWanted = options.microphone ?? true;
   let closed = false;
   let failures = 0;
+  /** The reason of the service's `{"type":"ended"}`, once received (the close that follows is final). */
+  /** @type {string | null} */
+  let endedReason = null;
   let reconnects = 0;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let retryTimer;
@@ -268,7 +271,8 @@ export function createWebRtcPlayer(options) {
         setState({ reason: String(msg.code ?? "error") });
         break;
       case "ended":
-        setState({ reason: String(msg.reason ?? "session_ended") });
+        endedReason = String(msg.reason ?? "session_ended");
+        setState({ reason: endedReason });
         break;
     }
   };
@@ -319,14 +323,16 @@ export function createWebRtcPlayer(options) {
     viewer = null;
     publisher?.close();
     publisher = null;
-    if (code === 1000) {
+    // After the service's `ended` the session is over, whatever the close says (its close frame can be
+    // lost: see ./player.js).
+    if (code === 1000 || endedReason === "session_ended") {
       teardown();
       setState({ state: "ended", closeCode: code, reason: reason || "session_ended" });
       return;
     }
-    if (FINAL_CLOSES.has(code)) {
+    if (FINAL_CLOSES.has(code) || endedReason !== null) {
       teardown();
-      setState({ state: "failed", closeCode: code, reason });
+      setState({ state: "failed", closeCode: code, reason: reason || endedReason || "" });
       return;
     }
     if (++failures > maxReconnects) {
