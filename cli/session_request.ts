@@ -6,7 +6,7 @@
  * @module
  */
 import type { CreateSessionRequest } from "@avatar-svc/sdk";
-import { type CliField, PROVIDERS } from "../src/providers/registry.ts";
+import { type CliField, PROVIDERS } from "../src/providers/catalog/catalog.ts";
 import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../src/vocabulary/provider_types.ts";
 import { UsageError } from "./usage_error.ts";
 

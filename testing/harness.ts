@@ -14,11 +14,11 @@ import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import type { ProviderConnector } from "../src/providers/types.ts";
 import type { ProviderType } from "../src/vocabulary/provider_types.ts";
-import type { SessionMediaFactory, SessionRuntime } from "../src/runtime/session_runtime.ts";
+import type { SessionMediaFactory, SessionRuntime } from "../src/worker/session_runtime.ts";
 import type { SessionService } from "../src/sessions/service.ts";
 import type { Lifecycle } from "../src/app/lifecycle.ts";
 import type { Resolver } from "../src/webhooks/url_guard.ts";
-import type { MediaPlane } from "../src/media/plane.ts";
+import type { MediaPlane } from "../src/media/media_plane.ts";
 import type { SessionWorker } from "../src/worker/session_worker.ts";
 
 /** Options of {@link createHarness}. */

@@ -7,9 +7,9 @@
  */
 import { loadConfig, type SfuConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
-import { MediaPlane } from "../src/media/plane.ts";
+import { MediaPlane } from "../src/media/media_plane.ts";
 import type { AvatarSessionMedia } from "../src/media/session_media.ts";
-import { FakeConnector } from "./fake_connector.ts";
+import { FakeConnector } from "./fake_bridge.ts";
 import { engineBody } from "./fixtures.ts";
 import { createHarness, type Harness } from "./harness.ts";
 import { type JanusProcess, startJanus, startTurn, type TurnProcess } from "./janus.ts";

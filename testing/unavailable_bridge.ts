@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { ApiError } from "../errors.ts";
-import type { ConnectRequest, ProviderConnection, ProviderConnector } from "./types.ts";
+import { ApiError } from "../src/errors.ts";
+import type { ConnectRequest, ProviderConnection, ProviderConnector } from "../src/providers/types.ts";
 
 /** A connector that refuses every session with `SVC_PROVIDER_UNAVAILABLE`. */
 export class UnavailableConnector implements ProviderConnector {

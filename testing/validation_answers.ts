@@ -28,7 +28,7 @@ export async function checkoutAt(root: string): Promise<Checkout> {
     harness = new URL("tests/helpers/harness.ts", base);
   }
   const { createHarness } = await import(harness.href);
-  const { UnavailableConnector } = await import(new URL("src/providers/unavailable.ts", base).href);
+  const { UnavailableConnector } = await import(new URL("testing/unavailable_bridge.ts", base).href);
   return { createHarness, UnavailableConnector };
 }
 

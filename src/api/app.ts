@@ -35,9 +35,9 @@ import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerMediaRoutes } from "./routes/media.ts";
 import { registerSfuRoutes } from "./routes/sfu.ts";
-import type { MediaPlane } from "../media/plane.ts";
+import type { MediaPlane } from "../media/media_plane.ts";
 import { AVATAR_CATALOG } from "../vocabulary/avatar_catalog.ts";
-import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
+import { type DemoDeps, registerDemoRoutes } from "./routes/demo.ts";
 import { telemetry } from "../telemetry/state.ts";
 import { apiMetrics } from "./middleware/api_metrics.ts";
 

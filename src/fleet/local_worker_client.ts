@@ -5,7 +5,7 @@
  * @module
  */
 import { ApiError } from "../errors.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import type { SessionWorker } from "../worker/session_worker.ts";

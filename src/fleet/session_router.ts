@@ -9,9 +9,9 @@
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { MEDIA_PATH } from "../media/plane.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import { TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
+import { MEDIA_PATH } from "../media/media_plane.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
+import { TEARDOWN_TIMEOUT_MS } from "../worker/session_runtime.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import { endThroughKv } from "./end_through_kv.ts";

@@ -15,7 +15,7 @@ import type { MediaConfig, SfuConfig } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { Logger } from "../log.ts";
-import type { SessionMediaFactory } from "../runtime/session_runtime.ts";
+import type { SessionMediaFactory } from "../worker/session_runtime.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";

@@ -25,7 +25,7 @@
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ProviderConnection, ToolCall } from "../providers/types.ts";
-import type { SessionMedia } from "../runtime/session_runtime.ts";
+import type { SessionMedia } from "../worker/session_runtime.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { AUDIO_BLOCK, AUDIO_RATE, audioEncoderArgs, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
 import { FlvDemuxer } from "./flv.ts";

@@ -10,11 +10,11 @@ import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
-import { ExternalEngineConnector } from "./external_engine.ts";
+import { ExternalEngineConnector } from "./external_engine/bridge.ts";
 import type { ConnectorDeps, ProviderConnector } from "./types.ts";
-import { Vendor1RealtimeConnector } from "./vendor1_realtime/connector.ts";
-import { Vendor2Connector } from "./vendor2/connector.ts";
-import { Vendor3Connector } from "./vendor3/connector.ts";
+import { Vendor1RealtimeConnector } from "./vendor1_realtime/bridge.ts";
+import { Vendor2Connector } from "./vendor2/bridge.ts";
+import { Vendor3Connector } from "./vendor3/bridge.ts";
 
 /** Builds the connector of each provider type. */
 const CONNECTORS: { [K in ProviderType]: (deps: ConnectorDeps) => ProviderConnector } = {

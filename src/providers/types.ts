@@ -10,7 +10,7 @@
 import type { Clock } from "../clock.ts";
 import type { VendorEndpoints } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 
 /** Why a provider connection ended on its own. */
 export type ProviderClosure =

@@ -31,9 +31,9 @@ import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import { generateWebhookSecret } from "../webhooks/sign.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
-import { checkProviderConfigShape } from "../providers/config_schema.ts";
+import { checkProviderConfigShape } from "../providers/catalog/config_schema.ts";
 import type { ProviderType } from "../vocabulary/provider_types.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { SessionHost } from "./session_host.ts";
 import type {

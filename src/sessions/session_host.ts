@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
 import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";

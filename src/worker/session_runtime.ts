@@ -21,7 +21,7 @@ import type {
 } from "../providers/types.ts";
 import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { TOOL_ERRORS } from "../providers/tool_calls.ts";
-import type { CredentialHolder } from "./credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordEngineConnect } from "../telemetry/metrics.ts";
 import { errorType, inSpan, SpanKind, untraced } from "../telemetry/tracing.ts";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { parseBootstrapInput } from "../../cli/bootstrap.ts";
 import { PROVIDER_TYPES } from "../../src/vocabulary/provider_types.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
-import { FakeConnector } from "../../testing/fake_connector.ts";
+import { FakeConnector } from "../../testing/fake_bridge.ts";
 import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
 import { createHarness } from "../../testing/harness.ts";
 

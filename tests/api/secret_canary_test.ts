@@ -6,10 +6,10 @@
  */
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
+import { ExternalEngineConnector } from "../../src/providers/external_engine/bridge.ts";
 import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
-import { UnavailableConnector } from "../../src/providers/unavailable.ts";
-import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import { UnavailableConnector } from "../../testing/unavailable_bridge.ts";
+import type { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import { silentLogger } from "../../src/log.ts";
 import { createHarness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";

@@ -16,7 +16,7 @@ import { ownerLeaseKey } from "../../src/kv/keys.ts";
 import { setSessionRetention } from "../../src/kv/session_retention.ts";
 import { type IndexValue, viewOf } from "../../src/kv/session_index.ts";
 import { createHarness, type Harness, type JsonResponse } from "../../testing/harness.ts";
-import { FakeConnector } from "../../testing/fake_connector.ts";
+import { FakeConnector } from "../../testing/fake_bridge.ts";
 import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
 import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
 import { eventually } from "../../testing/webhook_receiver.ts";

@@ -29,9 +29,8 @@ import {
 
 /** What the API process and the CLI must never load (statically). */
 const FORBIDDEN_NPM = ["npm:ws", "npm:@resvg/resvg-wasm", "node:dgram"];
-/** The modules of `src/providers/` the API side may load: the registry of schemas and the bridge port. */
-const PROVIDER_CATALOG =
-  /^src\/providers\/(registry\.ts|config_schema\.ts|types\.ts|tool_calls\.ts|credential_reader\.ts|[^/]+\/schema\.ts|vendor3\/signed_url\.ts)$/;
+/** The modules of `src/providers/` the API side may load: the provider catalog (`src/providers/catalog/`). */
+const PROVIDER_CATALOG = /^src\/providers\/catalog\/[^/]+\.ts$/;
 
 /** Why `name` must not be loaded by an API-side entry point, or null when it may be. */
 function forbidden(name: string): string | null {
@@ -73,8 +72,8 @@ Deno.test("module graph: the CLI loads no media, no vendor bridge, no npm:ws, re
 Deno.test({
   name: "module graph: the API app loads no media, no vendor bridge, no npm:ws, resvg or dgram",
   // Part two: app.ts still loads the media plane through the media and SFU socket routes
-  // (api/routes/media.ts, sfu.ts → media/plane.ts), the internal API routes (api/routes/internal.ts →
-  // worker/session_worker.ts → media/plane.ts, runtime/session_runtime.ts) and its `media` option's type.
+  // (api/routes/media.ts, sfu.ts → media/media_plane.ts), the internal API routes (api/routes/internal.ts →
+  // worker/session_worker.ts → media/media_plane.ts, worker/session_runtime.ts) and its `media` option's type.
   // The transport registry gives each transport's socket route to the worker side, which registers them
   // (and the internal API) on the app through an option, so app.ts imports no worker-side module.
   ignore: true,

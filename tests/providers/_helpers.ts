@@ -6,10 +6,10 @@
  * @module
  */
 import { loadConfig } from "../../src/config.ts";
-import { MediaPlane } from "../../src/media/plane.ts";
+import { MediaPlane } from "../../src/media/media_plane.ts";
 import { createLogger } from "../../src/log.ts";
 import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
-import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import type { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import { testTls } from "../../testing/fixtures.ts";
 import {
   createHarness,

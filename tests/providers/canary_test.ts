@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { startVendor1Fake } from "../../testing/fakes/vendor1_realtime.ts";
 import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
 import { startVendor3Fake } from "../../testing/fakes/vendor3.ts";
-import { createConnectors } from "../../src/providers/connectors.ts";
+import { createConnectors } from "../../src/providers/bridges.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";

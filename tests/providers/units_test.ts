@@ -10,7 +10,7 @@ import { parseRateFormat, UserAudioEncoder } from "../../src/providers/audio/for
 import {
   signedUrlMintedAt as mintedAtOf,
   signedUrlProblem as problemOf,
-} from "../../src/providers/vendor3/signed_url.ts";
+} from "../../src/providers/catalog/vendor3_signed_url.ts";
 import {
   classifyNativeFailure,
   endpointOf,
@@ -21,10 +21,10 @@ import {
 import { splitUrl } from "../../src/auth/credential_url.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
-import { createConnectors } from "../../src/providers/connectors.ts";
+import { createConnectors } from "../../src/providers/bridges.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
-import { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import type { ProviderClosure, ProviderEvents } from "../../src/providers/types.ts";
 import { ApiError } from "../../src/errors.ts";
 import { rms, tone, toneHz } from "../../testing/fakes/server.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
-import { FakeConnector } from "../../testing/fake_connector.ts";
+import { FakeConnector } from "../../testing/fake_bridge.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";

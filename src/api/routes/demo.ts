@@ -16,9 +16,9 @@
  * @module
  */
 import type { Context, Hono } from "hono";
-import type { AppEnv } from "../api/app_env.ts";
-import { ApiError, ERROR_CATALOG, type ErrorCode } from "../errors.ts";
-import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "./page.ts";
+import type { AppEnv } from "../app_env.ts";
+import { ApiError, ERROR_CATALOG, type ErrorCode } from "../../errors.ts";
+import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "../demo_page.ts";
 
 /** What the demo backend needs. */
 export interface DemoDeps {

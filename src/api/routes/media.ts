@@ -17,7 +17,7 @@ import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { ClientMessages } from "../../media/client_messages.ts";
-import type { MediaPlane } from "../../media/plane.ts";
+import type { MediaPlane } from "../../media/media_plane.ts";
 import type { MediaClient } from "../../media/transports/ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "../../media/transports/ws_fmp4/transport.ts";
 import type { AppEnv } from "../app_env.ts";

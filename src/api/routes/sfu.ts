@@ -17,7 +17,7 @@ import { ApiError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MEDIA_CLOSE } from "../../media/close_codes.ts";
 import type { ClientMessages } from "../../media/client_messages.ts";
-import type { MediaPlane } from "../../media/plane.ts";
+import type { MediaPlane } from "../../media/media_plane.ts";
 import { type SignalSocket, WebRtcSfuTransport } from "../../media/transports/webrtc_sfu/transport.ts";
 import type { AppEnv } from "../app_env.ts";
 import { isWebSocketHandshake, TOKEN_SUBPROTOCOL_PREFIX } from "./media.ts";

@@ -13,14 +13,14 @@
  * @module
  */
 import type { z } from "@hono/zod-openapi";
-import type { VendorEndpoints } from "../config.ts";
-import { isProviderType, type ProviderType } from "../vocabulary/provider_types.ts";
-import { ExternalEngineConfig } from "./external_engine/schema.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import { Vendor1RealtimeConfig } from "./vendor1_realtime/schema.ts";
-import { Vendor2Config } from "./vendor2/schema.ts";
-import { Vendor3Config } from "./vendor3/schema.ts";
-import { signedUrlProblem } from "./vendor3/signed_url.ts";
+import type { VendorEndpoints } from "../../config.ts";
+import { isProviderType, type ProviderType } from "../../vocabulary/provider_types.ts";
+import { ExternalEngineConfig } from "./external_engine.ts";
+import type { CredentialHolder } from "../../auth/credential_holder.ts";
+import { Vendor1RealtimeConfig } from "./vendor1_realtime.ts";
+import { Vendor2Config } from "./vendor2.ts";
+import { Vendor3Config } from "./vendor3.ts";
+import { signedUrlProblem } from "./vendor3_signed_url.ts";
 
 /** A `sessions create` flag that fills one field of a provider's config. */
 export interface CliField {

@@ -7,8 +7,8 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
-import { type CheckContext, checkProviderConfig, PROVIDERS } from "./registry.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../../vocabulary/provider_types.ts";
+import { type CheckContext, checkProviderConfig, PROVIDERS } from "./catalog.ts";
 
 type Schemas = { [K in ProviderType]: z.ZodOptional<(typeof PROVIDERS)[K]["schema"]> };
 

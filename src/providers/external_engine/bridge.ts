@@ -23,15 +23,15 @@ import {
   PREFERRED_OUTPUT_SAMPLE_RATE,
   PROTOCOL_VERSION,
   SUBPROTOCOL,
-} from "../../engine/protocol.ts";
-import { type Clock, systemClock } from "../clock.ts";
-import type { ApiError } from "../errors.ts";
-import type { Logger } from "../log.ts";
-import { pcmSamples } from "./audio/format.ts";
-import { toolCall } from "./tool_calls.ts";
-import type { ConnectRequest, ProviderClosure, ProviderConnection, ProviderConnector } from "./types.ts";
-import { BridgeConnection, type ConnectionContext, KEEPALIVE_CLOSE_CODE } from "./wire/connection.ts";
-import { handshake, type HandshakeStep, startErrors, type StartFailure } from "./wire/handshake.ts";
+} from "../../../engine/protocol.ts";
+import { type Clock, systemClock } from "../../clock.ts";
+import type { ApiError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import { pcmSamples } from "../audio/format.ts";
+import { toolCall } from "../tool_calls.ts";
+import type { ConnectRequest, ProviderClosure, ProviderConnection, ProviderConnector } from "../types.ts";
+import { BridgeConnection, type ConnectionContext, KEEPALIVE_CLOSE_CODE } from "../wire/connection.ts";
+import { handshake, type HandshakeStep, startErrors, type StartFailure } from "../wire/handshake.ts";
 import {
   classifyNativeFailure,
   type Closed,
@@ -40,7 +40,7 @@ import {
   engineTransport,
   type Frame,
   type SocketTransport,
-} from "./wire/socket.ts";
+} from "../wire/socket.ts";
 
 /** The subprotocol the bridge offers. */
 export const ENGINE_SUBPROTOCOL = SUBPROTOCOL;

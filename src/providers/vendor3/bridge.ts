@@ -58,7 +58,7 @@ import { endpointOf, endpointOfBytes, engineTransport } from "../wire/socket.ts"
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
 import { MintError, mintSignedUrl } from "./mint.ts";
-import { signedUrlProblem } from "./signed_url.ts";
+import { signedUrlProblem } from "../catalog/vendor3_signed_url.ts";
 import { ApiError } from "../../errors.ts";
 
 /** The subprotocol the vendor's own client offers. */
