@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { bodiesDigest, generateBodies } from "../../testing/credential_bodies.ts";
 import { type Answer, answersFor } from "../../testing/validation_answers.ts";
 import { createHarness } from "../../testing/harness.ts";
-import { UnavailableConnector } from "../../testing/unavailable_bridge.ts";
+import { UnavailableBridge } from "../../testing/unavailable_bridge.ts";
 
 /** The generator's seed and the number of bodies (the recorded answers are for these). */
 export const SEED = 23;
@@ -28,7 +28,7 @@ Deno.test("credential validation: thousands of generated bodies get exactly the 
     recorded.digest,
     "the generator changed: record the answers of main again (tests/fixtures/record_validation_answers.ts)",
   );
-  const answers = await answersFor({ createHarness, UnavailableConnector }, bodies);
+  const answers = await answersFor({ createHarness, UnavailableBridge }, bodies);
   const differ: string[] = [];
   answers.forEach((a, i) => {
     const want = recorded.answers[recorded.index[i]];

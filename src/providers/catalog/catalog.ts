@@ -7,7 +7,7 @@
  *   session is written), on the validated config and the credentials' bytes;
  * - `cli`: the `sessions create` flags that fill its fields (the CLI builds its help and request from them).
  *
- * How a session connects to each one (its bridge) is in `connectors.ts`, which only the worker side loads.
+ * How a session connects to each one (its bridge) is in `bridges.ts`, which only the worker side loads.
  * `docs/providers.md` describes each engine.
  *
  * @module

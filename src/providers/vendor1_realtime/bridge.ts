@@ -30,11 +30,11 @@ import { decodeAgentAudio, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio
 import { AgentTurns } from "../agent_turns.ts";
 import { parseArguments, toolCall, toolOutputText } from "../tool_calls.ts";
 import type {
-  ConnectorDeps,
+  BridgeDeps,
   ConnectRequest,
+  ProviderBridge,
   ProviderClosure,
   ProviderConnection,
-  ProviderConnector,
   ToolResult,
 } from "../types.ts";
 import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
@@ -47,7 +47,7 @@ import {
   type StartFailure,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import type { Closed, EngineSocket, Frame, VendorSocket } from "../wire/socket.ts";
 import { endpointOf, engineTransport } from "../wire/socket.ts";
 import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
 
@@ -76,10 +76,10 @@ function startFailure(f: StartFailure) {
 }
 
 /** Connects sessions to the vendor1 realtime engine. */
-export class Vendor1RealtimeConnector implements ProviderConnector {
-  readonly #transport: SocketTransport;
+export class Vendor1RealtimeBridge implements ProviderBridge {
+  readonly #transport: VendorSocket;
 
-  constructor(readonly deps: ConnectorDeps) {
+  constructor(readonly deps: BridgeDeps) {
     this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 

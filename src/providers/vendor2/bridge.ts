@@ -35,11 +35,11 @@ import { AgentTurns } from "../agent_turns.ts";
 import { SilenceFeeder } from "../feeder.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
 import type {
-  ConnectorDeps,
+  BridgeDeps,
   ConnectRequest,
+  ProviderBridge,
   ProviderClosure,
   ProviderConnection,
-  ProviderConnector,
 } from "../types.ts";
 import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
 import {
@@ -50,7 +50,7 @@ import {
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import type { Closed, Endpoint, EngineSocket, Frame, VendorSocket } from "../wire/socket.ts";
 import { endpointOf, engineTransport } from "../wire/socket.ts";
 import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 
@@ -92,10 +92,10 @@ export function vendor2Endpoint(
 }
 
 /** Connects sessions to vendor2 agents. */
-export class Vendor2Connector implements ProviderConnector {
-  readonly #transport: SocketTransport;
+export class Vendor2Bridge implements ProviderBridge {
+  readonly #transport: VendorSocket;
 
-  constructor(readonly deps: ConnectorDeps) {
+  constructor(readonly deps: BridgeDeps) {
     this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 

@@ -38,11 +38,11 @@ import { AgentTurns } from "../agent_turns.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
 import { SILENCE_CHUNK_MS, SilenceFeeder } from "../feeder.ts";
 import type {
-  ConnectorDeps,
+  BridgeDeps,
   ConnectRequest,
+  ProviderBridge,
   ProviderClosure,
   ProviderConnection,
-  ProviderConnector,
 } from "../types.ts";
 import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
 import {
@@ -53,7 +53,7 @@ import {
   startErrors,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
+import type { Closed, Endpoint, EngineSocket, Frame, VendorSocket } from "../wire/socket.ts";
 import { endpointOf, endpointOfBytes, engineTransport } from "../wire/socket.ts";
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
@@ -84,10 +84,10 @@ export function vendor3PublicUrl(base: string, agentId: string): string {
 }
 
 /** Connects sessions to vendor3 agents. */
-export class Vendor3Connector implements ProviderConnector {
-  readonly #transport: SocketTransport;
+export class Vendor3Bridge implements ProviderBridge {
+  readonly #transport: VendorSocket;
 
-  constructor(readonly deps: ConnectorDeps) {
+  constructor(readonly deps: BridgeDeps) {
     this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 

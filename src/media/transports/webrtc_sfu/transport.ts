@@ -19,7 +19,7 @@
  */
 import dgram from "node:dgram";
 import type { Logger } from "../../../log.ts";
-import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 import type { VideoFormat } from "../../renderer.ts";
 import type {
   ControlMessage,

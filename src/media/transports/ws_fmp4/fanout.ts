@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 
 /** The socket side of a media client (a WebSocket in production). */
 export interface MediaClient {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 import { avcCodecString } from "../../flv.ts";
 import type {
   ControlMessage,
