@@ -84,7 +84,7 @@ const REFERENCE_OPTION = /<option value="reference"[^>]*>[^<]*<\/option>\s*/;
  */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {
   for (const file of PLAYER_FILES) {
-    const url = new URL(`../../sdk/${file}`, import.meta.url);
+    const url = new URL(`../../../sdk/${file}`, import.meta.url);
     app.get(`/sdk/${file}`, async (c) =>
       c.body(await Deno.readFile(url), 200, {
         "content-type": "text/javascript; charset=utf-8",
