@@ -19,6 +19,7 @@ import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app_env.ts";
 import { ApiError, ERROR_CATALOG, type ErrorCode } from "../../errors.ts";
 import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "../demo_page.ts";
+import { demoOffers } from "../../providers/catalog/catalog.ts";
 
 /** What the demo backend needs. */
 export interface DemoDeps {
@@ -37,14 +38,12 @@ export interface DemoDeps {
 const PLAYER_FILES = ["player.js", "player_webrtc.js", "tool_calls.js"];
 
 /**
- * The vendor engines the page offers, with the fields it takes for each: browser-safe, short-lived
- * credentials only (a vendor API key never goes through a browser).
+ * The vendor engines the page offers, with the fields it takes for each (the provider catalog's `demo`):
+ * browser-safe, short-lived credentials only (a vendor API key never goes through a browser).
  */
-const VENDOR_FIELDS: Record<string, string[]> = {
-  vendor1_realtime: ["client_secret"],
-  vendor2: ["access_token", "agent_id"],
-  vendor3: ["agent_id", "signed_url"],
-};
+const VENDOR_FIELDS: Record<string, string[]> = Object.fromEntries(
+  demoOffers().map((o) => [o.type, o.fields.map((f) => f.field)]),
+);
 
 /** The `provider_type` and `provider_config` of the page's choice (the reference engine by default). */
 function providerOf(

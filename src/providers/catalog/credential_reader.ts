@@ -41,7 +41,7 @@ import {
   ws,
 } from "../../auth/credential_json.ts";
 import { urlSkeleton } from "../../auth/credential_url.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "./vendor3.ts";
+import { VENDOR3_SIGNED_URL_PATH } from "./vendor3_signed_url.ts";
 
 /** How a credential field's value is checked by the schema (and so how its stand-in is made). */
 type FieldKind = "secret" | "signed_url" | "engine_url" | "headers";

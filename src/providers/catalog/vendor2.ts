@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { defineProvider } from "./definition.ts";
 
 /** `provider_config.vendor2`. */
 export const Vendor2Config = z.strictObject({
@@ -12,3 +13,19 @@ export const Vendor2Config = z.strictObject({
   }),
   agent_id: z.string().min(1).max(256),
 }).openapi("Vendor2Config");
+
+/** The catalog's entry of `vendor2`. */
+export const VENDOR2 = defineProvider({
+  schema: Vendor2Config,
+  cli: [
+    { flag: "access-token", field: "access_token", arg: "<token>", help: "access token", secret: true },
+    { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
+  ],
+  demo: {
+    label: "access token and agent",
+    fields: [
+      { field: "access_token", label: "Access token (agent grant)", input: "password" },
+      { field: "agent_id", label: "Agent id", input: "text" },
+    ],
+  },
+});
