@@ -6,12 +6,18 @@
  * @module
  */
 import { demoOffers } from "../providers/catalog/catalog.ts";
+import { TRANSPORT_KINDS, transportEntry } from "../vocabulary/transports.ts";
 
 /** The engine menu's vendor options, from the catalog. */
 const VENDOR_OPTIONS = demoOffers().map((o) =>
   `      <option value="${o.type}">${o.type}: ${o.label}</option>`
 )
   .join("\n");
+
+/** The transport menu's options after `auto`, from the transport registry. */
+const TRANSPORT_OPTIONS = TRANSPORT_KINDS.map((k) =>
+  `      <option value="${k}">${transportEntry(k).label}</option>`
+).join("\n");
 
 /** The fields each engine takes on the page, as the script's object literal (from the catalog). */
 const ENGINE_FIELDS_SOURCE = [
@@ -71,8 +77,7 @@ ${VENDOR_OPTIONS}
     <label for="transport">Transport</label>
     <select id="transport">
       <option value="auto" selected>auto (WebRTC when the service has an SFU)</option>
-      <option value="websocket_fmp4">fMP4 over WebSocket</option>
-      <option value="webrtc_sfu">WebRTC through the SFU</option>
+${TRANSPORT_OPTIONS}
     </select>
     <label><input type="checkbox" id="mic" checked> Use my microphone</label>
     <button id="start" class="primary">Start</button>

@@ -9,7 +9,8 @@
  * and the refusal of a transport no worker serves (`resolve_transport.ts`, `availableTransports()` of the
  * session host); which `stream_metadata` fields a session fills ({@link emptyEndpoints}, the schema's
  * descriptions); each transport's client socket (its path, subprotocol and tokens: the one upgrade helper
- * `src/api/transport_socket.ts` serves every entry the worker side opens). The worker side's half of each
+ * `src/api/transport_socket.ts` serves every entry the worker side opens); the demo page's menu and the
+ * SDK modules it serves. The worker side's half of each
  * entry (how a session's transport is opened and a client attached to it) is
  * `src/media/transports/registry.ts`, keyed by the same names.
  *
@@ -21,6 +22,13 @@ import type { ErrorCode } from "../errors.ts";
 
 /** What the registry says of one transport. */
 export interface TransportEntry {
+  /** What the demo page's menu calls it. */
+  readonly label: string;
+  /**
+   * The SDK's browser module of its player, beside `sdk/player.js` (which picks it from the session's
+   * `stream_metadata`), served under `/sdk/`; absent: `player.js` plays it itself.
+   */
+  readonly browserModule?: string;
   /** The client socket's path; `{session_id}` is the session's id. */
   readonly socketPath: string;
   /** The socket's subprotocol (offered next to `bearer.<token>`). */
@@ -57,6 +65,7 @@ const SFU_NOT_A_SOCKET =
 /** Every transport, in documentation order. */
 export const TRANSPORTS = {
   websocket_fmp4: {
+    label: "fMP4 over WebSocket",
     socketPath: "/media/v0/sessions/{session_id}",
     subprotocol: "avatar-media.v0",
     tokenPurposes: ["client", "media"],
@@ -67,6 +76,8 @@ export const TRANSPORTS = {
     autoRank: 1,
   },
   webrtc_sfu: {
+    label: "WebRTC through the SFU",
+    browserModule: "player_webrtc.js",
     socketPath: "/sfu/v0/sessions/{session_id}",
     subprotocol: "avatar-sfu.v0",
     tokenPurposes: ["media"],

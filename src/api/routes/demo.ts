@@ -20,6 +20,7 @@ import type { AppEnv } from "../app_env.ts";
 import { ApiError, ERROR_CATALOG, type ErrorCode } from "../../errors.ts";
 import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "../demo_page.ts";
 import { demoOffers } from "../../providers/catalog/catalog.ts";
+import { TRANSPORT_KINDS, transportEntry } from "../../vocabulary/transports.ts";
 
 /** What the demo backend needs. */
 export interface DemoDeps {
@@ -35,7 +36,11 @@ export interface DemoDeps {
 }
 
 /** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js` and `tool_calls.js`). */
-const PLAYER_FILES = ["player.js", "player_webrtc.js", "tool_calls.js"];
+const PLAYER_FILES = [
+  "player.js",
+  ...TRANSPORT_KINDS.flatMap((k) => transportEntry(k).browserModule ?? []),
+  "tool_calls.js",
+];
 
 /**
  * The vendor engines the page offers, with the fields it takes for each (the provider catalog's `demo`):
