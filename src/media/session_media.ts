@@ -37,7 +37,7 @@ import type { TimelineViseme } from "./lipsync/timeline.ts";
 import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
-import type { MediaTransport, TransportFactory, TransportKind } from "./transports/transport.ts";
+import type { MediaTransport, TransportFactory } from "./transports/transport.ts";
 import { ClientMessages } from "./client_messages.ts";
 import { ToolCalls } from "./tool_calls.ts";
 
@@ -573,11 +573,6 @@ export class AvatarSessionMedia implements SessionMedia {
   /** The session's transport (the media routes attach their clients to it). */
   get transport(): MediaTransport | null {
     return this.#transport;
-  }
-
-  /** Which transport the session uses. */
-  get transportKind(): TransportKind | null {
-    return this.#transport?.kind ?? null;
   }
 
   // ---- SessionMedia ----

@@ -150,11 +150,6 @@ export class WebRtcSfuTransport implements MediaTransport {
     return { sfu, format, sessionId, publishers: maxClients };
   }
 
-  /** Microphone packets received and PCM bytes sent to the engine (for tests and the bench). */
-  micStats(): MicReceiver["stats"] {
-    return this.#mic.stats;
-  }
-
   // ---- downstream ----
 
   configure(config: StreamConfig): void {
