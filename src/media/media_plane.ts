@@ -5,7 +5,7 @@
  * connection metadata (`stream_metadata`). What differs by transport is read from the transport registry
  * (`transports/registry.ts`): this module names no transport.
  *
- * Public surface (what the rest of the service uses): {@link MediaPlaneInfo} (capacity, the transports
+ * Public surface (what the rest of the service uses): the session worker's `MediaPlaneInfo` port (capacity, the transports
  * served, a session's endpoints) for the session worker, {@link MediaPlane.factory} (a
  * `SessionMediaFactory`) for the runtime, {@link MediaPlane.sockets} for the app's socket routes.
  *
@@ -17,6 +17,7 @@ import { ApiError } from "../errors.ts";
 import type { StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { Logger } from "../log.ts";
 import type { SessionMediaFactory } from "../worker/session_runtime.ts";
+import type { MediaPlaneInfo } from "../worker/session_worker.ts";
 import {
   emptyEndpoints,
   transportEntry,
@@ -42,19 +43,6 @@ export const DEFAULT_LIMITS: FanoutLimits = { maxBufferedBytes: 1024 * 1024, max
 export const VIDEO_CRF = 28;
 /** Opus bitrate of the reference encoder settings. */
 export const AUDIO_BITRATE = 32_000;
-
-/** What the session worker needs to know of the media plane. */
-export interface MediaPlaneInfo {
-  /** Whether a render slot is free now (a cheap early check; the factory enforces the limit). */
-  hasCapacity(): boolean;
-  /** Whether this plane serves `kind` (a transport that needs a media server: when it is configured). */
-  serves(kind: TransportKind): boolean;
-  /**
-   * The connection metadata of a session running here: `media_url` (fMP4), or `sfu_endpoint` and
-   * `ice_servers` with TURN credentials minted now for the client token's lifetime (webrtc_sfu).
-   */
-  endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints>;
-}
 
 /** Options of {@link MediaPlane.create}. */
 export interface MediaPlaneOptions {

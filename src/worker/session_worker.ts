@@ -18,7 +18,6 @@ import { ownedSessionKey, sessionKey } from "../kv/keys.ts";
 import { listOwnedSessions } from "../kv/owner_leases.ts";
 import { getSession, transitionSession } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
-import type { MediaPlaneInfo } from "../media/media_plane.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { SelfEnded, SessionRuntime } from "./session_runtime.ts";
 import { type EndOptions, type StartSpec, TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
@@ -46,6 +45,19 @@ import { inSpan, SpanKind } from "../telemetry/tracing.ts";
 export const END_RECORD_WAIT_MS = 2500;
 
 /** Dependencies of a worker. */
+/** The media plane, as the session worker needs it (its port; `MediaPlane` of src/media/ implements it). */
+export interface MediaPlaneInfo {
+  /** Whether a render slot is free now (a cheap early check; the factory enforces the limit). */
+  hasCapacity(): boolean;
+  /** Whether this plane serves `kind` (a transport that needs a media server: when it is configured). */
+  serves(kind: TransportKind): boolean;
+  /**
+   * The connection metadata of a session running here: `media_url` (fMP4), or `sfu_endpoint` and
+   * `ice_servers` with TURN credentials minted now for the client token's lifetime (webrtc_sfu).
+   */
+  endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints>;
+}
+
 export interface SessionWorkerDeps {
   kv: Deno.Kv;
   clock: Clock;

@@ -19,7 +19,6 @@ import type { EndReason } from "../../vocabulary/end_reasons.ts";
 import type { TransportKind } from "../../vocabulary/transports.ts";
 import type { OpusHead } from "../ogg_opus.ts";
 
-
 /** The stream's codec configuration, known once both encoders have written their headers. */
 export interface StreamConfig {
   width: number;
