@@ -23,6 +23,7 @@ import {
   importPath,
   loadedBy,
   type ModuleGraph,
+  mutualFolders,
   readModuleGraph,
   upwardImports,
 } from "../../scripts/module_graph.ts";
@@ -153,4 +154,8 @@ Deno.test("module graph: no src/ file imports one on a higher floor", async () =
   // Every src/ file has a floor (a new folder must be given one in scripts/module_graph.ts).
   for (const name of g.imports.keys()) if (name.startsWith("src/")) floorOf(name);
   assert.deepEqual(upwardImports(g), []);
+});
+
+Deno.test("module graph: no two src/ folders import each other (ports live with their consumers)", async () => {
+  assert.deepEqual(mutualFolders(await theGraph()), []);
 });
