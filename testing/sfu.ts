@@ -70,7 +70,7 @@ export async function withSfu(
     const config = loadConfig(env);
     plane = await MediaPlane.create({
       config: { ...config.media, width: 256, height: 256 },
-      sfu: { ...config.sfu!, ...options.sfu },
+      transports: { sfu: { ...config.sfu!, ...options.sfu } },
       publicUrl: "http://localhost:8787",
       logger: createLogger({ level: "debug", sink: (l) => logs.push(l) }),
       renderer: await smallRenderer(),

@@ -70,7 +70,7 @@ export async function startMediaPlane(
   }
   const plane = await MediaPlane.create({
     config: a.config.media,
-    sfu: a.config.sfu,
+    transports: a.config,
     publicUrl: a.config.publicUrl,
     logger: a.logger,
     clock: a.clock,

@@ -12,7 +12,7 @@
  * @module
  */
 import { systemClock } from "../clock.ts";
-import type { MediaConfig, SfuConfig } from "../config.ts";
+import type { MediaConfig } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { Logger } from "../log.ts";
@@ -31,7 +31,7 @@ import { FrameCache } from "./frame_cache.ts";
 import { ReferenceRenderer } from "./reference_renderer.ts";
 import type { Renderer } from "./renderer.ts";
 import { AvatarSessionMedia, type MediaObserver } from "./session_media.ts";
-import { type MediaServer, TRANSPORT_IMPLEMENTATIONS } from "./transports/registry.ts";
+import { type MediaServer, TRANSPORT_IMPLEMENTATIONS, type TransportConfig } from "./transports/registry.ts";
 import type { JanusSfu } from "./transports/webrtc_sfu/sfu.ts";
 import type { FanoutLimits } from "./transports/ws_fmp4/fanout.ts";
 import type { Clock } from "../clock.ts";
@@ -47,8 +47,8 @@ export const AUDIO_BITRATE = 32_000;
 /** Options of {@link MediaPlane.create}. */
 export interface MediaPlaneOptions {
   config: MediaConfig;
-  /** The SFU of the `webrtc_sfu` transport (none: only `websocket_fmp4`). */
-  sfu?: SfuConfig | null;
+  /** The transports' settings (the SFU of `webrtc_sfu`; none: only `websocket_fmp4`). */
+  transports?: TransportConfig;
   /** Public origin of the service (http or https), for media URLs. */
   publicUrl: string;
   logger: Logger;

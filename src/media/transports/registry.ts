@@ -28,10 +28,18 @@ import { iceServersFor } from "./webrtc_sfu/turn.ts";
 import type { FanoutLimits } from "./ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "./ws_fmp4/transport.ts";
 
-/** The media plane's settings a transport reads (its media server's configuration). */
-export interface TransportSettings {
+/**
+ * The transports' own settings, under the names the service's `Config` gives them (the composition root
+ * passes the whole configuration): a transport with settings adds its field here and in `config.ts`.
+ */
+export interface TransportConfig {
   /** The SFU of the `webrtc_sfu` transport (none: not served). */
   sfu?: SfuConfig | null;
+}
+
+/** The media plane's settings a transport reads. */
+export interface TransportSettings {
+  transports?: TransportConfig;
   logger: Logger;
 }
 
@@ -106,7 +114,10 @@ const websocketFmp4: TransportImplementation<null> = {
 };
 
 const webrtcSfu: TransportImplementation<JanusSfu | null> = {
-  connect: (options) => options.sfu?.adminSecret ? new JanusSfu(options.sfu, options.logger) : null,
+  connect: (options) => {
+    const sfu = options.transports?.sfu;
+    return sfu?.adminSecret ? new JanusSfu(sfu, options.logger) : null;
+  },
   open: (r) => (hooks) =>
     WebRtcSfuTransport.open({
       sfu: r.server!,
@@ -119,7 +130,7 @@ const webrtcSfu: TransportImplementation<JanusSfu | null> = {
     }),
   endpoints: async (r) => ({
     media_url: null,
-    sfu_endpoint: socketUrl("webrtc_sfu", r.options.sfu?.publicUrl ?? r.publicUrl, r.sessionId),
+    sfu_endpoint: socketUrl("webrtc_sfu", r.options.transports?.sfu?.publicUrl ?? r.publicUrl, r.sessionId),
     ice_servers: await iceServersFor(r.server!.config, r.sessionId, r.clock.now() + TOKEN_TTL_MS),
   }),
   attach: (transport, messages) => {
