@@ -1,10 +1,15 @@
 /**
  * The bench's conversation engine (protocol V0 over wss): answers the handshake, then, when told to,
- * speaks bursts of tone in 20 ms PCM16 chunks paced exactly in real time (no lead), recording when each
- * chunk was sent, so the bench can time each chunk to the fragment that carries it.
+ * speaks bursts of a 300 Hz tone (the default: the latency benches' onset detectors are tuned to it) or of
+ * an open vowel ("ah", espeak-ng: the lip sync opens the mouth for it, while a pure tone reads as a hum,
+ * lips closed; `bench:player` measures the mouth) in 20 ms PCM16 chunks paced exactly in real time (no
+ * lead), recording when each chunk was sent, so the bench can time each chunk to the fragment that carries
+ * it.
  *
  * @module
  */
+import { EspeakLib } from "../engine/espeak_lib.ts";
+import { StreamResampler } from "../src/media/lipsync/dsp.ts";
 
 /** One sent chunk. */
 export interface SentChunk {
@@ -22,14 +27,18 @@ export interface EngineSession {
   userAudioBytes: number;
 }
 
-/** Speech pattern: bursts of `burstMs` of tone separated by `gapMs` of silence. */
+/** Speech pattern: bursts of `burstMs` of sound separated by `gapMs` of silence. */
 export interface TalkPattern {
   burstMs: number;
   gapMs: number;
   bursts: number;
+  /** What a burst sounds like: a 300 Hz tone (default) or an open vowel ({@link vowelBurst}). */
+  sound?: "tone" | "vowel";
 }
 
 const RATE = 24000;
+/** How long before a response's first audio chunk it is announced (`response.started`), ms. */
+const ANNOUNCE_MS = 60;
 const CHUNK = 480; // 20 ms
 
 /** A running bench engine. */
@@ -39,6 +48,37 @@ export interface BenchEngine {
   /** Starts talking on a session; resolves when the pattern is done. */
   talk(sessionId: string, pattern: TalkPattern): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * `ms` of a sustained "ah" at {@link RATE} (espeak-ng, en-us, slow), from its first sound (above −40 dBFS,
+ * the onset level of the player and of the bench page; its natural 3 ms attack kept: cut, the sudden start
+ * reads as a lip release, PP, before the vowel), with a 5 ms fade at its end.
+ */
+export function vowelBurst(ms: number): Int16Array {
+  const lib = EspeakLib.open();
+  const n = Math.round(ms * RATE / 1000);
+  for (let rate = 120; rate >= 80; rate -= 20) {
+    const speech = lib.synthesize("ah", { voice: "en-us", rate });
+    const pcm = Int16Array.from(
+      new StreamResampler(speech.sampleRate, RATE).process(speech.samples),
+      Math.round,
+    );
+    const start = pcm.findIndex((x) => Math.abs(x) > 0.01 * 32768);
+    if (start < 0 || pcm.length - start < n) continue;
+    const out = pcm.slice(start, start + n);
+    const fade = Math.round(RATE * 0.005);
+    for (let i = 0; i < fade; i++) out[n - 1 - i] = Math.round(out[n - 1 - i] * i / fade);
+    return out;
+  }
+  throw new Error(`espeak-ng's "ah" is shorter than ${ms} ms`);
+}
+
+/** `ms` of a 300 Hz tone at {@link RATE} (amplitude 12000). */
+export function toneBurst(ms: number): Int16Array {
+  const out = new Int16Array(Math.round(ms * RATE / 1000));
+  for (let j = 0; j < out.length; j++) out[j] = Math.round(12000 * Math.sin(2 * Math.PI * 300 * j / RATE));
+  return out;
 }
 
 /** The wall clock with sub-millisecond precision, comparable across processes. */
@@ -93,20 +133,20 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       const session = sessions.get(sessionId);
       if (!socket || !session) throw new Error(`unknown session ${sessionId}`);
       const chunks = Math.round(pattern.burstMs / 20);
-      let t = wallNow() + 20;
+      const burst = pattern.sound === "vowel" ? vowelBurst(chunks * 20) : toneBurst(chunks * 20);
+      let t = wallNow() + 20 + ANNOUNCE_MS;
       for (let b = 0; b < pattern.bursts && !stopping; b++) {
         const id = `r_${b}`;
-        await sleepUntil(t);
+        // The response is announced a little before its audio: sent together, the small text frame and
+        // the first chunk meet Nagle's algorithm (Deno.serve leaves TCP_NODELAY off) and the peer's
+        // delayed ACK, which held the first chunk ~40 ms — the engine's TCP, not the avatar pipeline.
+        await sleepUntil(t - ANNOUNCE_MS);
         if (socket.readyState !== WebSocket.OPEN) return;
         socket.send(JSON.stringify({ type: "response.started", response_id: id }));
         for (let i = 0; i < chunks; i++) {
           await sleepUntil(t + i * 20);
           if (socket.readyState !== WebSocket.OPEN) return;
-          const pcm = new Int16Array(CHUNK);
-          for (let j = 0; j < CHUNK; j++) {
-            pcm[j] = Math.round(12000 * Math.sin(2 * Math.PI * 300 * (i * CHUNK + j) / RATE));
-          }
-          socket.send(pcm.buffer);
+          socket.send(burst.slice(i * CHUNK, (i + 1) * CHUNK).buffer);
           session.sent.push({ responseId: id, index: i, sentAt: wallNow() });
         }
         t += chunks * 20;

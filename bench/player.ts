@@ -1,236 +1,752 @@
 /**
- * `deno task bench:player`: the browser player, many times over. Each run opens a fresh page in Debian's
- * headless Chromium (fake microphone, autoplay allowed, sound on, as on the demo page), has a backend
- * create a session on the in-process reference engine, starts `sdk/player.js` on it, and checks that the
- * avatar really plays: the player says `playing`, the `<video>` is not paused, its clock and its decoded
- * video frames advance and audio is decoded. Then the player is closed and the session ended.
+ * `deno task bench:player`: the players measured from outside, side by side in one run — the WebCodecs
+ * player (`websocket_fmp4`, the default), the Media Source Extensions fallback (`websocket_fmp4`,
+ * `playback: "mse"`) and `webrtc_sfu` (through a real Janus) — in Debian's headless Chromium on loopback.
  *
- * Not part of CI (it takes minutes): it is the repeat-run proof that no interleaving of the browser's
- * events leaves a frozen, silent avatar behind a `playing` state.
+ * The page sees only what the player puts out: it **taps the player's audio output** (WebCodecs: the
+ * player's `audioOutput` is a node of the page's own graph; MSE: the element's sound routed through the
+ * page's context; WebRTC: the received stream) and detects each burst's onset (−40 dBFS after 150 ms of
+ * quiet) in an AudioWorklet, timed when it is heard (`getOutputTimestamp()`); and it **reads each presented
+ * frame** (`requestVideoFrameCallback`, at its expected display time): the wall-clock stamp the service drew
+ * into its top rows when it made it (`bench/service.ts --stamp`), and how open the mouth is (dark cavity
+ * pixels in the mouth's box). A V0 engine (`bench/engine.ts`) speaks bursts of an open vowel ("ah": the lip
+ * sync opens the mouth for it) at known times.
  *
- * Options: `--runs N` (default 50), `--deadline-ms N` per run (default 30000), `--busy` (keeps every core
- * busy meanwhile with scripts/cpu_hog.ts), `--player <file>` (serves another player file instead of
- * `sdk/player.js`, e.g. an older version, to compare). Prints one line per run and a summary, writes
- * `bench/results/player-<time>.json` (git-ignored) and exits 1 unless every run played.
+ * Figures per path:
+ * 1. engine audio chunk → that sound heard (a burst's first chunk sent → its onset heard);
+ * 2. frame made → presented (stamp → expected display time);
+ * 3. mouth vs sound (the first open-mouthed frame of a burst shown − the burst's onset heard);
+ * 4. client connect → first frame (createPlayer → first frame's display time; fresh contexts, random GOP
+ *    phase; for webrtc_sfu one of each session's connects is the first viewer, right after the create);
+ * 5. a 2 s network stall (`websocket_fmp4` paths: the page connects through a TCP proxy that holds the
+ *    service's bytes for 2 s): time from the end of the stall to the first frame back within 150 ms of the
+ *    latency before it, whether any frame is shown later than that afterwards, and what `stats()` says.
+ *
+ * `--drift-minutes N` adds a drift run on the WebCodecs path: N minutes of bursts (one every 5 s); the
+ * mouth-vs-sound offset and the engine → sound latency of the first minute against the last. The issue's
+ * run: `--drift-minutes 10`.
+ *
+ * The service (and its ffmpeg encoders) and Janus run on one core (`taskset`, `--core`, default the last),
+ * Chromium, the engine and this script on the others. Load averages are recorded with the figures: the
+ * machine may be shared. Options: `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
+ * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`. Writes `bench/results/player-<time>.json`.
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { createClient } from "@avatar-svc/sdk";
-import { loadConfig } from "../src/config.ts";
-import { createApiKey } from "../src/kv/api_keys.ts";
-import { silentLogger } from "../src/log.ts";
-import { compose as startService, openKv } from "../src/app/compose.ts";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { generateEngineTls } from "../engine/mod.ts";
+import { loadArtBank } from "../src/media/art_bank.ts";
+import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
+import { type JanusProcess, startJanus } from "../testing/janus.ts";
+import { type BenchEngine, startBenchEngine } from "./engine.ts";
 
-const args = parseArgs({
-  args: Deno.args,
-  options: {
-    runs: { type: "string", default: "50" },
-    "deadline-ms": { type: "string", default: "30000" },
-    busy: { type: "boolean", default: false },
-    player: { type: "string" },
-  },
-}).values;
-const runs = Number(args.runs);
-const deadlineMs = Number(args["deadline-ms"]);
-if (!Number.isInteger(runs) || runs < 1 || runs > 1000) throw new Error("--runs: 1..1000");
-if (!Number.isInteger(deadlineMs) || deadlineMs < 1000) throw new Error("--deadline-ms: at least 1000");
-const playerOverride = args.player ? await Deno.readTextFile(args.player) : null;
+type PathName = "webcodecs" | "mse" | "webrtc_sfu";
+const ALL_PATHS: PathName[] = ["webcodecs", "mse", "webrtc_sfu"];
 
-/** What one run saw. */
-interface RunResult {
-  run: number;
-  played: boolean;
-  /** Why it did not play (the last observation). */
-  problem?: string;
-  ttffMs: number | null;
-  /** Wall time from createPlayer to "really playing" (state, element, clock, frames, audio). */
-  confirmedMs: number | null;
-  states: string[];
+/** p50 / p95 / p99 of a measure. */
+export interface Figures {
+  samples: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+  max: number | null;
 }
 
-/** Runs in the page: starts a player on the session. `createPlayer` comes from /sdk/player.js. */
-const START = `async ({ mediaUrl, clientToken }) => {
+/** What one path measured. */
+export interface PathResults {
+  engine_chunk_to_sound_ms: Figures & { bursts: number };
+  frame_made_to_presented_ms: Figures;
+  mouth_vs_sound_ms: Figures & { abs_p95: number | null };
+  connect_to_first_frame_ms: Figures;
+  /** webrtc_sfu: connects right after the create (the first viewer, from Janus's cached keyframe). */
+  first_viewer_first_frame_ms?: Figures;
+  stall?: StallResult | null;
+  /** The player's own stats at the end of the steady run (what it reports to the service). */
+  player_stats: Record<string, unknown> | null;
+  /** The service's metrics of the steady run's session (`GET /v1/sessions/{id}/metrics`). */
+  service_metrics: Record<string, unknown> | null;
+  load_average: string;
+}
+
+/** A 2 s stall and what followed. */
+export interface StallResult {
+  stall_ms: number;
+  latency_before_ms: number | null;
+  /** End of the stall → the first frame shown within 150 ms of the latency before. */
+  back_at_live_edge_ms: number | null;
+  /** Frames shown later than latency-before + 150 ms after being back (never playing on late: 0). */
+  late_frames_after: number;
+  latency_after_ms: number | null;
+  player_stats: Record<string, unknown> | null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const r1 = (n: number) => Math.round(n * 10) / 10;
+const loadavg = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+
+function pct(values: number[], p: number): number | null {
+  if (!values.length) return null;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+function figures(values: number[]): Figures {
+  const f = (p: number) => {
+    const v = pct(values, p);
+    return v === null ? null : r1(v);
+  };
+  return { samples: values.length, p50: f(50), p95: f(95), p99: f(99), max: f(100) };
+}
+
+async function run(cmd: string, args: string[]): Promise<void> {
+  await new Deno.Command(cmd, { args, stdout: "null", stderr: "null" }).output().catch(() => {});
+}
+
+// ---------------------------------------------------------------- the service
+
+interface Service {
+  url: string;
+  apiKey: string;
+  child: Deno.ChildProcess;
+}
+
+async function startService(dir: string, core: number | null, janus: JanusProcess | null, ca: string) {
+  const script = new URL("./service.ts", import.meta.url).pathname;
+  const deno = [Deno.execPath(), "run", "-A", script, "--stamp"];
+  const child = new Deno.Command(core === null ? deno[0] : "taskset", {
+    args: core === null ? deno.slice(1) : ["-c", String(core), ...deno],
+    env: {
+      PORT: "0",
+      SVC_KV: `${dir}/player.kv`,
+      SVC_REFERENCE_ENGINE: "false",
+      SVC_ENGINE_CA_FILE: ca,
+      SVC_RENDER_CAPACITY: "50",
+      SVC_MAX_CONCURRENT_SESSIONS: "100",
+      SVC_RATE_LIMIT_PER_MINUTE: "1000000",
+      SVC_RATE_LIMIT_BURST: "100000",
+      SVC_DEMO_PAGE: "false",
+      SVC_LOG_LEVEL: "warn",
+      ...(janus ? { SVC_SFU_JANUS_URL: janus.url, SVC_SFU_ADMIN_SECRET: janus.secret } : {}),
+    },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  let info: { url: string; api_key: string } | null = null;
+  while (!info) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the service process exited before it was ready");
+    text += value;
+    for (const line of text.split("\n").slice(0, -1)) if (line.includes('"api_key"')) info = JSON.parse(line);
+  }
+  reader.releaseLock();
+  void child.stdout.cancel().catch(() => {});
+  return { url: info.url, apiKey: info.api_key, child } satisfies Service;
+}
+
+async function api(svc: Service, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${svc.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${svc.apiKey}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+interface Session {
+  id: string;
+  clientToken: string;
+  meta: Record<string, unknown>;
+}
+
+async function createSession(svc: Service, engine: BenchEngine, path: PathName): Promise<Session> {
+  const body = await api(svc, "POST", "/v1/sessions", {
+    provider_type: "external_engine",
+    provider_config: {
+      external_engine: { url: engine.url, auth_headers: { Authorization: "Bearer bench" } },
+    },
+    transport: path === "webrtc_sfu" ? "webrtc_sfu" : "websocket_fmp4",
+  });
+  return { id: body.session_id, clientToken: body.client_token, meta: body.stream_metadata };
+}
+
+async function refresh(svc: Service, s: Session): Promise<Session> {
+  const body = await api(svc, "POST", `/v1/sessions/${s.id}/client-token`);
+  return { ...s, clientToken: body.client_token, meta: body.stream_metadata };
+}
+
+async function endSession(svc: Service, id: string): Promise<void> {
+  await fetch(`${svc.url}/v1/sessions/${id}/end?force=true`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${svc.apiKey}` },
+  }).then((r) => r.body?.cancel());
+}
+
+// ---------------------------------------------------------------- a TCP proxy that can stall
+
+/** Forwards TCP to `target`; `stall(ms)` holds the target's bytes for `ms`, then lets them all through. */
+function startStallProxy(target: { hostname: string; port: number }) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let holdUntil = 0;
+  const conns = new Set<Deno.Conn>();
+  const pump = async (from: Deno.Conn, to: Deno.Conn, stallable: boolean) => {
+    const buf = new Uint8Array(65536);
+    try {
+      for (;;) {
+        const n = await from.read(buf);
+        if (n === null) break;
+        if (stallable && Date.now() < holdUntil) await sleep(holdUntil - Date.now());
+        let o = 0;
+        while (o < n) o += await to.write(buf.subarray(o, n));
+      }
+    } catch { /* closed */ }
+    try {
+      to.close();
+    } catch { /* closed */ }
+  };
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      try {
+        const up = await Deno.connect(target);
+        conns.add(conn);
+        conns.add(up);
+        void pump(conn, up, false);
+        void pump(up, conn, true);
+      } catch {
+        conn.close();
+      }
+    }
+  })();
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    stall(ms: number) {
+      holdUntil = Date.now() + ms;
+    },
+    async close() {
+      listener.close();
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch { /* closed */ }
+      }
+      await accepting.catch(() => {});
+    },
+  };
+}
+
+// ---------------------------------------------------------------- the page
+
+/** The mouth's box in `size`×`size` frames (every pose of the default avatar's mouth, head motion included). */
+async function mouthBox(size: number): Promise<{ x: number; y: number; w: number; h: number }> {
+  const art = await loadArtBank(CATALOG, size, size);
+  const b = art.avatars.get(CATALOG.defaultAvatarId)!.mouthBox;
+  return { x: b.x, y: b.y, w: b.width, h: b.height };
+}
+
+/**
+ * The page's probes. `g.frames`: per presented frame {shown (epoch ms), made (epoch ms, from the stamp),
+ * dark (mouth cavity pixels)}; `g.onsets`: burst onsets heard (epoch ms); `g.createdAt`, `g.firstShown`.
+ */
+const PROBE = `
+globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
+  const g = globalThis;
   const { createPlayer } = await import("/sdk/player.js");
   const video = document.createElement("video");
+  video.width = size; video.height = size;
   document.body.append(video);
-  const g = globalThis;
-  g.states = [];
-  g.t0 = performance.now();
-  g.player = createPlayer({
-    video, mediaUrl, clientToken,
-    onState: (s) => g.states.push(s.state + (s.reason ? " (" + s.reason + ")" : "")),
-    refreshToken: () => g.freshToken(),
-  });
-}`;
-
-/** Runs in the page: one observation. */
-const OBSERVE = `(() => {
-  const v = document.querySelector("video");
-  return {
-    state: globalThis.player.state(),
-    states: globalThis.states,
-    paused: v.paused,
-    time: v.currentTime,
-    frames: v.getVideoPlaybackQuality().totalVideoFrames,
-    audioBytes: v.webkitAudioDecodedByteCount,
-    elapsed: performance.now() - globalThis.t0,
-    readyState: v.readyState,
-    buffered: Array.from({ length: v.buffered.length }, (_, i) => [v.buffered.start(i), v.buffered.end(i)]),
-    error: v.error ? v.error.code + " " + v.error.message : null,
-    stats: globalThis.player.stats(),
+  g.frames = []; g.onsets = []; g.firstShown = null;
+  const actx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
+  const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
+    " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true;" +
+    " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.01;" +
+    " if (loud && this.quiet >= sampleRate * 0.15) this.port.postMessage(currentFrame + i);" +
+    " this.quiet = loud ? 0 : this.quiet + 1; } return true; } } registerProcessor('onset', Onset);";
+  await actx.audioWorklet.addModule(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
+  const onset = new AudioWorkletNode(actx, "onset");
+  const mute = actx.createGain(); mute.gain.value = 0;
+  onset.connect(mute).connect(actx.destination);
+  // A frame of the context is heard at: performanceTime + (frame / rate - contextTime) (its output stamp).
+  const heard = (frame) => {
+    const ts = actx.getOutputTimestamp();
+    return performance.timeOrigin + ts.performanceTime + (frame / actx.sampleRate - ts.contextTime) * 1000;
   };
-})()`;
+  onset.port.onmessage = (e) => g.onsets.push(heard(e.data));
+  const tap = actx.createGain();
+  tap.connect(actx.destination);
+  tap.connect(onset);
+  const options = { video, streamMetadata: meta, clientToken, microphone: false };
+  if (playback === "webcodecs") Object.assign(options, { playback, audioContext: actx, audioOutput: tap });
+  if (playback === "mse") Object.assign(options, { playback });
+  g.createdAt = performance.timeOrigin + performance.now();
+  g.player = createPlayer(options);
+  let wired = false;
+  const wire = () => {
+    if (wired || playback === "webcodecs") return;
+    if (video.srcObject instanceof MediaStream && video.srcObject.getAudioTracks().length) {
+      actx.createMediaStreamSource(video.srcObject).connect(onset);
+      wired = true;
+    } else if (playback === "mse" && video.src) {
+      actx.createMediaElementSource(video).connect(tap);
+      wired = true;
+    }
+  };
+  const timer = setInterval(() => { wire(); if (wired || playback === "webcodecs") clearInterval(timer); }, 10);
+  const canvas = document.createElement("canvas");
+  canvas.width = size; canvas.height = size;
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const onFrame = (now, md) => {
+    if (video.videoWidth === size) {
+      const shown = performance.timeOrigin + (md.expectedDisplayTime ?? now);
+      g.firstShown ??= shown;
+      // Only the stamp's rows and the mouth's box are read (the whole frame would cost the page's main thread,
+      // which the WebCodecs player shares, several ms a frame).
+      ctx.drawImage(video, 0, 0, size, 32, 0, 0, size, 32);
+      ctx.drawImage(video, box.x, box.y, box.w, box.h, box.x, box.y, box.w, box.h);
+      const top = ctx.getImageData(0, 0, size, 32).data;
+      let v = 0;
+      for (let i = 0; i < 32; i++) {
+        const x = Math.floor((i + 0.5) * size / 32);
+        v = v * 2 + (top[(16 * size + x) * 4] > 128 ? 1 : 0);
+      }
+      const nowMs = Date.now();
+      let made = nowMs - (((nowMs >>> 0) - v) >>> 0);
+      const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
+      let dark = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        const r = d[i], gg = d[i + 1], b = d[i + 2];
+        if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
+      }
+      g.frames.push({ shown, made, dark });
+    }
+    video.requestVideoFrameCallback(onFrame);
+  };
+  video.requestVideoFrameCallback(onFrame);
+};
+`;
 
-interface Observation {
-  state: { state: string; ttffMs: number | null; reason?: string };
-  states: string[];
-  paused: boolean;
-  time: number;
-  frames: number;
-  audioBytes: number;
-  elapsed: number;
-  readyState: number;
-  buffered: [number, number][];
-  error: string | null;
-  stats: Record<string, number>;
+interface PageFrame {
+  shown: number;
+  made: number;
+  dark: number;
 }
 
-const dir = await Deno.makeTempDir({ prefix: "bench_player_" });
-const config = loadConfig({
-  PORT: "0",
-  SVC_KV: `${dir}/svc.kv`,
-  SVC_REFERENCE_ENGINE_PORT: "0",
-  SVC_REFERENCE_ENGINE_DIR: `${dir}/engine`,
-  SVC_DEMO_PAGE: "false",
-});
-const service = await startService(config, { logger: silentLogger });
-const kv = await openKv(config.kv);
-const hog = args.busy
-  ? new Deno.Command(Deno.execPath(), {
-    args: ["run", new URL("../scripts/cpu_hog.ts", import.meta.url).pathname, "--seconds", "7200"],
-    stdout: "null",
-    stderr: "null",
-  }).spawn()
-  : null;
-const browser = await launchChromium({ media: true });
-const results: RunResult[] = [];
-try {
-  const { plaintext } = await createApiKey(kv, {
-    projectId: "proj_bench_player",
-    name: "bench",
-    scopes: ["sessions:read", "sessions:write"],
-    now: Date.now(),
-    createdBy: "bootstrap",
-  });
-  const backend = createClient({ baseUrl: service.url!, apiKey: plaintext, retry: true });
-  const engine = service.referenceEngine!;
-  for (let run = 1; run <= runs; run++) {
-    const session = await backend.createSession({
-      provider_type: "external_engine",
-      provider_config: {
-        external_engine: { url: engine.url, auth_headers: { Authorization: `Bearer ${engine.token}` } },
-      },
-    });
-    const context = await browser.newContext();
-    const result: RunResult = { run, played: false, ttffMs: null, confirmedMs: null, states: [] };
+async function newPage(browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.on("pageerror", (e) => console.error(`bench player: page error: ${e}`));
+  if (Deno.env.get("BENCH_DEBUG")) page.on("console", (m) => console.log(`page: ${m.text()}`));
+  await page.goto(`${base}/docs/errors`); // any page of the service: same origin as /sdk/player.js
+  await page.evaluate(PROBE);
+  return { context, page };
+}
+
+async function startProbe(page: Page, s: Session, path: PathName, box: unknown, size: number) {
+  const playback = path === "webrtc_sfu" ? "auto" : path;
+  await page.evaluate(
+    `startProbe(${JSON.stringify({ meta: s.meta, clientToken: s.clientToken, playback, box, size })})`,
+  );
+}
+
+// ---------------------------------------------------------------- the measures
+
+interface Steady {
+  audio: number[];
+  frames: number[];
+  av: number[];
+  bursts: number;
+}
+
+/** Matches bursts to onsets heard and open mouths shown. */
+function analyse(
+  sent: { index: number; sentAt: number }[],
+  onsets: number[],
+  frames: PageFrame[],
+  from: number,
+): Steady {
+  const starts = sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt);
+  const audio: number[] = [];
+  const av: number[] = [];
+  // Open: more dark cavity than halfway between the most closed and the most open mouth seen.
+  const darks = frames.filter((f) => f.shown >= from).map((f) => f.dark);
+  const closed = darks.length ? Math.min(...darks) : 0;
+  const open = darks.length ? (closed + Math.max(...darks)) / 2 : Infinity;
+  for (const s of starts) {
+    const onset = onsets.find((t) => t >= s && t < s + 900);
+    if (onset === undefined) continue;
+    audio.push(onset - s);
+    // The first shown frame with the mouth open (and the next one too) after the burst was sent.
+    const i = frames.findIndex((f, k) =>
+      f.shown >= s && f.shown < s + 900 && f.dark > open && (frames[k + 1]?.dark ?? 0) > open
+    );
+    if (i >= 0) av.push(frames[i].shown - onset);
+  }
+  const lat = frames.filter((f) => f.shown >= from).map((f) => f.shown - f.made).filter((x) =>
+    x > -50 && x < 10_000
+  );
+  return { audio, frames: lat, av, bursts: starts.length };
+}
+
+/** The steady run: one session talking bursts; the page's probes. */
+async function steady(
+  path: PathName,
+  svc: Service,
+  engine: BenchEngine,
+  browser: Browser,
+  bursts: number,
+  box: unknown,
+): Promise<Steady & { stats: Record<string, unknown> | null; metrics: Record<string, unknown> | null }> {
+  const s = await createSession(svc, engine, path);
+  const { context, page } = await newPage(browser, svc.url);
+  try {
+    await startProbe(page, s, path, box, 512);
+    await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+    await sleep(3000); // past the start-up
+    const from = Date.now();
+    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel" });
+    await sleep(1500);
+    const onsets = await page.evaluate(`globalThis.onsets`) as number[];
+    const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
+    const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, unknown>;
+    await sleep(2500); // the player's next report reaches the service
+    const metrics = await api(svc, "GET", `/v1/sessions/${s.id}/metrics`).catch(() => null);
+    const sent = engine.sessions.get(s.id)!.sent;
+    return { ...analyse(sent, onsets, frames, from), stats, metrics };
+  } finally {
+    await context.close();
+    await endSession(svc, s.id);
+  }
+}
+
+/** Connect → first frame, in fresh contexts, landing anywhere in the GOP. */
+async function connects(
+  path: PathName,
+  svc: Service,
+  engine: BenchEngine,
+  browser: Browser,
+  n: number,
+  box: unknown,
+): Promise<{ any: number[]; firstViewer: number[] }> {
+  const anyTimes: number[] = [];
+  const firstViewer: number[] = [];
+  const measure = async (s: Session) => {
+    const { context, page } = await newPage(browser, svc.url);
     try {
-      const page = await context.newPage();
-      if (playerOverride !== null) {
-        await page.route(
-          "**/sdk/player.js",
-          (route) => route.fulfill({ body: playerOverride, contentType: "text/javascript" }),
-        );
-      }
-      await page.exposeFunction("freshToken", async () => {
-        const t = await backend.createClientToken(session.session_id);
-        return { clientToken: t.client_token };
-      });
-      await page.goto(`${service.url}/docs/errors`); // any page of the service: same origin as the player
-      await page.evaluate(
-        `(${START})(${
-          JSON.stringify({ mediaUrl: session.stream_metadata.media_url, clientToken: session.client_token })
-        })`,
-      );
-      // Really playing: the state says so, the element is not paused, and since the first such
-      // observation its clock moved a second, frames were decoded and audio was decoded.
-      const deadline = Date.now() + deadlineMs;
-      let base: Observation | null = null;
-      let last: Observation | null = null;
-      while (Date.now() < deadline) {
-        const o = await page.evaluate(OBSERVE) as Observation;
-        last = o;
-        if (o.state.state === "failed" || o.state.state === "ended") break;
-        const ok = o.state.state === "playing" && !o.paused;
-        if (!ok) base = null;
-        else if (!base) base = o;
-        else if (o.time > base.time + 1 && o.frames > base.frames && o.audioBytes > base.audioBytes) {
-          result.played = true;
-          result.confirmedMs = Math.round(o.elapsed);
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      result.ttffMs = last?.state.ttffMs ?? null;
-      result.states = last?.states ?? [];
-      if (!result.played && last) {
-        result.problem = `state ${last.state.state}${
-          last.state.reason ? ` (${last.state.reason})` : ""
-        }, paused ${last.paused}, currentTime ${
-          last.time.toFixed(2)
-        }, frames ${last.frames}, audio bytes ${last.audioBytes}, readyState ${last.readyState}, buffered ${
-          JSON.stringify(last.buffered)
-        }, error ${last.error}, stats ${JSON.stringify(last.stats)}`;
-      }
-      await page.evaluate("globalThis.player.close()");
+      await startProbe(page, s, path, box, 512);
+      await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+      return await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
     } catch (err) {
-      result.problem = `error: ${err}`;
+      console.error(`bench player: ${path} connect failed: ${err}`);
+      return null;
     } finally {
       await context.close();
-      await backend.endSession(session.session_id, { force: true }).catch(() => {});
     }
-    results.push(result);
-    console.log(
-      `run ${String(run).padStart(3)}: ${result.played ? "played" : "FROZEN"}  ttff ${
-        result.ttffMs ?? "-"
-      } ms` +
-        `  confirmed ${result.confirmedMs ?? "-"} ms  ${result.problem ?? ""}`,
-    );
+  };
+  const sessions: Session[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const s = await createSession(svc, engine, path);
+      sessions.push(s);
+      if (path === "webrtc_sfu") {
+        // The first viewer, right after the create: its first frame is Janus's cached opening keyframe.
+        const t = await measure(s);
+        if (t !== null) firstViewer.push(t);
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      const s = await refresh(svc, sessions[i % sessions.length]);
+      await sleep(100 + Math.random() * 900);
+      const t = await measure(s);
+      if (t !== null) anyTimes.push(t);
+    }
+  } finally {
+    for (const s of sessions) await endSession(svc, s.id);
   }
-} finally {
-  await browser.close();
-  if (hog) {
-    hog.kill();
-    await hog.status;
-  }
-  kv.close();
-  await service.close();
-  await Deno.remove(dir, { recursive: true });
+  return { any: anyTimes, firstViewer };
 }
 
-const played = results.filter((r) => r.played).length;
-const ttffs = results.flatMap((r) => (r.played && r.ttffMs !== null ? [r.ttffMs] : [])).sort((a, b) => a - b);
-const pct = (p: number) =>
-  ttffs.length ? ttffs[Math.min(ttffs.length - 1, Math.ceil(p / 100 * ttffs.length) - 1)] : null;
-const summary = {
-  runs,
-  played,
-  busy: args.busy,
-  player: args.player ?? "sdk/player.js",
-  ttff_ms: { p50: pct(50), p95: pct(95), max: ttffs.at(-1) ?? null },
-  load_average_after: (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" "),
-  failures: results.filter((r) => !r.played),
-};
-console.log(
-  `\nplayed ${played} of ${runs}${
-    args.busy ? " (every core kept busy)" : ""
-  }; ttff p50 ${summary.ttff_ms.p50} ms, ` +
-    `p95 ${summary.ttff_ms.p95} ms; load average after: ${summary.load_average_after}`,
-);
-const outDir = new URL("./results/", import.meta.url);
-await Deno.mkdir(outDir, { recursive: true });
-const file = new URL(`player-${new Date().toISOString().replace(/[:.]/g, "-")}.json`, outDir);
-await Deno.writeTextFile(file, JSON.stringify({ summary, results }, null, 2));
-console.log(`results: ${file.pathname}`);
-Deno.exit(played === runs ? 0 : 1);
+/** A 2 s stall of the service's bytes (websocket_fmp4), through the proxy. */
+async function stallRun(
+  path: PathName,
+  svc: Service,
+  engine: BenchEngine,
+  browser: Browser,
+  box: unknown,
+): Promise<StallResult> {
+  const target = new URL(svc.url);
+  const proxy = startStallProxy({ hostname: target.hostname, port: Number(target.port) });
+  const s0 = await createSession(svc, engine, path);
+  const s = {
+    ...s0,
+    meta: {
+      ...s0.meta,
+      media_url: String(s0.meta.media_url).replace(/:\/\/[^/]+/, `://127.0.0.1:${proxy.port}`),
+    },
+  };
+  const { context, page } = await newPage(browser, svc.url);
+  try {
+    await startProbe(page, s, path, box, 512);
+    await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts: 12, sound: "vowel" });
+    await sleep(4000);
+    const stallAt = Date.now();
+    proxy.stall(2000);
+    const stallEnd = stallAt + 2000;
+    await sleep(6000);
+    await talking;
+    const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
+    const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, unknown>;
+    const before = frames.filter((f) => f.shown > stallAt - 1500 && f.shown < stallAt).map((f) =>
+      f.shown - f.made
+    );
+    const latencyBefore = pct(before, 50);
+    let back: number | null = null;
+    let lateAfter = 0;
+    const after: number[] = [];
+    if (latencyBefore !== null) {
+      const limit = latencyBefore + 150;
+      const i = frames.findIndex((f) => f.shown >= stallEnd && f.shown - f.made <= limit);
+      if (i >= 0) {
+        back = r1(frames[i].shown - stallEnd);
+        for (const f of frames.slice(i)) {
+          if (f.shown - f.made > limit) lateAfter++;
+          if (f.shown > frames[i].shown + 1000) after.push(f.shown - f.made);
+        }
+      }
+    }
+    return {
+      stall_ms: 2000,
+      latency_before_ms: latencyBefore === null ? null : r1(latencyBefore),
+      back_at_live_edge_ms: back,
+      late_frames_after: lateAfter,
+      latency_after_ms: pct(after, 50),
+      player_stats: stats,
+    };
+  } finally {
+    await context.close();
+    await endSession(svc, s.id);
+    await proxy.close();
+  }
+}
+
+/** The drift run: `minutes` of bursts on the WebCodecs path; first minute against the last. */
+async function driftRun(
+  svc: Service,
+  engine: BenchEngine,
+  browser: Browser,
+  minutes: number,
+  box: unknown,
+) {
+  const s = await createSession(svc, engine, "webcodecs");
+  const { context, page } = await newPage(browser, svc.url);
+  try {
+    await startProbe(page, s, "webcodecs", box, 512);
+    await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+    await sleep(3000);
+    const from = Date.now();
+    const bursts = Math.round(minutes * 60 / 5);
+    const minuteMarks: Record<string, number>[] = [];
+    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 4600, bursts, sound: "vowel" });
+    const startLoad = loadavg();
+    while (Date.now() < from + minutes * 60_000 + 2000) {
+      await sleep(30_000);
+      minuteMarks.push({
+        at_s: Math.round((Date.now() - from) / 1000),
+        ...(await page.evaluate(`globalThis.player.stats()`) as Record<string, number>),
+      });
+      // keep the page's records small
+      await page.evaluate(
+        `globalThis.frames = globalThis.frames.filter((f) => f.dark > 0 || f.shown > Date.now() - 60000)`,
+      );
+    }
+    await talking;
+    const onsets = await page.evaluate(`globalThis.onsets`) as number[];
+    const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
+    const sent = engine.sessions.get(s.id)!.sent;
+    const first = analyse(sent.filter((c) => c.sentAt < from + 60_000), onsets, frames, from);
+    const lastFrom = from + (minutes - 1) * 60_000;
+    const last = analyse(sent.filter((c) => c.sentAt >= lastFrom), onsets, frames, lastFrom);
+    const med = (xs: number[]) => pct(xs, 50);
+    const d = (a: number | null, b: number | null) => (a === null || b === null ? null : r1(b - a));
+    return {
+      minutes,
+      load_average_start: startLoad,
+      load_average_end: loadavg(),
+      first_minute: { mouth_vs_sound_ms: figures(first.av), engine_chunk_to_sound_ms: figures(first.audio) },
+      last_minute: { mouth_vs_sound_ms: figures(last.av), engine_chunk_to_sound_ms: figures(last.audio) },
+      mouth_vs_sound_drift_ms: d(med(first.av), med(last.av)),
+      engine_chunk_to_sound_drift_ms: d(med(first.audio), med(last.audio)),
+      player_stats_every_30s: minuteMarks,
+    };
+  } finally {
+    await context.close();
+    await endSession(svc, s.id);
+  }
+}
+
+// ---------------------------------------------------------------- main
+
+/** The results as a Markdown table. */
+function table(results: Partial<Record<PathName, PathResults>>): string {
+  const paths = ALL_PATHS.filter((p) => results[p]);
+  const f = (x: Figures | undefined, k: "p50" | "p95" | "p99") => x && x[k] !== null ? `${x[k]}` : "–";
+  const row = (label: string, pick: (r: PathResults) => string, target: string) =>
+    `| ${label} | ${paths.map((p) => pick(results[p]!)).join(" | ")} | ${target} |`;
+  return [
+    `| measure (from outside the player) | ${paths.join(" | ")} | target |`,
+    `| --- | ${paths.map(() => "---").join(" | ")} | --- |`,
+    row(
+      "engine audio chunk → sound heard, p50 / p99 ms",
+      (r) =>
+        `${f(r.engine_chunk_to_sound_ms, "p50")} / ${
+          f(r.engine_chunk_to_sound_ms, "p99")
+        } (${r.engine_chunk_to_sound_ms.samples})`,
+      "≤ 100 / ≤ 160",
+    ),
+    row(
+      "frame made → presented, p50 / p95 ms",
+      (r) =>
+        `${f(r.frame_made_to_presented_ms, "p50")} / ${
+          f(r.frame_made_to_presented_ms, "p95")
+        } (${r.frame_made_to_presented_ms.samples})`,
+      "p50 ≤ 80",
+    ),
+    row(
+      "mouth vs sound, p50 ms; \\|offset\\| p95",
+      (r) =>
+        `${f(r.mouth_vs_sound_ms, "p50")}; ${
+          r.mouth_vs_sound_ms.abs_p95 ?? "–"
+        } (${r.mouth_vs_sound_ms.samples})`,
+      "\\|offset\\| p95 ≤ 20",
+    ),
+    row(
+      "client connect → first frame, p50 / p95 ms",
+      (r) =>
+        `${f(r.connect_to_first_frame_ms, "p50")} / ${
+          f(r.connect_to_first_frame_ms, "p95")
+        } (${r.connect_to_first_frame_ms.samples})`,
+      "p50 ≤ 150 (fMP4), ≤ 500 (SFU)",
+    ),
+    row(
+      "first viewer right after create → first frame, p50 ms",
+      (r) =>
+        r.first_viewer_first_frame_ms
+          ? `${f(r.first_viewer_first_frame_ms, "p50")} (${r.first_viewer_first_frame_ms.samples})`
+          : "–",
+      "≤ 500 (SFU)",
+    ),
+    row(
+      "2 s stall: back at the live edge after / late frames after / latency before → after ms",
+      (r) =>
+        r.stall
+          ? `${
+            r.stall.back_at_live_edge_ms ?? "never"
+          } / ${r.stall.late_frames_after} / ${r.stall.latency_before_ms} → ${r.stall.latency_after_ms}`
+          : "–",
+      "≤ 1000 / 0 / within 150",
+    ),
+    row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  const args = parseArgs({
+    args: Deno.args,
+    options: {
+      quick: { type: "boolean", default: false },
+      paths: { type: "string", default: ALL_PATHS.join(",") },
+      connects: { type: "string" },
+      bursts: { type: "string" },
+      core: { type: "string" },
+      "drift-minutes": { type: "string", default: "0" },
+    },
+  }).values;
+  const paths = args.paths.split(",").map((p) => p.trim()) as PathName[];
+  for (const p of paths) if (!ALL_PATHS.includes(p)) throw new Error(`--paths: unknown path ${p}`);
+  const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
+  const nBursts = Number(args.bursts ?? (args.quick ? 10 : 30));
+  const driftMinutes = Number(args["drift-minutes"]);
+  const nproc = navigator.hardwareConcurrency;
+  const core = nproc > 1 ? Number(args.core ?? nproc - 1) : null;
+  if (core !== null) {
+    const others = [...Array(nproc).keys()].filter((c) => c !== core).join(",");
+    await run("taskset", ["-a", "-p", "-c", others, String(Deno.pid)]);
+  }
+  const command = `deno task bench:player ${Deno.args.join(" ")}`.trim();
+  const loadBefore = loadavg();
+  console.log(`bench player: ${command} (load average before: ${loadBefore})`);
+  const dir = await Deno.makeTempDir({ prefix: "svc-bench-player-" });
+  const tls = await generateEngineTls();
+  const ca = `${dir}/engine-ca.pem`;
+  await Deno.writeTextFile(ca, tls.caPem);
+  const janus = paths.includes("webrtc_sfu") ? await startJanus({ icePorts: 100, ingestPorts: 100 }) : null;
+  if (janus && core !== null) await run("taskset", ["-a", "-p", "-c", String(core), String(janus.pid)]);
+  const engine = startBenchEngine(tls);
+  let svc: Service | null = null;
+  let browser: Browser | null = null;
+  const results: Partial<Record<PathName, PathResults>> = {};
+  let drift: unknown = null;
+  try {
+    svc = await startService(dir, core, janus, ca);
+    browser = await launchChromium({ media: true, webrtc: true });
+    const box = await mouthBox(512);
+    for (const path of paths) {
+      console.log(`bench player: ${path} …`);
+      const c = await connects(path, svc, engine, browser, nConnects, box);
+      const st = await steady(path, svc, engine, browser, nBursts, box);
+      const stall = path === "webrtc_sfu" ? null : await stallRun(path, svc, engine, browser, box);
+      const abs = pct(st.av.map(Math.abs), 95);
+      results[path] = {
+        engine_chunk_to_sound_ms: { ...figures(st.audio), bursts: st.bursts },
+        frame_made_to_presented_ms: figures(st.frames),
+        mouth_vs_sound_ms: { ...figures(st.av), abs_p95: abs === null ? null : r1(abs) },
+        connect_to_first_frame_ms: figures(c.any),
+        ...(path === "webrtc_sfu" ? { first_viewer_first_frame_ms: figures(c.firstViewer) } : {}),
+        stall,
+        player_stats: st.stats,
+        service_metrics: st.metrics,
+        load_average: loadavg(),
+      };
+      console.log(`bench player: ${path} ${JSON.stringify(results[path])}`);
+    }
+    if (driftMinutes > 0) {
+      console.log(`bench player: drift run, ${driftMinutes} minutes …`);
+      drift = await driftRun(svc, engine, browser, driftMinutes, box);
+      console.log(`bench player: drift ${JSON.stringify(drift)}`);
+    }
+  } finally {
+    await browser?.close();
+    if (svc) {
+      await svc.child.stdin.close().catch(() => {});
+      const exited = await Promise.race([svc.child.status.then(() => true), sleep(15000).then(() => false)]);
+      if (!exited) svc.child.kill("SIGKILL");
+    }
+    await engine.close();
+    await janus?.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+  console.log(`\n${table(results)}\n`);
+  if (drift) console.log(`drift: ${JSON.stringify(drift)}\n`);
+  const loadAfter = loadavg();
+  console.log(`load average before ${loadBefore}, after ${loadAfter}; command: ${command}`);
+  const outDir = new URL("./results/", import.meta.url);
+  await Deno.mkdir(outDir, { recursive: true });
+  const file = new URL(`player-${new Date().toISOString().replace(/[:.]/g, "-")}.json`, outDir);
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify(
+      { command, load_average_before: loadBefore, load_average_after: loadAfter, results, drift },
+      null,
+      2,
+    ) + "\n",
+  );
+  console.log(`results: ${file.pathname}`);
+}

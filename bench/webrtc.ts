@@ -206,7 +206,11 @@ globalThis.startProbe = async ({ meta, clientToken, width }) => {
   const video = document.createElement("video");
   document.body.append(video);
   g.stamps = []; g.onsets = [];
-  g.player = createPlayer({ video, streamMetadata: meta, clientToken, microphone: false });
+  const actx = new AudioContext();
+  // The WebCodecs player (fMP4) plays its sound into this node of the page's graph: the probe taps it there.
+  const tap = actx.createGain();
+  tap.connect(actx.destination);
+  g.player = createPlayer({ video, streamMetadata: meta, clientToken, microphone: false, audioContext: actx, audioOutput: tap });
   const canvas = document.createElement("canvas");
   canvas.width = width; canvas.height = 32;
   const ctx = canvas.getContext("2d", { willReadFrequently: true });
@@ -227,7 +231,6 @@ globalThis.startProbe = async ({ meta, clientToken, width }) => {
     video.requestVideoFrameCallback(onFrame);
   };
   video.requestVideoFrameCallback(onFrame);
-  const actx = new AudioContext();
   const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
     " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true; let s = 0;" +
     " for (let i = 0; i < x.length; i++) s += x[i] * x[i]; const loud = Math.sqrt(s / x.length) > 0.05;" +
@@ -239,14 +242,19 @@ globalThis.startProbe = async ({ meta, clientToken, width }) => {
   const sink = actx.createGain();
   sink.gain.value = 0;
   node.connect(sink).connect(actx.destination);
+  tap.connect(node);
   let wired = false;
   const wire = () => {
     if (wired) return;
+    if (g.player.stats().playback === "webcodecs") {
+      wired = true; // its sound already reaches the probe (audioOutput)
+      return;
+    }
     if (video.srcObject instanceof MediaStream && video.srcObject.getAudioTracks().length) {
       actx.createMediaStreamSource(video.srcObject).connect(node);
       wired = true;
     } else if (meta.media_url && video.src) {
-      actx.createMediaElementSource(video).connect(node);
+      actx.createMediaElementSource(video).connect(tap);
       wired = true;
     }
   };

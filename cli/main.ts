@@ -19,6 +19,7 @@ import { sessionsCreate } from "./commands/sessions_create.ts";
 import { sessionsEnd } from "./commands/sessions_end.ts";
 import { sessionsGet } from "./commands/sessions_get.ts";
 import { sessionsList } from "./commands/sessions_list.ts";
+import { sessionsMetrics } from "./commands/sessions_metrics.ts";
 import { sessionsToken } from "./commands/sessions_token.ts";
 import { webhooksSecret } from "./commands/webhooks_secret.ts";
 import { denoIo, type Io } from "./io.ts";
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   sessionsCreate,
   sessionsGet,
   sessionsList,
+  sessionsMetrics,
   sessionsEnd,
   sessionsToken,
   webhooksSecret,
@@ -42,7 +44,7 @@ export const COMMANDS: readonly CommandSpec[] = [
 
 const GROUPS: Record<string, string> = {
   keys: "API keys of the calling key's project",
-  sessions: "sessions: create and start, inspect, list, end, mint client tokens",
+  sessions: "sessions: create and start, inspect, list, measure, end, mint client tokens",
   webhooks: "the project's webhook signing secret",
   admin: "operator tasks that bypass the API (straight in the configured KV)",
 };

@@ -243,8 +243,8 @@ export function floorOf(name: string): number {
     [/^kv\//, 2],
     // 3: webhook delivery (over the outbox in storage)
     [/^webhooks\//, 3],
-    // 4: the worker side: bridges, media plane, session runtime, session worker
-    [/^(providers|media|runtime|worker)\//, 4],
+    // 4: the worker side: bridges, media plane, session runtime, session worker, the live sessions' figures
+    [/^(providers|media|runtime|worker|metrics)\//, 4],
     // 5: the API side and the fleet: the session service, placement and routing, leases
     [/^(sessions|fleet|hosting)\//, 5],
     // 6: the HTTP surfaces

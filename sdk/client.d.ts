@@ -18,6 +18,7 @@ import type {
   EndedSession,
   RevokedApiKey,
   Session,
+  SessionMetrics,
   WebhookSecret,
 } from "./types.d.ts";
 
@@ -106,6 +107,13 @@ export interface Client {
   listSessions(query?: ListSessionsQuery, options?: RequestOptions): SessionPages;
   /** `GET /v1/sessions/{session_id}`: a session's status (never its token). Scope `sessions:read`. */
   getSession(sessionId: string, options?: RequestOptions): Promise<Session>;
+  /**
+   * `GET /v1/sessions/{session_id}/metrics` (non-canonical): the session's measured figures — first frame,
+   * turn latency (the engine's share and the avatar's), mouth vs sound offset, frame latency, stalls and
+   * catch-ups; live while it runs, final once it ended. A figure not measured yet is null. Scope
+   * `sessions:read`.
+   */
+  getSessionMetrics(sessionId: string, options?: RequestOptions): Promise<SessionMetrics>;
   /**
    * `POST /v1/sessions/{session_id}/end`: ends an `active` session (gracefully, or at once with
    * `force: true`). Not idempotent: a second end rejects with `SVC_SESSION_ENDED`, so it is never retried

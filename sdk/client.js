@@ -171,6 +171,14 @@ export function createClient(options) {
         (init) => raw.GET("/v1/sessions/{session_id}", { ...init, params: { path: { session_id } } }),
       );
     },
+    async getSessionMetrics(sessionId, options) {
+      const session_id = pathParam("sessionId", sessionId);
+      return await call(
+        { operation: "getSessionMetrics", safe: true },
+        options,
+        (init) => raw.GET("/v1/sessions/{session_id}/metrics", { ...init, params: { path: { session_id } } }),
+      );
+    },
     async endSession(sessionId, options) {
       const session_id = pathParam("sessionId", sessionId);
       const query = options?.force ? { force: /** @type {const} */ ("true") } : {};

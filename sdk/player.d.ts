@@ -118,22 +118,65 @@ export interface CreatePlayerOptions {
   iceTransportPolicy?: RTCIceTransportPolicy;
   /** Stream the microphone (default true). */
   microphone?: boolean;
-  /** Playback delay behind the live edge to aim for, ms (default 200). */
+  /** Media Source Extensions only: playback delay behind the live edge to aim for, ms (default 200). */
   targetLatencyMs?: number;
-  /** Past this delay the player jumps back to the live edge, ms (default 800). */
+  /** Media Source Extensions only: past this delay the player jumps back to the live edge, ms (default 800). */
   maxLatencyMs?: number;
   /** Reconnection attempts in a row before failing (default 5). */
   maxReconnects?: number;
+  /**
+   * `websocket_fmp4` only: how to play. `"auto"` (the default) decodes with WebCodecs where the browser has
+   * it (`VideoDecoder`, `AudioDecoder`, an `AudioWorklet`) — the sound on an AudioContext, each frame shown
+   * when its sound is heard, tens of milliseconds behind the service — and falls back to Media Source
+   * Extensions elsewhere; `"mse"` forces Media Source Extensions; `"webcodecs"` forces WebCodecs.
+   */
+  playback?: "auto" | "webcodecs" | "mse";
+  /** WebCodecs only: the AudioContext to play the avatar's sound in (default: one of the player's own). */
+  audioContext?: AudioContext;
+  /**
+   * WebCodecs only: where the avatar's sound goes (default: the context's destination) — your own audio
+   * graph (effects, a visualiser, a recorder). Its context must be `audioContext`.
+   */
+  audioOutput?: AudioNode;
 }
 
-/** Playback counters. */
+/**
+ * Playback counters and what the player measured (the same fields on every transport; also reported to the
+ * service, which keeps them as the session's figures: `GET /v1/sessions/{session_id}/metrics`).
+ */
 export interface PlayerStats {
-  /** Video frames the browser decoded. */
+  /** How the player plays: WebCodecs, Media Source Extensions, or WebRTC. */
+  playback: "webcodecs" | "mse" | "webrtc";
+  /** Video frames decoded. */
   framesDecoded: number;
-  /** Video frames the browser dropped. */
+  /** Video frames dropped (shown too late, or never). */
   framesDropped: number;
-  /** Current delay behind the live edge, ms (WebRTC: the video jitter buffer's delay). */
+  /**
+   * Frame made on the server → shown, ms: the median of the last 2 s (0 before any). WebCodecs and Media
+   * Source Extensions measure it against the service's media clock (`clock_sync`); WebRTC adds the
+   * service's send time to its own receive → shown.
+   */
   latencyMs: number;
+  /**
+   * The mouth vs its sound: a shown frame's display time − the time its sound leaves the player, ms (+: the
+   * picture is late), median of the last 2 s; null until measured. Media Source Extensions and WebRTC
+   * estimate it from the element's clock or the RTC statistics.
+   */
+  avOffsetMs: number | null;
+  /** Times the media stopped arriving (network stalls). */
+  stalls: number;
+  /** Times the player skipped late media to get back to the live edge. */
+  catchUps: number;
+  /** End of the last stall → playing at the live edge again, ms (WebCodecs; null otherwise). */
+  lastCatchUpMs: number | null;
+  /** Media skipped so far, ms. */
+  skippedMs: number;
+  /** Sound played as silence because it came late, ms (WebCodecs). */
+  audioUnderrunMs: number;
+  /** Sound decoded so far, ms (WebCodecs; null where the browser decodes it). */
+  audioDecodedMs: number | null;
+  /** How far behind the service's media clock the sound is heard, ms (WebCodecs: its anchor; else null). */
+  anchorMs: number | null;
   /** Media bytes received (over the socket, or RTP over WebRTC). */
   bytesReceived: number;
   /** Microphone frames sent upstream (WebRTC: 20 ms Opus packets). */

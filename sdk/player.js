@@ -4,11 +4,13 @@
  * The browser player of the avatar session service's media plane: `websocket_fmp4` here, `webrtc_sfu` in
  * `./player_webrtc.js` (chosen from `streamMetadata`: the caller does not care which transport it got).
  *
- * It connects to a session's media WebSocket with the session's client token, plays the fragmented MP4
- * stream (H.264 + Opus) through Media Source Extensions in a `<video>`, streams the microphone to the
- * conversation engine, reports its state and time to first frame, and asks the app for a fresh token
- * when it has to reconnect. It holds no API key: the app's backend creates the session and hands the
- * browser only `client_token` and `stream_metadata.media_url`.
+ * It connects to a session's media WebSocket with the session's client token, plays the stream (H.264 +
+ * Opus) in a `<video>` — decoded with WebCodecs and timed by its audio (`./player_webcodecs.js`), or
+ * through Media Source Extensions where WebCodecs is missing —, streams the microphone to the
+ * conversation engine, reports its state, time to first frame and what it measured (to the app in
+ * `stats()`, to the service over its socket), and asks the app for a fresh token when it has to
+ * reconnect. It holds no API key: the app's backend creates the session and hands the browser only
+ * `client_token` and `stream_metadata.media_url`.
  *
  * No build step: load it as an ES module.
  *
@@ -40,11 +42,16 @@
 /** Subprotocol of the media WebSocket. */
 export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
 
+/** Media Source Extensions: the playback rate while catching up with the latency target (pitch kept). */
+const CATCH_UP_RATE = 1.08;
+
 /** Close codes after which the player does not reconnect. */
 const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 
 import { createWebRtcPlayer } from "./player_webrtc.js";
 import { createToolCalls } from "./tool_calls.js";
+import { createWebCodecsSink, webCodecsSupported } from "./player_webcodecs.js";
+import { createClockSync, startReporting } from "./player_report.js";
 
 /**
  * @typedef {"connecting" | "buffering" | "playing" | "reconnecting" | "ended" | "failed"} PlayerStateName
@@ -96,16 +103,35 @@ import { createToolCalls } from "./tool_calls.js";
  *   message saying so.
  * @property {RTCIceTransportPolicy} [iceTransportPolicy] `webrtc_sfu` only: `"relay"` forces TURN.
  * @property {boolean} [microphone] Stream the microphone (default true).
- * @property {number} [targetLatencyMs] Playback delay behind the live edge to aim for (default 200).
- * @property {number} [maxLatencyMs] Past this delay the player jumps back to the live edge (default 800).
+ * @property {number} [targetLatencyMs] Media Source Extensions only: playback delay behind the live edge
+ *   to aim for (default 200).
+ * @property {number} [maxLatencyMs] Media Source Extensions only: past this delay the player jumps back to
+ *   the live edge (default 800).
  * @property {number} [maxReconnects] Reconnection attempts in a row before failing (default 5).
+ * @property {"auto" | "webcodecs" | "mse"} [playback] `websocket_fmp4` only: how to play — WebCodecs where
+ *   the browser has it (`"auto"`, the default), or Media Source Extensions (`"mse"`).
+ * @property {AudioContext} [audioContext] WebCodecs only: the context to play the avatar's sound in
+ *   (default: one of the player's own).
+ * @property {AudioNode} [audioOutput] WebCodecs only: where the avatar's sound goes (default: the context's
+ *   destination), e.g. your own audio graph.
  */
 
 /**
  * @typedef {object} PlayerStats
  * @property {number} framesDecoded
  * @property {number} framesDropped
- * @property {number} latencyMs Current delay behind the live edge.
+ * @property {number} latencyMs Frame made on the server → shown, median of the last 2 s (ms).
+ * @property {number | null} avOffsetMs A shown frame's display time − its sound leaving the player, median
+ *   of the last 2 s (ms; + the picture is late); null until measured.
+ * @property {number} stalls Times the media stopped arriving.
+ * @property {number} catchUps Times the player skipped late media to get back to the live edge.
+ * @property {number | null} lastCatchUpMs End of the last stall → playing at the live edge again.
+ * @property {number} skippedMs Media skipped so far (ms).
+ * @property {number} audioUnderrunMs Sound played as silence because it came late (ms).
+ * @property {number | null} audioDecodedMs WebCodecs: sound decoded so far (ms); null where the browser
+ *   decodes it (Media Source Extensions, WebRTC).
+ * @property {number | null} anchorMs WebCodecs: how far behind the server's media clock the sound plays.
+ * @property {"webcodecs" | "mse" | "webrtc"} playback How the player plays.
  * @property {number} bytesReceived
  * @property {number} micFramesSent
  * @property {number} reconnects
@@ -195,21 +221,19 @@ function refreshProblem(fresh) {
 }
 
 /**
- * The `websocket_fmp4` player: the media WebSocket, Media Source Extensions and the microphone.
+ * The `websocket_fmp4` player: the media WebSocket, the microphone, reconnection, and a media sink that
+ * plays what arrives — WebCodecs where the browser has it (`./player_webcodecs.js`), Media Source
+ * Extensions otherwise ({@link createMseSink}), or as `options.playback` says.
  *
  * How it decides it is playing: the state goes to `playing` only on the element's `playing` event while
- * connected, and back to `buffering` when the element waits for data or is paused. Playback is (re)started
- * whenever media is buffered and the element is paused, after every append, so no ordering of the
- * browser's events (first frame, `updateend`, `canplay`) can leave a paused element behind a `playing`
- * state.
+ * connected, and back to `buffering` when the sink says nothing new can be shown (the element waits for
+ * data, is paused, or the stream stalled).
  *
  * @param {CreatePlayerOptions} options
  * @returns {AvatarPlayer}
  */
 function createFmp4Player(options) {
   const video = options.video;
-  const target = (options.targetLatencyMs ?? 200) / 1000;
-  const maxLatency = (options.maxLatencyMs ?? 800) / 1000;
   const maxReconnects = options.maxReconnects ?? 5;
   const started = performance.now();
   let mediaUrl = /** @type {string} */ (options.mediaUrl ?? options.streamMetadata?.media_url);
@@ -221,12 +245,11 @@ function createFmp4Player(options) {
   let ws = null;
   /** Whether the current socket has said hello (the stream is flowing). */
   let connected = false;
-  /** @type {MediaSource | null} */
-  let mediaSource = null;
-  /** @type {SourceBuffer | null} */
-  let sourceBuffer = null;
-  /** @type {ArrayBuffer[]} */
-  const appendQueue = [];
+  /** When the current socket was opened; its connect → first frame (reported once). */
+  let connectAt = started;
+  /** @type {number | null} */
+  let connectionFirstFrameMs = null;
+  let firstFrameReported = false;
   let inputSampleRate = 24000;
   let closed = false;
   let failures = 0;
@@ -238,12 +261,7 @@ function createFmp4Player(options) {
   let mic = null;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let retryTimer;
-  let lastTrim = 0;
   const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
-  /** When the first video frame was presented (requestVideoFrameCallback), if the browser says. */
-  /** @type {number | null} */
-  let firstFrameAt = null;
-  let playPending = false;
 
   /**
    * Applies `patch` and tells the app. A `reason`, `closeCode` or `microphoneError` set to `undefined` is
@@ -262,114 +280,63 @@ function createFmp4Player(options) {
     }
   };
 
-  const liveEdge = () => {
-    const b = sourceBuffer?.buffered;
-    return b && b.length ? b.end(b.length - 1) : null;
+  /**
+   * The sink's events: the element's own `playing` decides `playing`.
+   * @type {import("./player_webcodecs.js").SinkEvents}
+   */
+  const sinkEvents = {
+    playing: () => {
+      if (closed || !connected || current.state === "playing") return;
+      const ttffMs = current.ttffMs ?? Math.round((firstFrameAt ?? performance.now()) - started);
+      setState({ state: "playing", ttffMs, reason: undefined, closeCode: undefined });
+    },
+    buffering: () => {
+      if (closed || current.state !== "playing") return;
+      setState({ state: "buffering" });
+    },
+    muted: (/** @type {boolean} */ muted) => {
+      if (!closed && current.muted !== muted) setState({ muted });
+    },
+    unsupported: (/** @type {string} */ reason) => {
+      // WebCodecs cannot play this stream here after all: Media Source Extensions instead.
+      if (closed || sink.playback !== "webcodecs") return;
+      console.warn(`avatar player: ${reason}; playing through Media Source Extensions`);
+      sink.close();
+      sink = createMseSink({ video, events: sinkEvents, options });
+      sink.onFirstFrame(onFirstFrame);
+      const socket = ws;
+      ws = null;
+      connected = false;
+      if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000);
+      connect();
+    },
   };
 
-  const catchUp = () => {
-    const edge = liveEdge();
-    if (edge === null) return;
-    const b = /** @type {SourceBuffer} */ (sourceBuffer).buffered;
-    const start = b.start(b.length - 1);
-    // Jump to the live edge when far behind, or when stuck before the newest buffered range (a gap).
-    if (edge - video.currentTime > maxLatency || video.currentTime < start) {
-      video.currentTime = Math.max(start, edge - target);
+  /** When the first video frame was presented (requestVideoFrameCallback), if the browser says. */
+  /** @type {number | null} */
+  let firstFrameAt = null;
+  const onFirstFrame = (/** @type {number} */ at) => {
+    firstFrameAt ??= at;
+    if (connected) connectionFirstFrameMs ??= Math.max(0, Math.round(at - connectAt));
+    if (current.state === "playing" && current.ttffMs === null) {
+      setState({ ttffMs: Math.round(at - started) });
     }
   };
 
-  /** Starts the element when media is buffered and it is paused (whatever the state says). */
-  const startPlayback = () => {
-    if (closed || playPending || !video.paused || liveEdge() === null) return;
-    playPending = true;
-    video.play().then(() => {
-      playPending = false;
-    }, (err) => {
-      playPending = false;
-      if (err && err.name === "NotAllowedError" && !video.muted) {
-        // Autoplay with sound was refused: start muted (the app can unmute on a click).
-        video.muted = true;
-        setState({ muted: true });
-        startPlayback();
-      }
-      // Otherwise (a seek or a new source interrupted it): the next append tries again.
-    });
-  };
-
-  const pump = () => {
-    if (!sourceBuffer || sourceBuffer.updating || !appendQueue.length) return;
-    const now = video.currentTime;
-    if (now - lastTrim > 10 && sourceBuffer.buffered.length && sourceBuffer.buffered.start(0) < now - 10) {
-      lastTrim = now;
-      sourceBuffer.remove(0, now - 5);
-      return;
-    }
-    const chunk = /** @type {ArrayBuffer} */ (appendQueue.shift());
-    try {
-      sourceBuffer.appendBuffer(chunk);
-    } catch (err) {
-      if (err instanceof DOMException && err.name === "QuotaExceededError" && sourceBuffer.buffered.length) {
-        appendQueue.unshift(chunk);
-        sourceBuffer.remove(0, Math.max(0, video.currentTime - 1));
-      } else {
-        fail(`append failed: ${err}`);
-      }
-    }
-  };
-
-  /** @param {string} mime */
-  const setupMediaSource = (mime) => {
-    if (mediaSource) return;
-    if (!("MediaSource" in globalThis) || !MediaSource.isTypeSupported(mime)) {
-      fail(`this browser cannot play ${mime}`);
-      return;
-    }
-    const source = new MediaSource();
-    mediaSource = source;
-    const objectUrl = URL.createObjectURL(source);
-    video.src = objectUrl;
-    source.addEventListener("sourceopen", () => {
-      URL.revokeObjectURL(objectUrl);
-      if (closed || mediaSource !== source || sourceBuffer) return;
-      sourceBuffer = source.addSourceBuffer(mime);
-      sourceBuffer.mode = "segments";
-      sourceBuffer.addEventListener("updateend", () => {
-        if (closed) return;
-        catchUp();
-        startPlayback();
-        pump();
-      });
-      pump();
-    }, { once: true });
-  };
-
-  // The element's own events decide `playing` / `buffering`.
-  const onPlaying = () => {
-    if (closed || !connected || current.state === "playing") return;
-    const ttffMs = current.ttffMs ?? Math.round((firstFrameAt ?? performance.now()) - started);
-    setState({ state: "playing", ttffMs, reason: undefined, closeCode: undefined });
-  };
-  const onStalled = () => {
-    if (closed || current.state !== "playing") return;
-    setState({ state: "buffering" });
-  };
-  const onCanPlay = () => startPlayback();
-  /** @type {[string, () => void][]} */
-  const videoListeners = [["playing", onPlaying], ["waiting", onStalled], ["pause", onStalled], [
-    "canplay",
-    onCanPlay,
-  ]];
-  for (const [type, fn] of videoListeners) video.addEventListener(type, fn);
-
-  const watchFirstFrame = () => {
-    const v =
-      /** @type {HTMLVideoElement & { requestVideoFrameCallback?: (cb: () => void) => number }} */ (video);
-    if (typeof v.requestVideoFrameCallback === "function") {
-      v.requestVideoFrameCallback(() => {
-        firstFrameAt ??= performance.now();
-      });
-    }
-  };
+  const useWebCodecs = options.playback === "webcodecs" ||
+    (options.playback !== "mse" && webCodecsSupported());
+  /** @type {MediaSink} */
+  let sink = useWebCodecs
+    ? createWebCodecsSink({
+      video,
+      audioContext: options.audioContext,
+      audioOutput: options.audioOutput,
+      events: sinkEvents,
+    })
+    : createMseSink({ video, events: sinkEvents, options });
+  sink.onFirstFrame(onFirstFrame);
+  const onVideoPlaying = () => sinkEvents.playing();
+  video.addEventListener("playing", onVideoPlaying);
 
   /**
    * @param {string} reason
@@ -383,11 +350,15 @@ function createFmp4Player(options) {
 
   const connect = () => {
     if (closed) return;
-    const socket = new WebSocket(mediaUrl, [MEDIA_SUBPROTOCOL, `bearer.${token}`]);
+    const socket = new WebSocket(mediaUrl, [...sink.subprotocols, MEDIA_SUBPROTOCOL, `bearer.${token}`]);
     socket.binaryType = "arraybuffer";
     ws = socket;
+    connectAt = performance.now();
+    connectionFirstFrameMs = null;
+    firstFrameReported = false;
     socket.onmessage = (e) => {
       if (ws !== socket) return;
+      const arrivedAt = performance.now();
       if (typeof e.data === "string") {
         let msg;
         try {
@@ -395,56 +366,68 @@ function createFmp4Player(options) {
         } catch {
           return;
         }
-        onControl(msg);
+        onControl(msg, socket, arrivedAt);
         return;
       }
       bytesReceived += e.data.byteLength;
       failures = 0;
-      appendQueue.push(e.data);
-      pump();
+      sink.media(e.data, arrivedAt);
     };
     socket.onclose = (e) => {
       if (ws !== socket) return;
       ws = null;
       connected = false;
+      sink.disconnected();
       void onClose(e.code, e.reason);
     };
     socket.onerror = () => {};
   };
 
-  /** @param {any} msg */
-  const onControl = (msg) => {
+  /**
+   * @param {any} msg
+   * @param {WebSocket} socket
+   * @param {number} arrivedAt
+   */
+  const onControl = (msg, socket, arrivedAt) => {
     switch (msg?.type) {
       case "hello": {
         inputSampleRate = Number(msg.input_sample_rate) || inputSampleRate;
         connected = true;
-        setupMediaSource(String(msg.mime));
+        sink.hello(msg, socket.protocol, arrivedAt);
+        clockSync.start();
         if (closed) return;
         // Connected (again): the stale close reason goes. `playing` comes from the element itself; after a
-        // reconnection the element may still be playing what it had buffered.
+        // reconnection the element may still be playing what it had.
         const playingNow = !video.paused && video.readyState >= 3 && current.ttffMs !== null;
         setState({ state: playingNow ? "playing" : "buffering", reason: undefined, closeCode: undefined });
-        startPlayback();
         if (micWanted && !mic) void startMic();
         break;
       }
-      case "interrupt": {
+      case "interrupt":
         // Barge-in: skip the avatar speech that is already buffered.
-        const edge = liveEdge();
-        if (edge !== null && edge - video.currentTime > target) video.currentTime = edge - target / 2;
+        sink.interrupt();
         break;
-      }
       case "transcript":
         options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
         break;
       case "tool_call":
         toolCalls.handle(msg);
         break;
+      case "clock_sync":
+        clockSync.receive(msg, arrivedAt);
+        break;
       case "ended":
         setState({ reason: String(msg.reason ?? "session_ended") });
         break;
     }
   };
+
+  /** Where the session's media clock is on the page's clock (for the frame latency the sink measures). */
+  const clockSync = createClockSync((/** @type {string} */ text) => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(text);
+    return true;
+  }, (/** @type {number} */ offset) => sink.clockOffset(offset));
 
   /**
    * @param {number} code
@@ -535,9 +518,9 @@ function createFmp4Player(options) {
           micFramesSent++;
         }
       };
-      const sink = ctx.createGain();
-      sink.gain.value = 0;
-      ctx.createMediaStreamSource(stream).connect(node).connect(sink).connect(ctx.destination);
+      const sinkNode = ctx.createGain();
+      sinkNode.gain.value = 0;
+      ctx.createMediaStreamSource(stream).connect(node).connect(sinkNode).connect(ctx.destination);
       if (ctx.state === "suspended") await ctx.resume().catch(() => {});
       if (closed || !micWanted) {
         stream.getTracks().forEach((t) => t.stop());
@@ -567,42 +550,51 @@ function createFmp4Player(options) {
     if (!closed) setState({ microphone: false });
   };
 
+  // What the player measured goes to the service every couple of seconds.
+  const stopReporting = startReporting({
+    get playback() {
+      return sink.playback;
+    },
+    build: () => {
+      const r = sink.report();
+      if (connectionFirstFrameMs === null || firstFrameReported) return r;
+      firstFrameReported = true;
+      return { first_frame_ms: connectionFirstFrameMs, ...r };
+    },
+    send: (/** @type {string} */ text) => {
+      if (!ws || ws.readyState !== WebSocket.OPEN || !connected) return false;
+      ws.send(text);
+      return true;
+    },
+  });
+
   const teardown = () => {
     clearTimeout(retryTimer);
+    stopReporting();
+    clockSync.stop();
     stopMic();
-    for (const [type, fn] of videoListeners) video.removeEventListener(type, fn);
+    video.removeEventListener("playing", onVideoPlaying);
     const socket = ws;
     ws = null;
     connected = false;
     if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000);
-    appendQueue.length = 0;
-    if (mediaSource && mediaSource.readyState === "open") {
-      try {
-        mediaSource.endOfStream();
-      } catch { /* already ended */ }
-    }
+    sink.close();
     closed = true;
   };
 
   video.playsInline = true;
-  watchFirstFrame();
   setState({ state: "connecting" });
   connect();
 
   return {
     state: () => ({ ...current }),
-    stats: () => {
-      const q = typeof video.getVideoPlaybackQuality === "function" ? video.getVideoPlaybackQuality() : null;
-      const edge = liveEdge();
-      return {
-        framesDecoded: q ? q.totalVideoFrames : 0,
-        framesDropped: q ? q.droppedVideoFrames : 0,
-        latencyMs: edge === null ? 0 : Math.max(0, Math.round((edge - video.currentTime) * 1000)),
-        bytesReceived,
-        micFramesSent,
-        reconnects,
-      };
-    },
+    stats: () => ({
+      ...sink.stats(),
+      playback: sink.playback,
+      bytesReceived,
+      micFramesSent,
+      reconnects,
+    }),
     setMicrophone: async (on) => {
       micWanted = on;
       if (on) await startMic();
@@ -617,6 +609,299 @@ function createFmp4Player(options) {
       if (closed) return;
       teardown();
       setState({ state: "ended", reason: "closed" });
+    },
+  };
+}
+
+/**
+ * @typedef {object} MediaSinkStats
+ * @property {number} framesDecoded
+ * @property {number} framesDropped
+ * @property {number} latencyMs
+ * @property {number | null} avOffsetMs
+ * @property {number} stalls
+ * @property {number} catchUps
+ * @property {number | null} lastCatchUpMs
+ * @property {number} skippedMs
+ * @property {number} audioUnderrunMs
+ * @property {number | null} audioDecodedMs
+ * @property {number | null} anchorMs
+ */
+
+/**
+ * What plays the stream of a `websocket_fmp4` player (WebCodecs or Media Source Extensions).
+ * @typedef {object} MediaSink
+ * @property {"webcodecs" | "mse"} playback
+ * @property {string[]} subprotocols Offered before `avatar-media.v0`.
+ * @property {(msg: any, protocol: string, arrivedAt: number) => void} hello
+ * @property {(data: ArrayBuffer, arrivedAt: number) => void} media
+ * @property {() => void} interrupt
+ * @property {() => void} disconnected
+ * @property {(offset: number) => void} clockOffset The page time of timeline 0 (from `clock_sync`).
+ * @property {(cb: (at: number) => void) => void} onFirstFrame
+ * @property {() => MediaSinkStats} stats
+ * @property {() => Record<string, unknown> & { presented_frames: number }} report
+ * @property {() => void} close
+ */
+
+/**
+ * The Media Source Extensions sink: the fMP4 stream appended to a `SourceBuffer` of the `<video>`. It keeps
+ * about `targetLatencyMs` behind the live edge (jumps back past `maxLatencyMs`, and on barge-in), trims
+ * what it has played, and starts the element whenever media is buffered and it is paused, after every
+ * append, so no ordering of the browser's events (first frame, `updateend`, `canplay`) can leave a paused
+ * element behind a `playing` state. Its measures (frame latency, mouth vs sound) are estimates from the
+ * element's clock (docs/media-plane.md).
+ *
+ * @param {{ video: HTMLVideoElement; events: import("./player_webcodecs.js").SinkEvents; options: CreatePlayerOptions }} o
+ * @returns {MediaSink}
+ */
+function createMseSink({ video, events, options }) {
+  const target = (options.targetLatencyMs ?? 200) / 1000;
+  const maxLatency = (options.maxLatencyMs ?? 800) / 1000;
+  /** @type {MediaSource | null} */
+  let mediaSource = null;
+  /** @type {SourceBuffer | null} */
+  let sourceBuffer = null;
+  /** @type {ArrayBuffer[]} */
+  const appendQueue = [];
+  let lastTrim = 0;
+  let playPending = false;
+  let closed = false;
+  /** Page time of timeline 0 as the service's hello says. */
+  /** @type {number | null} */
+  let skew = null;
+  const counters = { stalls: 0, stallMs: 0, catchUps: 0, skippedMs: 0, presented: 0 };
+  let reported = { ...counters, dropped: 0 };
+  /** @type {number | null} */
+  let waitingSince = null;
+  /** @type {number[]} */
+  let latencySamples = [];
+  /** @type {number[]} */
+  let avSamples = [];
+  /** @type {[number, number, number][]} */
+  const recent = [];
+  /** @type {((at: number) => void) | null} */
+  let firstFrameListener = null;
+
+  const liveEdge = () => {
+    const b = sourceBuffer?.buffered;
+    return b && b.length ? b.end(b.length - 1) : null;
+  };
+
+  const catchUp = () => {
+    const edge = liveEdge();
+    if (edge === null) return;
+    const b = /** @type {SourceBuffer} */ (sourceBuffer).buffered;
+    const start = b.start(b.length - 1);
+    // Behind the target (it joined at the GOP's keyframe, up to a second old, or fell behind): play a little
+    // faster (pitch kept) until back at it, rather than seek (a seek stalls MSE playback for a while).
+    if (!video.paused) {
+      const lag = edge - video.currentTime;
+      const rate = lag > target + 0.06 ? CATCH_UP_RATE : lag < target + 0.02 ? 1 : video.playbackRate;
+      if (video.playbackRate !== rate) video.playbackRate = rate;
+    }
+    // Jump to the live edge when far behind, or when stuck before the newest buffered range (a gap).
+    if (edge - video.currentTime > maxLatency || video.currentTime < start) {
+      const to = Math.max(start, edge - target);
+      if (video.currentTime > 0 && to > video.currentTime) {
+        counters.catchUps++;
+        counters.skippedMs += (to - video.currentTime) * 1000;
+      }
+      video.currentTime = to;
+    }
+  };
+
+  /** Starts the element when media is buffered and it is paused (whatever the state says). */
+  const startPlayback = () => {
+    if (closed || playPending || !video.paused || liveEdge() === null) return;
+    playPending = true;
+    video.play().then(() => {
+      playPending = false;
+    }, (err) => {
+      playPending = false;
+      if (err && err.name === "NotAllowedError" && !video.muted) {
+        // Autoplay with sound was refused: start muted (the app can unmute on a click).
+        video.muted = true;
+        events.muted(true);
+        startPlayback();
+      }
+      // Otherwise (a seek or a new source interrupted it): the next append tries again.
+    });
+  };
+
+  const pump = () => {
+    if (!sourceBuffer || sourceBuffer.updating || !appendQueue.length) return;
+    const now = video.currentTime;
+    if (now - lastTrim > 10 && sourceBuffer.buffered.length && sourceBuffer.buffered.start(0) < now - 10) {
+      lastTrim = now;
+      sourceBuffer.remove(0, now - 5);
+      return;
+    }
+    const chunk = /** @type {ArrayBuffer} */ (appendQueue.shift());
+    try {
+      sourceBuffer.appendBuffer(chunk);
+    } catch (err) {
+      if (err instanceof DOMException && err.name === "QuotaExceededError" && sourceBuffer.buffered.length) {
+        appendQueue.unshift(chunk);
+        sourceBuffer.remove(0, Math.max(0, video.currentTime - 1));
+      } else {
+        console.warn("avatar player: append failed", err);
+      }
+    }
+  };
+
+  /** @param {string} mime */
+  const setupMediaSource = (mime) => {
+    if (mediaSource) return;
+    if (!("MediaSource" in globalThis) || !MediaSource.isTypeSupported(mime)) {
+      events.unsupported(`this browser cannot play ${mime}`);
+      return;
+    }
+    const source = new MediaSource();
+    mediaSource = source;
+    const objectUrl = URL.createObjectURL(source);
+    video.src = objectUrl;
+    source.addEventListener("sourceopen", () => {
+      URL.revokeObjectURL(objectUrl);
+      if (closed || mediaSource !== source || sourceBuffer) return;
+      sourceBuffer = source.addSourceBuffer(mime);
+      sourceBuffer.mode = "segments";
+      sourceBuffer.addEventListener("updateend", () => {
+        if (closed) return;
+        catchUp();
+        startPlayback();
+        pump();
+      });
+      pump();
+    }, { once: true });
+  };
+
+  const onWaiting = () => {
+    if (closed) return;
+    waitingSince ??= performance.now();
+    events.buffering();
+  };
+  const onPause = () => {
+    if (!closed) events.buffering();
+  };
+  const onPlaying = () => {
+    if (waitingSince !== null) {
+      counters.stalls++;
+      counters.stallMs += performance.now() - waitingSince;
+      waitingSince = null;
+    }
+  };
+  const onCanPlay = () => startPlayback();
+  /** @type {[string, () => void][]} */
+  const videoListeners = [["waiting", onWaiting], ["pause", onPause], ["playing", onPlaying], [
+    "canplay",
+    onCanPlay,
+  ]];
+  for (const [type, fn] of videoListeners) video.addEventListener(type, fn);
+
+  // Each displayed frame: its delay since it was made, and against the element's (audio) clock.
+  const v = /** @type {any} */ (video);
+  if (typeof v.requestVideoFrameCallback === "function") {
+    /** @param {number} now @param {any} md */
+    const onFrame = (now, md) => {
+      if (closed) return;
+      const shownAt = md.expectedDisplayTime ?? now;
+      if (firstFrameListener) {
+        const l = firstFrameListener;
+        firstFrameListener = null;
+        l(shownAt);
+      }
+      counters.presented++;
+      if (skew !== null && typeof md.mediaTime === "number" && !video.paused) {
+        const latency = shownAt - (md.mediaTime * 1000 + skew);
+        // The element's clock is its audio clock: the frame's instant is heard when currentTime reaches it.
+        const av = (shownAt - performance.now()) - (md.mediaTime - video.currentTime) * 1000;
+        if (latency > -1000 && latency < 60000) {
+          if (latencySamples.length < 200) latencySamples.push(Math.round(latency * 10) / 10);
+          if (avSamples.length < 200) avSamples.push(Math.round(av * 10) / 10);
+          recent.push([shownAt, latency, av]);
+          if (recent.length > 75) recent.shift();
+        }
+      }
+      v.requestVideoFrameCallback(onFrame);
+    };
+    v.requestVideoFrameCallback(onFrame);
+  }
+
+  return {
+    playback: "mse",
+    subprotocols: [],
+    hello(msg, _protocol, arrivedAt) {
+      if (typeof msg.timeline_ms === "number") skew ??= arrivedAt - msg.timeline_ms;
+      setupMediaSource(String(msg.mime));
+      startPlayback();
+    },
+    media(data) {
+      appendQueue.push(data);
+      pump();
+    },
+    interrupt() {
+      const edge = liveEdge();
+      if (edge !== null && edge - video.currentTime > target) video.currentTime = edge - target / 2;
+    },
+    disconnected() {},
+    clockOffset(offset) {
+      skew = offset;
+    },
+    onFirstFrame(cb) {
+      firstFrameListener = cb;
+    },
+    stats() {
+      const q = typeof video.getVideoPlaybackQuality === "function" ? video.getVideoPlaybackQuality() : null;
+      const now = performance.now();
+      const window = recent.filter((r) => r[0] > now - 2000);
+      const med = (/** @type {number[]} */ xs) =>
+        xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : null;
+      const lat = med(window.map((r) => r[1]));
+      const av = med(window.map((r) => r[2]));
+      return {
+        framesDecoded: q ? q.totalVideoFrames : 0,
+        framesDropped: q ? q.droppedVideoFrames : 0,
+        latencyMs: lat === null ? 0 : Math.max(0, Math.round(lat)),
+        avOffsetMs: av === null ? null : Math.round(av * 10) / 10,
+        stalls: counters.stalls,
+        catchUps: counters.catchUps,
+        lastCatchUpMs: null,
+        skippedMs: Math.round(counters.skippedMs),
+        audioUnderrunMs: 0,
+        audioDecodedMs: null,
+        anchorMs: null,
+      };
+    },
+    report() {
+      const q = typeof video.getVideoPlaybackQuality === "function" ? video.getVideoPlaybackQuality() : null;
+      const dropped = q ? q.droppedVideoFrames : 0;
+      const out = {
+        frame_latency_ms: latencySamples,
+        av_offset_ms: avSamples,
+        presented_frames: counters.presented - reported.presented,
+        dropped_frames: dropped - reported.dropped,
+        stalls: counters.stalls - reported.stalls,
+        stall_ms: Math.round(counters.stallMs - reported.stallMs),
+        catch_ups: counters.catchUps - reported.catchUps,
+        skipped_ms: Math.round(counters.skippedMs - reported.skippedMs),
+        catch_up_ms: null,
+        audio_underrun_ms: 0,
+      };
+      reported = { ...counters, dropped };
+      latencySamples = [];
+      avSamples = [];
+      return out;
+    },
+    close() {
+      closed = true;
+      for (const [type, fn] of videoListeners) video.removeEventListener(type, fn);
+      appendQueue.length = 0;
+      if (mediaSource && mediaSource.readyState === "open") {
+        try {
+          mediaSource.endOfStream();
+        } catch { /* already ended */ }
+      }
     },
   };
 }

@@ -19,6 +19,7 @@
  */
 
 import { createToolCalls } from "./tool_calls.js";
+import { createClockSync, startReporting } from "./player_report.js";
 
 /** Subprotocol of the SFU signalling WebSocket. */
 export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
@@ -70,7 +71,24 @@ export function createWebRtcPlayer(options) {
   let reconnects = 0;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let retryTimer;
-  const counters = { bytesReceived: 0, micFramesSent: 0, latencyMs: 0 };
+  const counters = { bytesReceived: 0, micFramesSent: 0, stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
+  /** The service's times from a frame made (or a sound due) to its RTP sent (from `clock_sync`). */
+  const sendMs = { video: 0, audio: 0 };
+  /** Recent presented frames: [shown, made → shown, mouth vs sound or null]. */
+  /** @type {[number, number, number | null][]} */
+  const recent = [];
+  /** @type {number[]} */
+  let latencySamples = [];
+  /** @type {number[]} */
+  let avSamples = [];
+  /** The audio path's delay after the service (jitter buffer and playout, ms), from the RTC statistics. */
+  /** @type {number | null} */
+  let audioDelay = null;
+  let reported = { stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
+  let connectAt = started;
+  /** @type {number | null} */
+  let connectionFirstFrameMs = null;
+  let firstFrameReported = false;
   let bytesBefore = 0;
   let micBefore = 0;
 
@@ -119,15 +137,40 @@ export function createWebRtcPlayer(options) {
     });
   };
 
-  const watchFirstFrame = () => {
-    const done = () => {
-      if (current.ttffMs !== null || closed) return;
-      setState({ state: "playing", ttffMs: Math.round(performance.now() - started) });
-    };
+  /**
+   * Each shown frame: made → shown (the service's part, made → sent, plus this page's, received → shown;
+   * the SFU hop between is not counted), and its picture against its sound (the audio path's delay from the
+   * RTC statistics); the first one is the time to first frame.
+   */
+  const watchFrames = () => {
     const v =
-      /** @type {HTMLVideoElement & { requestVideoFrameCallback?: (cb: () => void) => number }} */ (video);
-    if (typeof v.requestVideoFrameCallback === "function") v.requestVideoFrameCallback(done);
-    else video.addEventListener("playing", done, { once: true });
+      /** @type {HTMLVideoElement & { requestVideoFrameCallback?: (cb: (now: number, md: any) => void) => number }} */ (video);
+    const first = (/** @type {number} */ at) => {
+      connectionFirstFrameMs ??= Math.max(0, Math.round(at - connectAt));
+      if (current.ttffMs !== null || closed) return;
+      setState({ state: "playing", ttffMs: Math.round(at - started) });
+    };
+    if (typeof v.requestVideoFrameCallback !== "function") {
+      video.addEventListener("playing", () => first(performance.now()), { once: true });
+      return;
+    }
+    /** @param {number} now @param {any} md */
+    const onFrame = (now, md) => {
+      if (closed) return;
+      const shown = md.expectedDisplayTime ?? now;
+      first(shown);
+      counters.presented++;
+      if (typeof md.receiveTime === "number" && md.receiveTime > 0) {
+        const latency = sendMs.video + (shown - md.receiveTime);
+        const av = audioDelay === null ? null : latency - (sendMs.audio + audioDelay);
+        if (latencySamples.length < 200) latencySamples.push(Math.round(latency * 10) / 10);
+        if (av !== null && avSamples.length < 200) avSamples.push(Math.round(av * 10) / 10);
+        recent.push([shown, latency, av]);
+        if (recent.length > 75) recent.shift();
+      }
+      /** @type {any} */ (v).requestVideoFrameCallback(onFrame);
+    };
+    v.requestVideoFrameCallback(onFrame);
   };
 
   /** @param {string} sdp */
@@ -192,7 +235,13 @@ export function createWebRtcPlayer(options) {
   const onControl = async (msg) => {
     switch (msg?.type) {
       case "hello":
+        clockSync.start();
         if (micWanted) void publish().catch((err) => setState({ reason: `microphone: ${err}` }));
+        break;
+      case "clock_sync":
+        clockSync.receive(msg, performance.now());
+        if (typeof msg.send_ms?.video === "number") sendMs.video = msg.send_ms.video;
+        if (typeof msg.send_ms?.audio === "number") sendMs.audio = msg.send_ms.audio;
         break;
       case "offer":
         await onOffer(String(msg.sdp)).catch((err) => dropAndReconnect(`negotiation failed: ${err}`));
@@ -227,6 +276,9 @@ export function createWebRtcPlayer(options) {
     if (closed) return;
     const socket = new WebSocket(endpoint, [SFU_SUBPROTOCOL, `bearer.${token}`]);
     ws = socket;
+    connectAt = performance.now();
+    connectionFirstFrameMs = null;
+    firstFrameReported = false;
     socket.onmessage = (e) => {
       if (typeof e.data !== "string") return;
       let msg;
@@ -311,20 +363,43 @@ export function createWebRtcPlayer(options) {
     retryTimer = setTimeout(connect, delay);
   };
 
+  /** @type {Record<string, number>} */
+  let prev = {};
   const pollStats = async () => {
     try {
       if (viewer) {
+        let bytes = 0;
+        /** @type {Record<string, number>} */
+        const now = {};
         for (const s of (await viewer.getStats()).values()) {
-          if (s.type !== "inbound-rtp") continue;
-          if (s.kind === "video" && s.jitterBufferEmittedCount > 0) {
-            counters.latencyMs = Math.round(s.jitterBufferDelay / s.jitterBufferEmittedCount * 1000);
+          if (s.type === "inbound-rtp") {
+            bytes += s.bytesReceived ?? 0;
+            if (s.kind === "video") {
+              now.freezes = s.freezeCount ?? 0;
+              now.freezeMs = (s.totalFreezesDuration ?? 0) * 1000;
+              now.videoDropped = s.framesDropped ?? 0;
+            } else if (s.kind === "audio") {
+              now.jb = s.jitterBufferDelay ?? 0;
+              now.jbCount = s.jitterBufferEmittedCount ?? 0;
+            }
+          } else if (s.type === "media-playout") {
+            now.playout = s.totalPlayoutDelay ?? 0;
+            now.playoutCount = s.totalSamplesCount ?? 0;
           }
         }
-        let bytes = 0;
-        for (const s of (await viewer.getStats()).values()) {
-          if (s.type === "inbound-rtp") bytes += s.bytesReceived ?? 0;
-        }
         counters.bytesReceived = bytesBefore + bytes;
+        const d = (/** @type {string} */ k) => (now[k] ?? 0) - (prev[k] ?? 0);
+        if (d("jbCount") > 0) {
+          // The sound's delay after arriving: its jitter buffer, then its playout to the device.
+          const playout = d("playoutCount") > 0 ? d("playout") / d("playoutCount") * 1000 : 0;
+          audioDelay = d("jb") / d("jbCount") * 1000 + playout;
+        }
+        if (d("freezes") > 0) {
+          counters.stalls += d("freezes");
+          counters.stallMs += d("freezeMs");
+        }
+        if (d("videoDropped") > 0) counters.dropped += d("videoDropped");
+        prev = now;
       }
       if (publisher) {
         let sent = 0;
@@ -336,8 +411,52 @@ export function createWebRtcPlayer(options) {
     } catch { /* a PeerConnection closed meanwhile */ }
   };
   const statsTimer = setInterval(() => void pollStats(), STATS_PERIOD_MS);
+  /** Where the session's media clock is on the page's clock (answers also carry the service's send times). */
+  const clockSync = createClockSync((/** @type {string} */ text) => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(text);
+    return true;
+  });
+  // What the player measured goes to the service every couple of seconds.
+  const stopReporting = startReporting({
+    playback: "webrtc",
+    build: () => {
+      const out = {
+        ...(connectionFirstFrameMs !== null && !firstFrameReported
+          ? { first_frame_ms: connectionFirstFrameMs }
+          : {}),
+        frame_latency_ms: latencySamples,
+        av_offset_ms: avSamples,
+        presented_frames: counters.presented - reported.presented,
+        dropped_frames: counters.dropped - reported.dropped,
+        stalls: counters.stalls - reported.stalls,
+        stall_ms: Math.round(counters.stallMs - reported.stallMs),
+        catch_ups: 0,
+        skipped_ms: 0,
+        catch_up_ms: null,
+        audio_underrun_ms: 0,
+      };
+      if (connectionFirstFrameMs !== null) firstFrameReported = true;
+      reported = {
+        stalls: counters.stalls,
+        stallMs: counters.stallMs,
+        presented: counters.presented,
+        dropped: counters.dropped,
+      };
+      latencySamples = [];
+      avSamples = [];
+      return out;
+    },
+    send: (/** @type {string} */ text) => {
+      if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+      ws.send(text);
+      return true;
+    },
+  });
 
   const teardown = () => {
+    stopReporting();
+    clockSync.stop();
     closed = true;
     clearTimeout(retryTimer);
     clearInterval(statsTimer);
@@ -353,7 +472,7 @@ export function createWebRtcPlayer(options) {
   };
 
   video.playsInline = true;
-  watchFirstFrame();
+  watchFrames();
   setState({ state: "connecting" });
   connect();
 
@@ -361,10 +480,25 @@ export function createWebRtcPlayer(options) {
     state: () => ({ ...current }),
     stats: () => {
       const q = typeof video.getVideoPlaybackQuality === "function" ? video.getVideoPlaybackQuality() : null;
+      const now = performance.now();
+      const window = recent.filter((r) => r[0] > now - 2000);
+      const med = (/** @type {number[]} */ xs) =>
+        xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : null;
+      const lat = med(window.map((r) => r[1]));
+      const av = med(window.flatMap((r) => (r[2] === null ? [] : [r[2]])));
       return {
         framesDecoded: q ? q.totalVideoFrames : 0,
         framesDropped: q ? q.droppedVideoFrames : 0,
-        latencyMs: counters.latencyMs,
+        latencyMs: lat === null ? 0 : Math.round(lat),
+        avOffsetMs: av === null ? null : Math.round(av * 10) / 10,
+        stalls: counters.stalls,
+        catchUps: 0,
+        lastCatchUpMs: null,
+        skippedMs: 0,
+        audioUnderrunMs: 0,
+        audioDecodedMs: null,
+        anchorMs: null,
+        playback: /** @type {"webrtc"} */ ("webrtc"),
         bytesReceived: counters.bytesReceived,
         micFramesSent: counters.micFramesSent,
         reconnects,

@@ -6,9 +6,9 @@
  *   unreachable engine, a store outage, an Idempotency-Key still in progress, …): on every operation, after
  *   `retry_after` seconds; or
  * - no usable answer arrived (`SDK_NETWORK_ERROR`, or a 502/503/504 without the service's error object),
- *   and repeating the operation is safe: `getSession`, `listSessions`, `listApiKeys`, `revokeApiKey` (idempotent),
- *   `createClientToken` (only mints a token) and `createSession` (it always sends an `Idempotency-Key`, so a
- *   repeat replays the first session instead of starting a second). Never `createApiKey` (a repeat could
+ *   and repeating the operation is safe: `getSession`, `getSessionMetrics`, `listSessions`, `listApiKeys`,
+ *   `revokeApiKey` (idempotent), `createClientToken` (only mints a token) and `createSession` (it always
+ *   sends an `Idempotency-Key`, so a repeat replays the first session instead of starting a second). Never `createApiKey` (a repeat could
  *   mint a second key whose plaintext nobody saw) nor `endSession` (a repeat of a successful end answers
  *   409). These waits back off exponentially from `networkBackoffMs` (at most 8 s), or follow a
  *   `Retry-After` header.

@@ -132,6 +132,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session_id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a session's measured figures (non-canonical)
+         * @description Non-canonical: not part of the interface specification. The session's figures as measured by its players and the service: client connect → first frame, turn latency (end of the user's speech → the agent's first frame presented) split into the engine's share and the avatar's, mouth vs sound offset, frame latency, stalls and catch-ups. A figure not measured yet is null (a count of 0). Live while the session runs (flushed by its worker every 2 s), final once it has ended — the same object as the `session.ended` webhook's `metrics`. Another project's session answers 404. Scope: `sessions:read`.
+         */
+        get: operations["getSessionMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/secret": {
         parameters: {
             query?: never;
@@ -316,6 +336,7 @@ export interface components {
                 chunks_rendered: number;
                 /** @description Present with ended_with_warnings. */
                 warning?: string;
+                metrics: components["schemas"]["SessionMetrics"];
             };
         };
         /**
@@ -323,6 +344,55 @@ export interface components {
          * @enum {string}
          */
         EndReason: "ended_by_api" | "ended_by_api_forced" | "no_client_joined" | "idle_timeout" | "max_duration" | "engine_ended" | "engine_failed" | "engine_quota_exceeded" | "render_failed" | "sfu_failed" | "owner_lost" | "service_shutdown" | "start_failed";
+        /** @description The session's final figures: the same object as GET /v1/sessions/{session_id}/metrics (null figures were never measured, e.g. no player reported). */
+        SessionMetrics: {
+            session_id: string;
+            /** @description Client connect → first frame presented, for the session's first client (null until then). */
+            first_frame_ms: number | null;
+            /** @description Time the conversation engine took to connect, its handshake included. */
+            engine_connect_ms: number | null;
+            turn_latency_ms: components["schemas"]["MetricFigure"];
+            engine_latency_ms: components["schemas"]["MetricFigure"] & unknown;
+            avatar_latency_ms: components["schemas"]["MetricFigure"] & unknown;
+            av_offset_ms: components["schemas"]["MetricFigure"] & unknown;
+            frame_latency_ms: components["schemas"]["MetricFigure"] & unknown;
+            /** @description Times the players' media stopped arriving (network stalls), and for how long. */
+            stalls: {
+                count: number;
+                total_ms: number;
+            };
+            /** @description Times a player skipped late media to get back to the live edge. */
+            catch_ups: {
+                count: number;
+                skipped_ms: number;
+                /** @description End of the last stall → playing at the live edge again. */
+                last_ms: number | null;
+            };
+            frames: {
+                presented: number;
+                dropped: number;
+            };
+            /** @description Audio the players had to play as silence (it came late). */
+            audio_underrun_ms: number;
+            /** @description How the session's players played it. */
+            playback: ("webcodecs" | "mse" | "webrtc" | "other")[];
+            /** @description Reports received from players. */
+            player_reports: number;
+            /**
+             * Format: int64
+             * @description Unix epoch ms of the last change; null before anything was measured.
+             */
+            updated_at: number | null;
+        };
+        /** @description End of the user's speech (as it reached the service) → the agent's first frame presented at a client. */
+        MetricFigure: {
+            /** @description Measurements so far. */
+            count: number;
+            /** @description Median, ms (null until measured). */
+            p50: number | null;
+            /** @description 95th percentile, ms (null until measured). */
+            p95: number | null;
+        };
         SessionFailedEvent: {
             /** @enum {string} */
             type: "session.failed";
@@ -1666,6 +1736,114 @@ export interface operations {
                 };
             };
             /** @description SVC_SESSION_STATE_UNAVAILABLE, SVC_TOKEN_SECRET_NOT_CONFIGURED */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSessionMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's figures. */
+            200: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionMetrics"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */

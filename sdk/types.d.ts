@@ -29,6 +29,13 @@ export type Session = components["schemas"]["Session"];
 export type SessionList = components["schemas"]["SessionList"];
 /** Answer of `endSession` (`POST /v1/sessions/{session_id}/end`). */
 export type EndedSession = components["schemas"]["EndedSession"];
+/**
+ * Answer of `getSessionMetrics` (`GET /v1/sessions/{session_id}/metrics`, non-canonical), and the
+ * `metrics` of the `session.ended` webhook.
+ */
+export type SessionMetrics = components["schemas"]["SessionMetrics"];
+/** Count, median and 95th percentile of one measured figure (null until measured). */
+export type MetricFigure = components["schemas"]["MetricFigure"];
 /** Answer of `createClientToken` (`POST /v1/sessions/{session_id}/client-token`). */
 export type ClientToken = components["schemas"]["ClientToken"];
 /** A session's state. */

@@ -158,7 +158,10 @@ export interface MediaConfig {
   firstFrameTimeoutMs: number;
   /** Memory for the shared cache of composited frames, bytes. */
   frameCacheBytes: number;
-  /** Speech held back at the start of a response so lip sync can look ahead, ms (0–80). */
+  /**
+   * Speech held back at the start of a response so lip sync can look ahead, ms (0–80, default 0: a frame's
+   * visemes are decided at its deadline with the look-ahead that has arrived, and the sound is not delayed).
+   */
   lipSyncHoldMs: number;
 }
 
@@ -313,7 +316,7 @@ const VARIABLES = {
   SVC_RENDER_CAPACITY: { schema: int(1, 10_000), default: "20" },
   SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
-  SVC_LIPSYNC_HOLD_MS: { schema: int(0, 80), default: "80" },
+  SVC_LIPSYNC_HOLD_MS: { schema: int(0, 80), default: "0" },
   SVC_DEMO_PAGE: { schema: bool, default: "true" },
   SVC_SFU_JANUS_URL: {
     schema: z.url({ protocol: /^wss?$/, error: "must be a ws:// or wss:// URL (Janus's WebSocket API)" }),

@@ -32,6 +32,8 @@ export interface FakeEngine {
   closeAll(code: number, sendEnd?: boolean): void;
   /** Sends a JSON message on every open socket. */
   sendAll(message: Record<string, unknown>): void;
+  /** Sends agent audio (PCM16LE at 24 kHz, the rate its `session.ready` declares) on every open socket. */
+  sendAudio(pcm: Int16Array): void;
   close(): Promise<void>;
 }
 
@@ -55,6 +57,9 @@ export function startFakeEngine(
     },
     sendAll(message) {
       for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.send(JSON.stringify(message));
+    },
+    sendAudio(pcm) {
+      for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.send(pcm.slice().buffer);
     },
     async close() {
       for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.close(1001);

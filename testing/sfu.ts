@@ -14,6 +14,7 @@ import { engineBody } from "./fixtures.ts";
 import { createHarness, type Harness } from "./harness.ts";
 import { type JanusProcess, startJanus, startTurn, type TurnProcess } from "./janus.ts";
 import { smallRenderer } from "./media.ts";
+import type { Renderer } from "../src/media/renderer.ts";
 
 /** An SFU test context. */
 export interface SfuContext {
@@ -48,6 +49,10 @@ export interface SfuOptions {
   janus?: Parameters<typeof startJanus>[0];
   /** Run the lifecycle machinery (lifetimes, leases) as a service does. */
   lifecycle?: boolean;
+  /** A renderer instead of the small reference one (256×256). */
+  renderer?: Renderer;
+  /** Frames between keyframes (default one second's). */
+  gopFrames?: number;
 }
 
 /** Runs `fn` with Janus, an SFU-enabled media plane and a served harness; stops everything afterwards. */
@@ -73,7 +78,8 @@ export async function withSfu(
       transports: { sfu: { ...config.sfu!, ...options.sfu } },
       publicUrl: "http://localhost:8787",
       logger: createLogger({ level: "debug", sink: (l) => logs.push(l) }),
-      renderer: await smallRenderer(),
+      renderer: options.renderer ?? await smallRenderer(),
+      gopFrames: options.gopFrames,
     });
     const fake = new FakeBridge();
     h = await createHarness({

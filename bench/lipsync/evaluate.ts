@@ -19,6 +19,7 @@ export function evaluate(
   u: Utterance,
   method: Method,
   engine?: RecordingInput["engine"],
+  lookaheadMs?: number,
 ): { tally: Tally; lookaheadMs: number; source: string } {
   const durMs = u.samples.length * 1000 / u.sampleRate;
   const truth = frameLabels(u.segments, durMs);
@@ -33,18 +34,20 @@ export function evaluate(
     text: method === "text" ? u.text : undefined,
     words: method === "words" ? u.words : undefined,
     engine,
+    lookaheadMs,
   });
   return { tally: score(res.frames, truth, u.segments), lookaheadMs: res.maxLookaheadMs, source: res.source };
 }
 
-/** Scores many utterances with one method (sums). */
+/** Scores many utterances with one method (sums); `lookaheadMs` bounds the look-ahead (a deadline). */
 export function evaluateAll(
   us: readonly Utterance[],
   method: Method,
   engine?: RecordingInput["engine"],
+  lookaheadMs?: number,
 ): Tally {
   const t = tally();
-  for (const u of us) add(t, evaluate(u, method, engine).tally);
+  for (const u of us) add(t, evaluate(u, method, engine, lookaheadMs).tally);
   return t;
 }
 

@@ -35,6 +35,8 @@ export interface LiveResult {
   acc7AtBestOffset: number;
   framesOnTime: number;
   framesLate: number;
+  /** Frames (10 ms) decided at their deadline, with less than the full look-ahead (an engine ahead: 0). */
+  deadlineFrames: number;
   /** CPU of the process during the viseme engine's calls, per second of speech (measured session). */
   engineCpuPercent: number;
   /** The same for the first session of the process (code not yet compiled). */
@@ -185,6 +187,7 @@ async function oneSession(
     acc7AtBestOffset: best.acc7,
     framesOnTime: ls.framesOnTime,
     framesLate: ls.framesLate,
+    deadlineFrames: ls.responses.reduce((n, r) => n + r.deadline.frames, 0),
     engineCpuPercent: ls.speechMs > 0 ? ls.engineCpuMs / ls.speechMs * 100 : 0,
     sources: ls.responses.map((r) => `${r.responseId}: ${r.source}`),
   };

@@ -34,6 +34,7 @@ import { registerSessionListRoute } from "./routes/session_list.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
+import { registerSessionMetricsRoutes } from "./routes/session_metrics.ts";
 import { registerTransportSockets } from "./transport_socket.ts";
 import { AVATAR_CATALOG, type AvatarCatalog } from "../vocabulary/avatar_catalog.ts";
 import type { TransportSockets } from "../vocabulary/transports.ts";
@@ -172,6 +173,7 @@ export function createApp(deps: AppDeps): App {
     registerApiKeyRoutes(app, { kv, clock });
     registerSessionRoutes(app, { sessions: deps.api.sessions });
     registerSessionListRoute(app, { kv, clock });
+    registerSessionMetricsRoutes(app, { kv, live: deps.worker?.worker.metrics.snapshotOf });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.catalog ?? AVATAR_CATALOG });

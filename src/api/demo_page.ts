@@ -46,6 +46,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
   @media (max-width: 860px) { main { grid-template-columns: 1fr; } }
   video { width: 100%; aspect-ratio: 1; background: #0b0d10; border-radius: 12px; display: block; }
   h1 { font-size: 1.2rem; margin: 0 0 12px; }
+  h2 { font-size: .95rem; margin: 12px 0 0; color: #aab; font-weight: 600; }
   label { display: block; font-size: .85rem; margin: 8px 0 4px; color: #aab; }
   select, button, input[type=text], input[type=password] { font: inherit; box-sizing: border-box; padding: 8px 12px; border-radius: 8px; border: 1px solid #3a404a; background: #232830; color: inherit; width: 100%; }
   button { cursor: pointer; margin-top: 10px; }
@@ -85,10 +86,20 @@ ${TRANSPORT_OPTIONS}
     <dl>
       <dt>State</dt><dd id="state">idle</dd>
       <dt>First frame</dt><dd id="ttff">–</dd>
+      <dt>Playback</dt><dd id="playback">–</dd>
       <dt>Delay</dt><dd id="latency">–</dd>
+      <dt>Mouth vs sound</dt><dd id="avoffset">–</dd>
+      <dt>Stalls</dt><dd id="stalls">–</dd>
       <dt>Frames</dt><dd id="frames">–</dd>
       <dt>Microphone</dt><dd id="micstate">–</dd>
       <dt>Session</dt><dd id="session">–</dd>
+    </dl>
+    <h2>This session's figures</h2>
+    <dl id="figures">
+      <dt>Turn (you stop → avatar)</dt><dd id="turn">–</dd>
+      <dt>engine's share</dt><dd id="turn_engine">–</dd>
+      <dt>avatar's share</dt><dd id="turn_avatar">–</dd>
+      <dt>Frame made → shown</dt><dd id="frame_latency">–</dd>
     </dl>
     <div id="log"></div>
     <p class="note">The reference engine plays back what you say. For a vendor engine, paste the
@@ -160,6 +171,10 @@ const engineChoice = () => {
 let player = null;
 let session = null;
 let statsTimer = null;
+let figuresTimer = null;
+
+/** "p50 / p95 ms (n)" of a figure of the service's metrics, or "–". */
+const figure = (f) => f && f.count ? f.p50 + " / " + f.p95 + " ms (" + f.count + ")" : "–";
 
 const log = (cls, text) => {
   const p = document.createElement("p");
@@ -180,6 +195,7 @@ const setState = (s) => {
 
 const finish = () => {
   clearInterval(statsTimer);
+  clearInterval(figuresTimer);
   $("start").disabled = false;
   $("end").disabled = true;
 };
@@ -231,11 +247,26 @@ $("start").addEventListener("click", async () => {
     },
   });
   window.demoPlayer = player;
+  // What the player measures, live (it also reports it to the service).
   statsTimer = setInterval(() => {
     const st = player.stats();
-    $("latency").textContent = st.latencyMs + " ms";
+    $("playback").textContent = st.playback;
+    $("latency").textContent = st.latencyMs + " ms (frame made → shown)";
+    $("avoffset").textContent = st.avOffsetMs === null ? "–" : (st.avOffsetMs > 0 ? "+" : "") + st.avOffsetMs + " ms" + (st.avOffsetMs > 0 ? " (picture late)" : "");
+    $("stalls").textContent = st.stalls + (st.catchUps ? ", " + st.catchUps + " caught up" + (st.lastCatchUpMs !== null ? " (last in " + st.lastCatchUpMs + " ms)" : "") : "");
     $("frames").textContent = st.framesDecoded + " decoded, " + st.framesDropped + " dropped";
   }, 500);
+  // The session's figures as the service keeps them (turns: the engine's share and the avatar's).
+  const sessionId = session.session_id;
+  figuresTimer = setInterval(async () => {
+    try {
+      const m = await api("GET", "/sessions/" + encodeURIComponent(sessionId) + "/metrics");
+      $("turn").textContent = figure(m.turn_latency_ms);
+      $("turn_engine").textContent = figure(m.engine_latency_ms);
+      $("turn_avatar").textContent = figure(m.avatar_latency_ms);
+      $("frame_latency").textContent = figure(m.frame_latency_ms);
+    } catch { /* the next poll tries again */ }
+  }, 2000);
 });
 
 $("mic").addEventListener("change", () => player?.setMicrophone($("mic").checked));

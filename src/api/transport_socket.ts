@@ -109,7 +109,8 @@ async function upgradeClientSocket(
     if (!attach) refusal = MEDIA_CLOSE.SESSION_NOT_FOUND;
   }
 
-  const protocol = offered.includes(entry.subprotocol) ? entry.subprotocol : undefined;
+  // The first of the transport's subprotocols, in its order of preference, that the client offers.
+  const protocol = entry.subprotocols.find((p) => offered.includes(p));
   let upgraded: ReturnType<typeof Deno.upgradeWebSocket>;
   try {
     upgraded = Deno.upgradeWebSocket(c.req.raw, { protocol, idleTimeout: IDLE_TIMEOUT_S });
@@ -131,6 +132,7 @@ async function upgradeClientSocket(
       return;
     }
     const peer: SocketPeer = {
+      protocol: protocol ?? "",
       send: (data) => {
         if (socket.readyState === WebSocket.OPEN) socket.send(data);
       },

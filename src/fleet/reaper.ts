@@ -20,6 +20,7 @@ import {
 } from "../kv/owner_leases.ts";
 import { getSession, transitionSession } from "../kv/sessions.ts";
 import { LIVE_STATUSES } from "../vocabulary/session_states.ts";
+import { readFlushedSessionMetrics } from "../kv/session_metrics.ts";
 import type { Logger } from "../log.ts";
 import { OWNER_LOST_WARNING } from "../vocabulary/end_reasons.ts";
 
@@ -82,6 +83,10 @@ export class Reaper {
       const now = clock.now();
       // The owner was last known alive at its last renewal: the session ended no earlier than that.
       const endedAt = Math.min(now, Math.max(rec.started_at ?? rec.created_at, lease.renewed_at));
+      // The figures its worker last flushed (a couple of seconds before it was lost) become the final ones.
+      const metrics = rec.status === "active" || rec.status === "ending"
+        ? await readFlushedSessionMetrics(kv, projectId, sessionId)
+        : null;
       const ended = await transitionSession(
         kv,
         projectId,
@@ -92,6 +97,7 @@ export class Reaper {
           ended_at: endedAt,
           warning: OWNER_LOST_WARNING,
           end_reason: "owner_lost",
+          ...(metrics ? { metrics } : {}),
         },
         now,
       );

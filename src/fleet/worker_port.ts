@@ -8,7 +8,7 @@
  */
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
-import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
+import type { EndedSession, SessionMetricsSnapshot, StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 
@@ -16,6 +16,8 @@ import type { TransportKind } from "../vocabulary/transports.ts";
 export interface WorkerPort {
   /** The process's instance id (the records' `owner`). */
   readonly instanceId: string;
+  /** The live figures of the sessions it runs (`MetricsRegistry` of src/metrics/registry.ts). */
+  readonly metrics: { snapshotOf(sessionId: string): SessionMetricsSnapshot | null };
   /** The transports it serves. */
   readonly transports: readonly TransportKind[];
   /** Whether a render slot is free now. */

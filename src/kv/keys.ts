@@ -13,6 +13,7 @@
  * | `["project", pid, "api_key", key_id]` | {@link import("./api_keys.ts").ApiKeyRecord} |
  * | `["project", pid, "session", session_id]` | {@link import("../vocabulary/session_record.ts").SessionRecord} |
  * | `["project", pid, "session_index", status, provider_type, transport, created_at, session_id]` | {@link import("./session_index.ts").IndexValue}: with its key, the session's listing item; 4 entries a session (its facets, or `"*"` for any: `(s,p,t)`, `(s,*,*)`, `(*,p,t)`, `(*,*,*)`), see `session_index.ts` |
+ * | `["project", pid, "session_metrics", session_id]` | {@link import("../vocabulary/schemas.ts").SessionMetricsSnapshot}: a live session's figures, flushed by its worker (expire after a day), see `session_metrics.ts` |
  * | `["project", pid, "live_sessions"]` | number of sessions holding a concurrency slot |
  * | `["project", pid, "idempotency", idempotency_key]` | {@link import("./idempotency.ts").IdempotencyRecord} |
  * | `["project", pid, "webhook_secret"]` | {@link import("./webhook_secrets.ts").WebhookSecretRecord} |
@@ -45,6 +46,13 @@ export const sessionKey = (projectId: string, sessionId: string): Deno.KvKey => 
   "project",
   projectId,
   "session",
+  sessionId,
+];
+/** Key of a live session's figures, as its worker last flushed them (see `session_metrics.ts`). */
+export const sessionMetricsKey = (projectId: string, sessionId: string): Deno.KvKey => [
+  "project",
+  projectId,
+  "session_metrics",
   sessionId,
 ];
 /** Prefix of a project's session records. */

@@ -73,9 +73,10 @@ const QUIET_LIVE_INPUT = [
 
 /**
  * Video encoder: yuv420p frames on stdin → H.264 (x264 ultrafast, zero latency, one thread, keyframe
- * every `fps` frames, BT.709) in FLV on stdout, each access unit flushed as soon as it is encoded.
+ * every `gop` frames — by default `fps`, one a second —, BT.709) in FLV on stdout, each access unit
+ * flushed as soon as it is encoded.
  */
-export function videoEncoderArgs(format: VideoFormat, crf: number): string[] {
+export function videoEncoderArgs(format: VideoFormat, crf: number, gop: number = format.fps): string[] {
   return [
     ...QUIET_LIVE_INPUT,
     "-f",
@@ -100,9 +101,9 @@ export function videoEncoderArgs(format: VideoFormat, crf: number): string[] {
     "-crf",
     String(crf),
     "-g",
-    String(format.fps),
+    String(gop),
     "-keyint_min",
-    String(format.fps),
+    String(gop),
     "-sc_threshold",
     "0",
     "-bf",

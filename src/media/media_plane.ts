@@ -60,6 +60,8 @@ export interface MediaPlaneOptions {
   limits?: Partial<FanoutLimits>;
   /** Measurement hooks (the bench). */
   observer?: MediaObserver;
+  /** Frames between keyframes (default: the frame rate, one a second; tests lengthen it). */
+  gopFrames?: number;
 }
 
 interface Live {
@@ -215,12 +217,14 @@ export class MediaPlane implements MediaPlaneInfo {
       audioBitrate: AUDIO_BITRATE,
       firstFrameTimeoutMs: config.firstFrameTimeoutMs,
       lipSync: { holdMs: config.lipSyncHoldMs },
+      gopFrames: this.options.gopFrames,
       transport,
       logger,
       fail: s.fail,
       clientsChanged: s.clientsChanged,
       onStopped: release,
       observer: this.options.observer,
+      metrics: s.metrics,
     });
     this.#live.set(s.sessionId, { projectId: s.projectId, media });
     return media;

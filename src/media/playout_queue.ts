@@ -123,6 +123,27 @@ export class PlayoutQueue {
     return !!r && r.played === 0 && !r.done && !r.interrupted && r.queued < samples;
   }
 
+  /**
+   * The samples {@link take} would give next that belong to the head response, contiguous: `n` samples
+   * from its sample `from`; null when nothing is queued.
+   */
+  headRun(): { responseId: string; from: number; n: number } | null {
+    const head = this.#segments[0];
+    if (!head) return null;
+    const from = head.at + head.offset;
+    let n = 0;
+    for (const s of this.#segments) {
+      if (s.responseId !== head.responseId || s.at + s.offset !== from + n) break;
+      n += s.samples.length - s.offset;
+    }
+    return { responseId: head.responseId, from, n };
+  }
+
+  /** The response whose samples {@link take} would give next, or null when nothing is queued. */
+  headResponse(): string | null {
+    return this.#segments[0]?.responseId ?? null;
+  }
+
   /** Moves up to `n` samples into `out` at `at`; returns how many. `onSpan` says whose samples they are. */
   take(out: Int16Array, at: number, n: number, onSpan?: TakenSpan): number {
     let got = 0;

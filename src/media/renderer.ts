@@ -24,7 +24,10 @@ export interface FrameRequest {
   index: number;
   /** Presentation time of the frame, ms since the session's media started. */
   timeMs: number;
-  /** The avatar's audio played during this frame: mono PCM16 at {@link FrameRequest.sampleRate}. */
+  /**
+   * The avatar's audio played during this frame (from `timeMs` to one frame later, centred on the instant
+   * its `face` is taken at): mono PCM16 at {@link FrameRequest.sampleRate}.
+   */
   audio: Int16Array;
   /** Sample rate of `audio`. */
   sampleRate: number;

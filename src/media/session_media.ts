@@ -8,15 +8,19 @@
  * `k / fps` and audio sample `n` is due at `n / 48000`, so audio and video stay in sync by construction.
  * Audio is written to its encoder in blocks of {@link AUDIO_BLOCK} samples (21.3 ms, exactly one ffmpeg
  * packet, so every block is encoded at once) and kept between one and {@link MAX_LEAD_BLOCKS} blocks
- * ahead of the clock: silence fills the gaps, speech is written as soon as a whole block of it is queued
- * and at most that far ahead, so barge-in can only leave that much already-encoded speech behind. A
- * response's first block waits until {@link LOOKAHEAD_MS} of it is queued (or all of it; less with
- * `SVC_LIPSYNC_HOLD_MS`), so lip sync can look that far ahead even when the engine speaks in real time.
+ * ahead of the clock: silence fills the gaps (one to two blocks ahead: that is how long arriving speech
+ * waits to be placed), speech is written as soon as a whole block of it is queued and at most that far
+ * ahead, so barge-in can only leave that much already-encoded speech behind. A response's first audio
+ * shorter than a block ends the next block (it is not held back for the rest of a block). With
+ * `SVC_LIPSYNC_HOLD_MS` (default 0) a response's first block waits until that much of it is queued (or all
+ * of it), which buys lip sync look-ahead with latency when the engine speaks in real time.
  *
  * Lip sync and the face (`lipsync/session_face.ts`): the engine's audio, transcript and word timings go to
  * the streaming viseme engine as they arrive; the playout reports where each response's samples land on
  * the timeline; each video frame shows the face at the middle of its display time (co-articulated
- * visemes, blinks, looks, head motion), so the mouth matches the sound.
+ * visemes, blinks, looks, head motion), so the mouth matches the sound. A frame's visemes are decided at
+ * the latest when the frame is rendered, with whatever look-ahead audio has arrived by then (up to
+ * {@link LOOKAHEAD_MS}: all of it from an engine that sends ahead of real time).
  *
  * Speech waits in the queue while no client is connected (nobody would hear it), then plays.
  *
@@ -40,6 +44,8 @@ import { LinearResampler } from "./resample.ts";
 import type { MediaTransport, TransportFactory } from "./transports/transport.ts";
 import { ClientMessages } from "./client_messages.ts";
 import { ToolCalls } from "./tool_calls.ts";
+import { registerPlayerMessages } from "./transports/player_messages.ts";
+import type { SessionMetrics } from "../metrics/session_metrics.ts";
 
 /** Audio is kept at most this many blocks ahead of the clock (≈ 128 ms). */
 export const MAX_LEAD_BLOCKS = 6;
@@ -69,6 +75,8 @@ export interface SessionMediaDeps {
   audioBitrate: number;
   /** Deadline for the first encoded frame when starting (→ 504 SVC_RENDER_TIMEOUT). */
   firstFrameTimeoutMs: number;
+  /** Frames between keyframes (default: the frame rate, one a second). */
+  gopFrames?: number;
   /** Opens the session's transport (fMP4 over WebSocket, or the SFU). */
   transport: TransportFactory;
   logger: Logger;
@@ -84,9 +92,14 @@ export interface SessionMediaDeps {
   observer?: MediaObserver;
   /**
    * Lip sync: text to phonemes (default: libespeak-ng in process; null: audio alone), the language, and
-   * how much of a response's start is held back for the look-ahead (ms, default {@link LOOKAHEAD_MS}).
+   * how much of a response's start is held back for the look-ahead (ms, 0–{@link LOOKAHEAD_MS}, default 0).
    */
   lipSync?: { g2p?: G2p | null; lang?: string; holdMs?: number };
+  /**
+   * The session's figures: where each response's first sample lands on the media clock, the user's audio,
+   * the players' reports. Its clock must be `performance.now()` (the media clock's).
+   */
+  metrics?: SessionMetrics;
 }
 
 /** Hooks for measurements (the bench); never needed in production. */
@@ -146,6 +159,8 @@ export class AvatarSessionMedia implements SessionMedia {
   #written = 0;
   #speechUntil = 0;
   #speechTaken = 0;
+  /** The response whose first sample was placed last (its placement is reported once). */
+  #placedResponse: string | null = null;
   #frameQueue: number[] = [];
   #renderPending = false;
   #avcC: Uint8Array | null = null;
@@ -193,7 +208,7 @@ export class AvatarSessionMedia implements SessionMedia {
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
     this.#hold = Math.round(
-      Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? LOOKAHEAD_MS)) * AUDIO_RATE / 1000,
+      Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? 0)) * AUDIO_RATE / 1000,
     );
     this.#face = new SessionFace({
       engineRate: deps.connection.outputSampleRate,
@@ -205,7 +220,13 @@ export class AvatarSessionMedia implements SessionMedia {
       now: () => performance.now() - this.#t0,
     });
     this.#firstFrame.promise.catch(() => {});
+    // The session's client messages, whichever socket brings them (`client_messages.ts`).
     this.clientMessages.on("tool_result", (m) => this.#toolCalls.result(m));
+    registerPlayerMessages(this.clientMessages, {
+      report: (r) => deps.metrics?.playerReport(r),
+      timelineMs: () => this.#initDone ? performance.now() - this.#t0 : null,
+      clockExtras: () => this.#transport?.clockSyncExtras?.(),
+    });
   }
 
   /**
@@ -231,11 +252,13 @@ export class AvatarSessionMedia implements SessionMedia {
       upstream: (pcm) => {
         if (this.#stopped) return;
         this.#face.userAudio(pcm);
+        d.metrics?.userAudio(pcm, d.connection.inputSampleRate);
         try {
           d.connection.sendUserAudio(pcm);
         } catch { /* the engine connection is closing */ }
       },
       clientsChanged: (n) => {
+        d.metrics?.clientsChanged(n);
         d.clientsChanged(n);
         if (n > 0) this.#pumpAudio(performance.now());
       },
@@ -256,9 +279,13 @@ export class AvatarSessionMedia implements SessionMedia {
       onPacket: (data, samples) => this.#onAudioPacket(data, samples),
     });
     try {
-      this.#video = EncoderProcess.spawn(d.ffmpegPath, videoEncoderArgs(d.renderer.format, d.crf), (c) => {
-        if (!this.#stopped) this.#demux(() => flv.push(c));
-      });
+      this.#video = EncoderProcess.spawn(
+        d.ffmpegPath,
+        videoEncoderArgs(d.renderer.format, d.crf, d.gopFrames),
+        (c) => {
+          if (!this.#stopped) this.#demux(() => flv.push(c));
+        },
+      );
       this.#audio = EncoderProcess.spawn(d.ffmpegPath, audioEncoderArgs(d.audioBitrate), (c) => {
         if (!this.#stopped) this.#demux(() => ogg.push(c));
       });
@@ -369,14 +396,20 @@ export class AvatarSessionMedia implements SessionMedia {
   }
 
   /**
-   * Writes audio blocks as the lead rules allow (see the module documentation). On a clock tick the
-   * silence is topped up to last until the next frame's tick, so an idle session wakes once per frame.
+   * Writes audio blocks as the lead rules allow (see the module documentation): silence is kept between
+   * one and two blocks (21–43 ms) ahead of the clock — speech that arrives is placed right after it, so
+   * that is the speech's wait — and never less than the half frame ahead of the clock at which a frame's
+   * face is taken (the middle of its display time). Over the SFU,
+   * whose audio is paced to the media clock, a clock tick tops the silence up to last until the next frame:
+   * every packet is encoded well before its send time, so the pace the browser's jitter buffer sees stays
+   * regular (packets a few ms late for their pace made it buffer, and delay the pictures with the sound).
    */
   #pumpAudio(now: number, tick = false): void {
     if (this.#stopped || !this.#running) return;
     const nowS = (now - this.#t0) * AUDIO_RATE / 1000;
     const gate = this.#clients() > 0;
-    const silenceLead = AUDIO_BLOCK + (tick ? this.#samplesPerFrame : 0);
+    const paced = this.#transport?.kind === "webrtc_sfu";
+    const silenceLead = AUDIO_BLOCK + (tick && paced ? this.#samplesPerFrame : 0);
     const blocks: Int16Array[] = [];
     const placed = (id: string, from: number, outAt: number, n: number) =>
       this.#face.placed(id, from, this.#written + outAt, n);
@@ -384,9 +417,19 @@ export class AvatarSessionMedia implements SessionMedia {
       const avail = gate && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
       const block = new Int16Array(AUDIO_BLOCK);
       let speech = 0;
+      /** Where in the block the speech starts. */
+      let at = 0;
+      const head = avail > 0 ? this.#queue.headResponse() : null;
+      const starts = head !== null && head !== this.#placedResponse;
       if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
         if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
         speech = this.#queue.take(block, 0, AUDIO_BLOCK, placed);
+      } else if (avail > 0 && starts) {
+        // A response's first audio, less than a block: it ends the block (silence before it), so it
+        // plays without waiting for the rest of a block and the blocks after it stay whole.
+        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
+        at = AUDIO_BLOCK - avail;
+        speech = this.#queue.take(block, at, avail, placed);
       } else if (avail > 0) {
         if (this.#written > nowS) break;
         speech = this.#queue.take(block, 0, avail, placed);
@@ -394,10 +437,15 @@ export class AvatarSessionMedia implements SessionMedia {
       } else if (this.#written >= nowS + silenceLead) {
         break;
       }
+      if (speech > 0 && starts) {
+        // The response's first sample is due (heard on the media clock) here.
+        this.#placedResponse = head;
+        this.#d.metrics?.speechPlaced(head, this.#t0 + (this.#written + at) * 1000 / AUDIO_RATE);
+      }
       if (speech > 0) {
-        this.#d.observer?.speechPlaced?.(this.#speechTaken, this.#written, speech);
+        this.#d.observer?.speechPlaced?.(this.#speechTaken, this.#written + at, speech);
         this.#speechTaken += speech;
-        this.#speechUntil = this.#written + speech;
+        this.#speechUntil = this.#written + at + speech;
       }
       this.#ring.set(block, this.#written % this.#ring.length);
       blocks.push(block);
@@ -405,12 +453,29 @@ export class AvatarSessionMedia implements SessionMedia {
       this.#stats.audioBlocks++;
     }
     if (blocks.length) this.#face.timeline.written(this.#written);
+    this.#showQueued();
     if (blocks.length === 1) this.#audio.write(new Uint8Array(blocks[0].buffer));
     else if (blocks.length > 1) {
       const all = new Int16Array(blocks.length * AUDIO_BLOCK);
       blocks.forEach((b, i) => all.set(b, i * AUDIO_BLOCK));
       this.#audio.write(new Uint8Array(all.buffer));
     }
+  }
+
+  /**
+   * Tells the face where the speech still queued will play: the playout writes the playing response's
+   * queued samples contiguously from its write position (whole blocks as they fill, the rest when the clock
+   * needs it), so a frame rendered before they are written still shows their mouth (the face of a frame is
+   * taken half a frame ahead of the clock, and an engine speaking in real time has its speech written only
+   * 0–20 ms ahead of it).
+   */
+  #showQueued(): void {
+    const run = this.#clients() > 0 && !this.#queue.headHeld(this.#hold) ? this.#queue.headRun() : null;
+    this.#face.timeline.queued(
+      run && run.responseId === this.#placedResponse
+        ? { responseId: run.responseId, from: run.from, at: this.#written, n: run.n }
+        : null,
+    );
   }
 
   /**
@@ -434,6 +499,7 @@ export class AvatarSessionMedia implements SessionMedia {
   }
 
   #renderOne(k: number): void {
+    // The audio played during the frame's display time: centred on the instant its face is taken at.
     const start = k * this.#samplesPerFrame;
     const audio = this.#timeline(start, this.#samplesPerFrame);
     const speaking = this.#speechUntil > start || (this.#clients() > 0 && this.#queue.length > 0);
@@ -535,6 +601,7 @@ export class AvatarSessionMedia implements SessionMedia {
   onInterrupt(responseId: string): void {
     this.#queue.interrupt(responseId);
     this.#face.interrupt(responseId);
+    this.#showQueued();
     this.#transport?.control({ type: "interrupt", response_id: responseId });
   }
 

@@ -1,6 +1,6 @@
 /**
  * Turn latency, avatar latency, A/V offset and first frame, per session, into metrics. The figures are
- * measured by the player and the service as issue 21 defines them (`GET /v1/sessions/{session_id}/metrics`
+ * measured by the players and the service (`src/metrics/`; `GET /v1/sessions/{session_id}/metrics`
  * and the `metrics` of the `session.ended` webhook: `{"first_frame_ms", "turn_latency_ms":
  * {"count","p50","p95"}, "avatar_latency_ms": {…}, "av_offset_ms": {…}, …}`, a figure not measured being
  * `null`). {@link recordSessionFigures} takes that object once per session — when it ends — and records each
@@ -9,30 +9,22 @@
  * in seconds. So a dashboard shows, over sessions, how the typical (p50) and the bad (p95) moments of each
  * session are distributed.
  *
- * Until issue 21's measurement lands, nothing calls this: the instruments are defined and exported with no
- * data points. Its call belongs where the session's final figures are known (where the worker writes them
- * into the `session.ended` event), with the session's provider type and transport.
+ * The session worker calls it where the session's final figures are known (`SessionWorker`, where it writes
+ * them into the session's end, i.e. the `session.ended` event), with the session's provider type and
+ * transport. A session whose worker was lost (`owner_lost`) is not recorded: its figures are kept only in
+ * storage (the session's record).
  *
  * @module
  */
 import type { Attributes, Histogram } from "@opentelemetry/api";
+import type { FigureSummary, SessionMetricsSnapshot } from "../vocabulary/schemas.ts";
 import { ATTR } from "./names.ts";
 import { instruments, recordMs } from "./metrics.ts";
 
-/** A figure summarised over one session (issue 21: `{count, p50, p95}`, values in ms). */
-export interface FigureSummary {
-  count: number;
-  p50: number | null;
-  p95: number | null;
-}
-
-/** The figures of one session, as issue 21 reports them (fields beyond these are ignored). */
-export interface SessionFigures {
-  first_frame_ms?: number | null;
-  turn_latency_ms?: FigureSummary | null;
-  avatar_latency_ms?: FigureSummary | null;
-  av_offset_ms?: FigureSummary | null;
-}
+/** The figures of one session this records (fields beyond these are ignored). */
+export type SessionFigures = Partial<
+  Pick<SessionMetricsSnapshot, "first_frame_ms" | "turn_latency_ms" | "avatar_latency_ms" | "av_offset_ms">
+>;
 
 function summary(h: Histogram, s: FigureSummary | null | undefined, attrs: Attributes): void {
   if (!s || !(s.count > 0)) return;

@@ -13,6 +13,7 @@
  */
 import type { LifecyclePayload } from "./schemas.ts";
 import type { SessionRecord } from "./session_record.ts";
+import { emptySessionMetrics } from "./session_metrics.ts";
 import { edge, type LifecycleEventType, type SessionStatus } from "./session_states.ts";
 
 /** An event ready for the outbox (see `src/kv/webhook_outbox.ts`). */
@@ -73,6 +74,7 @@ export function lifecyclePayload(
           duration_s: durationS(next.started_at, endedAt),
           chunks_rendered: next.chunks_rendered,
           ...(next.warning ? { warning: next.warning } : {}),
+          metrics: next.metrics ?? emptySessionMetrics(next.session_id),
         },
       };
     }

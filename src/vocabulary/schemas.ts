@@ -1,6 +1,6 @@
 /**
  * The session contract, written once: the zod schemas of what the API answers about sessions and of the
- * lifecycle webhooks' payloads (registered as OpenAPI components by name), and the TypeScript types
+ * lifecycle webhooks' payloads and of a session's measured figures (registered as OpenAPI components by name), and the TypeScript types
  * inferred from them. The routes answer with these schemas, the OpenAPI document shows them, and the code
  * that builds the answers and payloads (`session_view.ts`, `end_answer.ts`, `lifecycle_events.ts`, the
  * session service) is typed by them, so a field changes in one place.
@@ -134,6 +134,80 @@ export const SessionList = z.object({
 export type SessionList = z.output<typeof SessionList>;
 
 const sessionId = () => z.string().regex(SESSION_ID_PATTERN);
+
+/** How a player played a session (`other`: a client that did not say). */
+export const PLAYBACK_KINDS = ["webcodecs", "mse", "webrtc", "other"] as const;
+/** How a player played a session. */
+export type PlaybackKind = typeof PLAYBACK_KINDS[number];
+
+const nonNegativeMs = () => z.number().min(0);
+
+/** Count, median and 95th percentile of a figure (null until measured). */
+export const MetricFigure = z.object({
+  count: z.number().int().min(0).openapi({ description: "Measurements so far." }),
+  p50: z.number().nullable().openapi({ description: "Median, ms (null until measured)." }),
+  p95: z.number().nullable().openapi({ description: "95th percentile, ms (null until measured)." }),
+}).openapi("MetricFigure");
+/** Count, median and 95th percentile of a figure, ms (null until measured). */
+export type FigureSummary = z.output<typeof MetricFigure>;
+
+const figure = (description: string) => MetricFigure.openapi({ description });
+
+/**
+ * A session's figures: the answer of `GET /v1/sessions/{id}/metrics` (non-canonical) and the `metrics` of
+ * the `session.ended` webhook (same object). How each is measured: docs/media-plane.md ("Per-session
+ * figures"); where they live: `src/metrics/registry.ts`.
+ */
+export const SessionMetrics = z.object({
+  session_id: sessionId(),
+  first_frame_ms: nonNegativeMs().nullable().openapi({
+    description: "Client connect → first frame presented, for the session's first client (null until then).",
+  }),
+  engine_connect_ms: nonNegativeMs().nullable().openapi({
+    description: "Time the conversation engine took to connect, its handshake included.",
+  }),
+  turn_latency_ms: figure(
+    "End of the user's speech (as it reached the service) → the agent's first frame presented at a client.",
+  ),
+  engine_latency_ms: figure(
+    "The engine's share of a turn: end of the user's speech → the agent's first audio from the engine.",
+  ),
+  avatar_latency_ms: figure(
+    "The avatar's share: the agent's first audio from the engine → its first frame presented at a client (every response, the greeting too).",
+  ),
+  av_offset_ms: figure(
+    "Mouth vs sound, as the players measure it: a presented frame's display time − the time its sound leaves the player (+: the picture is late).",
+  ),
+  frame_latency_ms: figure("Frame made on the server (due on the media clock) → presented by a player."),
+  stalls: z.object({
+    count: z.number().int().min(0),
+    total_ms: nonNegativeMs(),
+  }).openapi({
+    description: "Times the players' media stopped arriving (network stalls), and for how long.",
+  }),
+  catch_ups: z.object({
+    count: z.number().int().min(0),
+    skipped_ms: nonNegativeMs(),
+    last_ms: nonNegativeMs().nullable().openapi({
+      description: "End of the last stall → playing at the live edge again.",
+    }),
+  }).openapi({ description: "Times a player skipped late media to get back to the live edge." }),
+  frames: z.object({ presented: z.number().int().min(0), dropped: z.number().int().min(0) }),
+  audio_underrun_ms: nonNegativeMs().openapi({
+    description: "Audio the players had to play as silence (it came late).",
+  }),
+  playback: z.array(z.enum(PLAYBACK_KINDS)).openapi({
+    description: "How the session's players played it.",
+  }),
+  player_reports: z.number().int().min(0).openapi({ description: "Reports received from players." }),
+  updated_at: z.number().int().min(0).nullable().openapi({
+    format: "int64",
+    description: "Unix epoch ms of the last change; null before anything was measured.",
+  }),
+}).openapi("SessionMetrics");
+/** A session's figures (see {@link SessionMetrics}). */
+export type SessionMetricsSnapshot = z.output<typeof SessionMetrics>;
+
 const isoTime = () =>
   z.string().openapi({ format: "date-time", description: "Time of the transition (ISO 8601)." });
 
@@ -168,6 +242,10 @@ export const SessionEndedEvent = z.strictObject({
     }),
     chunks_rendered: z.number().int().min(0),
     warning: z.string().optional().openapi({ description: "Present with ended_with_warnings." }),
+    metrics: SessionMetrics.openapi({
+      description:
+        "The session's final figures: the same object as GET /v1/sessions/{session_id}/metrics (null figures were never measured, e.g. no player reported).",
+    }),
   }),
 }).openapi("SessionEndedEvent");
 

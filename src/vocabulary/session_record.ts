@@ -7,6 +7,7 @@
 import type { ErrorCode } from "../errors.ts";
 import type { ProviderType } from "./provider_types.ts";
 import type { EndReason } from "./end_reasons.ts";
+import type { SessionMetricsSnapshot } from "./schemas.ts";
 import type { SessionStatus } from "./session_states.ts";
 import type { TransportKind } from "./transports.ts";
 
@@ -58,4 +59,10 @@ export interface SessionRecord {
    * happened: until then, a retried end answers 200 with this end instead of 409 (see `claimUnansweredEnd` in `src/kv/sessions.ts`).
    */
   end_unanswered_until?: number | null;
+  /**
+   * The session's final figures, written with its end by the worker that ran it (see
+   * `src/metrics/registry.ts`), or the reaper (the figures its lost worker last flushed); absent while it
+   * runs.
+   */
+  metrics?: SessionMetricsSnapshot | null;
 }

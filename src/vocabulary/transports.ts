@@ -8,7 +8,7 @@
  * CLI's `--transport` list, the listing facet and the webhook payload's `transport`; `auto`'s preference
  * and the refusal of a transport no worker serves (`resolve_transport.ts`, `availableTransports()` of the
  * session host); which `stream_metadata` fields a session fills ({@link emptyEndpoints}, the schema's
- * descriptions); each transport's client socket (its path, subprotocol and tokens: the one upgrade helper
+ * descriptions); each transport's client socket (its path, subprotocols and tokens: the one upgrade helper
  * `src/api/transport_socket.ts` serves every entry the worker side opens); the demo page's menu and the
  * SDK modules it serves. The worker side's half of each
  * entry (how a session's transport is opened and a client attached to it) is
@@ -31,8 +31,11 @@ export interface TransportEntry {
   readonly browserModule?: string;
   /** The client socket's path; `{session_id}` is the session's id. */
   readonly socketPath: string;
-  /** The socket's subprotocol (offered next to `bearer.<token>`). */
-  readonly subprotocol: string;
+  /**
+   * The socket's subprotocols (offered next to `bearer.<token>`), in the server's order of preference: the
+   * first one the client offers is selected, and the transport's `attach` sees which (`SocketPeer.protocol`).
+   */
+  readonly subprotocols: readonly string[];
   /** The token purposes the socket accepts (`client`: the client token; `media`: the session token). */
   readonly tokenPurposes: readonly ("client" | "media")[];
   /** The name of the socket's clients in the logs (`media client connected`). */
@@ -58,6 +61,12 @@ export interface TransportEntry {
 /** The `stream_metadata` fields of a session's media endpoints. */
 export type EndpointField = "media_url" | "sfu_endpoint" | "ice_servers";
 
+/**
+ * The media socket's subprotocol of the lighter framing (one binary frame per encoded unit, for the SDK's
+ * WebCodecs player; `src/media/transports/ws_fmp4/frames.ts`), preferred to fMP4's `avatar-media.v0`.
+ */
+export const FRAMES_SUBPROTOCOL = "avatar-media.frames.v0";
+
 const HANDSHAKE = "The WebSocket handshake is invalid (see RFC 6455 section 4.1 and docs/media-plane.md).";
 const SFU_NOT_A_SOCKET =
   "This is the SFU signalling WebSocket: connect with a WebSocket client (see RFC 6455 and docs/media-plane.md).";
@@ -67,7 +76,7 @@ export const TRANSPORTS = {
   websocket_fmp4: {
     label: "fMP4 over WebSocket",
     socketPath: "/media/v0/sessions/{session_id}",
-    subprotocol: "avatar-media.v0",
+    subprotocols: [FRAMES_SUBPROTOCOL, "avatar-media.v0"],
     tokenPurposes: ["client", "media"],
     clientName: "media",
     notASocket: "This is the media WebSocket: connect with a WebSocket client (see docs/media-plane.md).",
@@ -79,7 +88,7 @@ export const TRANSPORTS = {
     label: "WebRTC through the SFU",
     browserModule: "player_webrtc.js",
     socketPath: "/sfu/v0/sessions/{session_id}",
-    subprotocol: "avatar-sfu.v0",
+    subprotocols: ["avatar-sfu.v0"],
     tokenPurposes: ["media"],
     clientName: "sfu",
     notASocket: SFU_NOT_A_SOCKET,
@@ -162,6 +171,8 @@ export function emptyEndpoints(): { media_url: null; sfu_endpoint: null; ice_ser
 
 /** A client socket's other end, as a transport sees it (the upgrade helper wraps the WebSocket). */
 export interface SocketPeer {
+  /** The subprotocol selected from the entry's `subprotocols` ("" when the client offered none of them). */
+  readonly protocol: string;
   /** Sends a frame (binary for bytes, text for a string); nothing when the socket is no longer open. */
   send(data: string | Uint8Array): void;
   /** Bytes queued and not yet sent. */

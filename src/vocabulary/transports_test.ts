@@ -23,7 +23,7 @@ Deno.test("transport registry: the names, auto's preference and the fallback der
 
 Deno.test("transport registry: each entry has its own socket, and every stream_metadata field has a filler", () => {
   const paths = TRANSPORT_KINDS.map((k) => transportEntry(k).socketPath);
-  const protocols = TRANSPORT_KINDS.map((k) => transportEntry(k).subprotocol);
+  const protocols = TRANSPORT_KINDS.flatMap((k) => transportEntry(k).subprotocols);
   assert.equal(new Set(paths).size, paths.length);
   assert.equal(new Set(protocols).size, protocols.length);
   for (const p of paths) assert.match(p, /^\/[a-z]+\/v0\/sessions\/\{session_id\}$/);

@@ -26,6 +26,7 @@ import type { CredentialHolder } from "../auth/credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordEngineConnect } from "../telemetry/metrics.ts";
 import { errorType, inSpan, SpanKind, untraced } from "../telemetry/tracing.ts";
+import type { SessionMetrics } from "../metrics/session_metrics.ts";
 
 /**
  * Engine events kept while the media plane starts (the engine may speak right after its handshake);
@@ -62,6 +63,8 @@ export type SessionMediaFactory = (session: {
   fail(reason: string, outcome?: { endReason: EndReason; warning: string }): void;
   /** Called by the media plane whenever the number of connected media clients changes. */
   clientsChanged(count: number): void;
+  /** The session's figures (the media plane and its players feed them), when collected. */
+  metrics?: SessionMetrics;
 }) => Promise<SessionMedia>;
 
 /** What starting a session needs. */
@@ -75,6 +78,8 @@ export interface StartRequest {
   /** How the session's media reaches its browser (default `websocket_fmp4`). */
   transport?: TransportKind;
   timeoutMs: number;
+  /** Where the session's figures are collected (engine connect time, the agent's audio, the media's). */
+  metrics?: SessionMetrics;
 }
 
 /** How an end went. */
@@ -180,8 +185,12 @@ export class SessionRuntime {
       if (media) deliver(media);
       else if (early && early.length < MAX_EARLY_EVENTS) early.push(deliver);
     };
+    const metrics = req.metrics;
     const events: ProviderEvents = {
-      onAudio: (pcm, id) => toMedia((m) => m.onAudio(pcm, id)),
+      onAudio: (pcm, id) => {
+        metrics?.agentAudio(id);
+        toMedia((m) => m.onAudio(pcm, id));
+      },
       onResponseStarted: (id) => toMedia((m) => m.onResponseStarted(id)),
       onResponseDone: (id, status) => toMedia((m) => m.onResponseDone(id, status)),
       onInterrupt: (id) => toMedia((m) => m.onInterrupt(id)),
@@ -209,6 +218,7 @@ export class SessionRuntime {
     };
     let connection: ProviderConnection;
     const connectStarted = performance.now();
+    const connectStart = metrics?.now();
     try {
       // The engine's URL may carry its credential (a query token, a signed URL): Deno's own span of the
       // connection is left unsampled, and this span records the provider type only (src/telemetry/).
@@ -235,6 +245,7 @@ export class SessionRuntime {
       recordEngineConnect(req.providerType, (performance.now() - connectStarted) / 1000, errorType(err));
       throw err;
     }
+    if (metrics && connectStart !== undefined) metrics.engineConnected(metrics.now() - connectStart);
     this.#track(connection.released);
     session = {
       sessionId: req.sessionId,
@@ -260,6 +271,7 @@ export class SessionRuntime {
               bgId: req.bgId,
               transport: req.transport ?? "websocket_fmp4",
               connection,
+              metrics,
               fail: (reason, outcome) => {
                 if (session) {
                   void this.#selfEnd(

@@ -21,7 +21,7 @@ import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { SelfEnded, SessionRuntime } from "./session_runtime.ts";
 import { type EndOptions, type StartSpec, TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
-import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
+import type { EndedSession, SessionMetricsSnapshot, StreamEndpoints } from "../vocabulary/schemas.ts";
 import { endAnswer } from "../vocabulary/end_answer.ts";
 import { notActiveError } from "../vocabulary/not_active_error.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
@@ -40,6 +40,8 @@ import { claimUnansweredEnd, type TransitionResult, UNANSWERED_END_TTL_MS } from
 import { kvOp } from "../kv/guard.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { inSpan, SpanKind } from "../telemetry/tracing.ts";
+import { MetricsRegistry } from "../metrics/registry.ts";
+import { recordSessionFigures } from "../telemetry/figures.ts";
 
 /** How long an end answer waits for storage before answering 503 (the end is recorded later anyway). */
 export const END_RECORD_WAIT_MS = 2500;
@@ -74,6 +76,8 @@ export interface SessionWorkerDeps {
   endRecordWaitMs?: number;
   /** Retry settings of the end journal. */
   journal?: EndJournalOptions;
+  /** How often live session figures are flushed to KV (default 2 s). */
+  metricsFlushMs?: number;
 }
 
 interface Starting {
@@ -87,6 +91,8 @@ export class SessionWorker {
   readonly lifetimes: LifetimeMonitor;
   /** Final transitions waiting for storage. */
   readonly journal: EndJournal;
+  /** The figures of the sessions running here (flushed to KV; final ones go into the end's record). */
+  readonly metrics: MetricsRegistry;
   readonly #background = new Set<Promise<unknown>>();
   readonly #starting = new Map<string, Starting>();
   /** Ends under way, one per session: every caller waits for the same one. */
@@ -96,6 +102,7 @@ export class SessionWorker {
 
   constructor(readonly deps: SessionWorkerDeps) {
     this.journal = new EndJournal({ kv: deps.kv, clock: deps.clock, logger: deps.logger, ...deps.journal });
+    this.metrics = new MetricsRegistry({ kv: deps.kv, logger: deps.logger, flushMs: deps.metricsFlushMs });
     deps.runtime.onSelfEnded((e) => this.#onSelfEnded(e));
     this.lifetimes = new LifetimeMonitor({
       runtime: deps.runtime,
@@ -186,6 +193,8 @@ export class SessionWorker {
     const starting: Starting = { selfEnded: null };
     this.#starting.set(sessionId, starting);
     this.#kinds.set(sessionId, { providerType: spec.providerType, transport: spec.transport });
+    const metrics = this.metrics.open(sessionId, projectId);
+    let started = false;
     try {
       try {
         await runtime.start({
@@ -197,6 +206,7 @@ export class SessionWorker {
           bgId: spec.bgId,
           transport: spec.transport,
           timeoutMs: this.deps.config.providerConnectTimeoutMs,
+          metrics,
         });
       } catch (err) {
         await this.#fail(projectId, sessionId, err instanceof ApiError ? err.code : "SVC_INTERNAL_ERROR");
@@ -233,9 +243,12 @@ export class SessionWorker {
         this.lifetimes.track(projectId, sessionId, activated.record!.started_at!);
       }
       logger.info("session active", { session_id: sessionId, project_id: projectId });
+      started = true;
       return endpoints;
     } finally {
       this.#starting.delete(sessionId);
+      // A failed start has no figures to keep (a start that ended by itself meanwhile recorded them).
+      if (!started && this.metrics.get(sessionId) === metrics) this.metrics.close(sessionId);
     }
   }
 
@@ -351,6 +364,7 @@ export class SessionWorker {
       const { runtime, clock } = this.deps;
       this.lifetimes.untrack(sessionId);
       const outcome = await runtime.end(sessionId, { force, timeoutMs: options.timeoutMs, reason });
+      const metrics = this.#finalFigures(sessionId);
       const endedAt = clock.now();
       const status = outcome.warning ? "ended_with_warnings" : "ended";
       const answer: EndedSession = {
@@ -372,6 +386,7 @@ export class SessionWorker {
           warning: outcome.warning,
           chunks_rendered: outcome.chunksRendered,
           end_reason: reason,
+          ...(metrics ? { metrics } : {}),
         },
       };
       const landed = options.answer
@@ -387,6 +402,18 @@ export class SessionWorker {
     this.#stopping.set(sessionId, stop);
     stop.catch(() => {}).finally(() => this.#stopping.delete(sessionId));
     return stop;
+  }
+
+  /**
+   * Stops collecting a session's figures at its end: the final ones (null if they were not collected
+   * here), which go into its record (the `session.ended` webhook's `metrics`) and into the OpenTelemetry
+   * metrics (turn latency, avatar latency, A/V offset, first frame; nothing with metrics off).
+   */
+  #finalFigures(sessionId: string): SessionMetricsSnapshot | null {
+    const figures = this.metrics.close(sessionId);
+    const kind = this.#kinds.get(sessionId);
+    if (figures && kind) recordSessionFigures(figures, kind);
+    return figures;
   }
 
   #endWait(): number {
@@ -539,12 +566,19 @@ export class SessionWorker {
       : e.closure.kind === "quota_exhausted"
       ? (e.warning ?? "The conversation engine's quota or rate limit is exhausted.")
       : e.warning;
+    const metrics = this.#finalFigures(e.sessionId);
     await this.journal.record({
       projectId: e.projectId,
       sessionId: e.sessionId,
       from: ["active", "ending"],
       to: warning ? "ended_with_warnings" : "ended",
-      patch: { ended_at: e.endedAt, warning, chunks_rendered: e.chunksRendered, end_reason: e.reason },
+      patch: {
+        ended_at: e.endedAt,
+        warning,
+        chunks_rendered: e.chunksRendered,
+        end_reason: e.reason,
+        ...(metrics ? { metrics } : {}),
+      },
     }, this.#endWait()).catch(() => {
       this.deps.logger.warn("storage unavailable: a session's end will be recorded when it is back", {
         session_id: e.sessionId,
@@ -556,6 +590,7 @@ export class SessionWorker {
   /** Stops the background machinery (the journal's retry loop); sessions are left as they are. */
   async close(): Promise<void> {
     await this.settled();
+    await this.metrics.stop();
     await this.journal.stop();
   }
 }

@@ -44,7 +44,7 @@ Deno.test("config: embedded defaults", () => {
     capacity: 20,
     firstFrameTimeoutMs: 5000,
     frameCacheBytes: 256 * 1024 * 1024,
-    lipSyncHoldMs: 80,
+    lipSyncHoldMs: 0,
   });
   assert.equal(c.demoPage, true);
 });

@@ -54,6 +54,8 @@ Deno.test("methods: any method a path does not serve, in any case, answers 405 w
       ["DELETE", "/v1/sessions/sess_x", 405, "GET, HEAD"],
       ["OPTIONS", "/v1/sessions", 405, "GET, HEAD, POST"],
       ["PATCH", "/v1/sessions/sess_x/end", 405, "POST"],
+      ["POST", "/v1/sessions/sess_x/metrics", 405, "GET, HEAD"],
+      ["delete", "/v1/sessions/sess_x/metrics", 405, "GET, HEAD"],
       ["FOO", "/openapi.json", 405, "GET, HEAD"],
       ["get", "/nowhere", 404, null],
       ["TRACE", "/nowhere", 404, null],

@@ -285,3 +285,66 @@ Deno.test("cli sessions: vendor credentials from flags are sent, never printed, 
     await svc.close();
   }
 });
+
+Deno.test("cli sessions metrics: '-' before anything is measured, a player's figures once it reports; --json is the API's answer", async () => {
+  const { svc, env, flags } = await setup();
+  const socket: { ws: WebSocket | null } = { ws: null };
+  try {
+    const created = await runCli(["sessions", "create", ...flags, "--json"], { env });
+    assert.equal(created.code, 0, created.stderr);
+    const session = JSON.parse(created.stdout);
+    const before = await runCli(["sessions", "metrics", session.session_id], { env });
+    assert.equal(before.code, 0, before.stderr);
+    assert.match(before.stdout, /connect → first frame\s*│\s*0\s*│\s*-\s*│/);
+    assert.match(before.stdout, /mouth vs sound.*│\s*0\s*│\s*-\s*│\s*-\s*│/);
+    assert.match(before.stdout, /^players: none reported \(0 reports\)/m);
+    const beforeJson = JSON.parse(
+      (await runCli(["sessions", "metrics", session.session_id, "--json"], { env })).stdout,
+    );
+    assert.equal(beforeJson.first_frame_ms, null);
+    assert.deepEqual(beforeJson.turn_latency_ms, { count: 0, p50: null, p95: null });
+
+    // A player (here a bare WebSocket) reports what it measured over the media socket.
+    const ws = new WebSocket(session.stream_metadata.media_url, [
+      "avatar-media.v0",
+      `bearer.${session.client_token}`,
+    ]);
+    socket.ws = ws;
+    await new Promise((resolve, reject) => {
+      ws.onmessage = (e) =>
+        typeof e.data === "string" && JSON.parse(e.data).type === "hello" && resolve(null);
+      ws.onerror = reject;
+    });
+    ws.send(JSON.stringify({
+      type: "player_stats",
+      playback: "webcodecs",
+      first_frame_ms: 123,
+      frame_latency_ms: [50, 60, 70],
+      av_offset_ms: [-4, 2, 6],
+      presented_frames: 3,
+    }));
+    const deadline = Date.now() + 20_000;
+    let table = "";
+    while (Date.now() < deadline) {
+      table = (await runCli(["sessions", "metrics", session.session_id], { env })).stdout;
+      if (/123 ms/.test(table)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(table, /connect → first frame\s*│\s*1\s*│\s*123 ms\s*│/);
+    assert.match(table, /frame made → presented\s*│\s*3\s*│\s*60 ms\s*│\s*70 ms\s*│/);
+    assert.match(table, /^players: webcodecs \(1 reports\)/m);
+    ws.close();
+    await runCli(["sessions", "end", session.session_id, "--force"], { env });
+    const after = JSON.parse(
+      (await runCli(["sessions", "metrics", session.session_id, "--json"], { env })).stdout,
+    );
+    assert.equal(after.first_frame_ms, 123, "the final figures are kept with the end");
+    assert.deepEqual(after.av_offset_ms, { count: 3, p50: 2, p95: 6 });
+    const missing = await runCli(["sessions", "metrics", "session:AAAAAAAAAAAAAAAAAAAAAA"], { env });
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /SVC_SESSION_NOT_FOUND/);
+  } finally {
+    socket.ws?.close();
+    await svc.close();
+  }
+});

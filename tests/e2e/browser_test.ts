@@ -34,7 +34,8 @@ const sample = (page: Page) =>
     return {
       frames: v.getVideoPlaybackQuality().totalVideoFrames,
       time: v.currentTime,
-      audioBytes: v.webkitAudioDecodedByteCount,
+      // Audio decoded: by the player itself (WebCodecs), or by the element (Media Source Extensions).
+      audioBytes: globalThis.demoPlayer?.stats().audioDecodedMs ?? v.webkitAudioDecodedByteCount,
       paused: v.paused,
     };
   })()`) as Promise<Sample>;
@@ -130,6 +131,16 @@ Deno.test("browser: the demo page plays the avatar, streams the microphone and e
       );
       assert.equal(await page.textContent("#micstate"), "on");
       assert.equal(await page.isChecked("#mic"), true);
+
+      // The live figures next to the avatar: the player's own, and the session's as the service keeps them.
+      await page.waitForFunction(
+        `/\\d+ ms/.test(document.querySelector("#latency").textContent) &&
+          /ms/.test(document.querySelector("#avoffset").textContent) &&
+          /ms \\(\\d+\\)$/.test(document.querySelector("#frame_latency").textContent)`,
+        undefined,
+        { timeout: DEADLINE_MS },
+      );
+      assert.equal(await page.textContent("#playback"), "webcodecs");
 
       await Deno.mkdir(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: new URL("demo.png", ARTIFACTS).pathname });

@@ -5,7 +5,8 @@
  * refused at the upgrade, a create over the project's ceiling, a webhook delivered to a URL with a secret in
  * its path and query. Found in the export: every metric the service defines (from the process that records
  * it), and one trace from the API's create through the signed internal call into the worker's start, engine
- * handshake and first frame. Found nowhere in any exported byte (traces, metrics, logs): the engine's
+ * handshake and first frame; and a session's figures (turn latency, avatar latency, A/V offset, first frame)
+ * recorded at its end, after a client watched, spoke and reported. Found nowhere in any exported byte (traces, metrics, logs): the engine's
  * credential, the vendor2 access tokens (the good one and the refused one, both in the upgrade URL's query),
  * the webhook URL's secrets, the API key, the tokens the API answered with, the internal and token secrets.
  * Also: a process that runs sessions refuses to start with tracing on and a sampler that ignores the
@@ -21,6 +22,8 @@ import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
 import { type ReceivedPoint, type ReceivedSpan, startOtlpReceiver } from "../../testing/otlp_receiver.ts";
 import { MEDIA_CLOSE } from "../../src/vocabulary/close_codes.ts";
+import { MediaClientRecorder } from "../../testing/media.ts";
+import { tone } from "../../testing/fake_bridge.ts";
 
 /** Generous: two service processes and ffmpeg on a shared 2-core machine. */
 const DEADLINE_MS = 90_000;
@@ -179,6 +182,46 @@ Deno.test({
       );
       assert.ok(statuses.includes(429) && statuses.includes(200), `${statuses}`);
       const readerKey = reader.body.api_key as string;
+
+      // Session A's figures (issue 21): a client watches and speaks, the engine answers, the client reports
+      // what it measured; the session's end records them (turn latency, avatar latency, A/V offset, first
+      // frame) for the export.
+      const viewer = MediaClientRecorder.withToken(a.body.stream_metadata.media_url, a.body.client_token);
+      await viewer.until(() => viewer.texts.some((t) => t.type === "hello"), DEADLINE_MS, "the media hello");
+      const inputRate = viewer.texts.find((t) => t.type === "hello").input_sample_rate as number;
+      const frame = inputRate / 50;
+      for (let i = 0; i < 35; i++) {
+        // 400 ms of the user speaking, then silence: the end of the user's speech.
+        const pcm = i < 20 ? tone(frame, inputRate, 300, 8000, i * frame) : new Int16Array(frame);
+        viewer.ws.send(new Uint8Array(pcm.buffer));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      engine.sendAll({ type: "response.started", response_id: "r_otel" });
+      for (let i = 0; i < 15; i++) engine.sendAudio(tone(480, 24000, 300, 8000, i * 480));
+      engine.sendAll({ type: "response.done", response_id: "r_otel", status: "completed" });
+      const report = JSON.stringify({
+        type: "player_stats",
+        playback: "webcodecs",
+        first_frame_ms: 90,
+        frame_latency_ms: [60, 62, 64],
+        av_offset_ms: [-3, 2, 5],
+      });
+      const figures = await until(
+        "session A's turn in its figures (the worker flushes every 2 s)",
+        async () => {
+          viewer.ws.send(report); // each report presents the responses due before it
+          await new Promise((r) => setTimeout(r, 800)); // a GET a second: well within the key's rate
+          const m = await call("GET", `/v1/sessions/${a.body.session_id}/metrics`);
+          return m.status === 200 && m.body.turn_latency_ms.count >= 1 && m.body.avatar_latency_ms.count >= 1
+            ? m.body
+            : undefined;
+        },
+      );
+      assert.equal(figures.first_frame_ms, 90);
+      const av = figures.av_offset_ms;
+      assert.ok(av.count >= 3 && av.count % 3 === 0 && av.p50 === 2 && av.p95 === 5, JSON.stringify(av));
+      await viewer.close();
+
       for (const s of [a, b]) {
         const ended = await call("POST", `/v1/sessions/${s.body.session_id}/end`);
         assert.equal(ended.status, 200, ended.text);
@@ -291,6 +334,24 @@ Deno.test({
           "avatar-worker",
           "avatar.webhook.delivery.lag",
           (p) => attr(p, "avatar.webhook.event_type") === "session.ended",
+        ],
+        // Session A's figures, at its end (p50 and p95 of each; the first frame), in seconds.
+        ...["turn_latency", "avatar_latency", "av_offset"].flatMap((name) =>
+          ["p50", "p95"].map((statistic): [string, string, (p: ReceivedPoint) => boolean] => [
+            "avatar-worker",
+            `avatar.session.${name}`,
+            (p) =>
+              p.unit === "s" && p.value >= 1 && attr(p, "avatar.statistic") === statistic &&
+              attr(p, "avatar.provider.type") === "external_engine" &&
+              attr(p, "avatar.session.transport") === "websocket_fmp4",
+          ])
+        ),
+        [
+          "avatar-worker",
+          "avatar.session.first_frame",
+          (p) =>
+            p.unit === "s" && Math.abs(p.sum! - 0.09) < 1e-9 &&
+            attr(p, "avatar.provider.type") === "external_engine",
         ],
         [
           "avatar-worker",

@@ -1,8 +1,9 @@
 /**
  * Lip sync in live sessions: the source chosen for each response by what its engine gives (the reference
  * engine's V0 `response.words`; vendor1's transcript deltas, sent after the audio burst they describe;
- * vendor3's character alignment; audio alone), visemes stamped on the media timeline, and the start of a
- * response held back until 80 ms of it are queued.
+ * vendor3's character alignment; audio alone), visemes stamped on the media timeline, the start of a
+ * response held back until 80 ms of it are queued when SVC_LIPSYNC_HOLD_MS asks for it (not by default), and
+ * an engine speaking in real time getting its visemes decided at each frame's deadline.
  */
 import assert from "node:assert/strict";
 import { EspeakLib } from "../../engine/espeak_lib.ts";
@@ -26,9 +27,15 @@ import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { testTls, withVendors } from "../providers/_helpers.ts";
 import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
+import { dominant } from "../../src/media/lipsync/coarticulation.ts";
+import { VISEMES } from "../../src/media/lipsync/visemes.ts";
+import type { Renderer } from "../../src/media/renderer.ts";
+import { vowelBurst } from "../../bench/engine.ts";
 
 const lib = EspeakLib.open();
 const TEXT = "Bob made a map of the big pub, maybe five.";
+/** An open vowel ("ah"): the lip sync opens the mouth from its first 10 ms (synthesised outside the tests). */
+const AH = vowelBurst(400);
 
 /** espeak-ng speech at `rate` in 20 ms chunks, with its words. */
 function speech(rate: number, text = TEXT) {
@@ -182,7 +189,7 @@ async function watched({ create, wsUrl, fake, media }: MediaContext) {
   return { engine, c, m: media(s.session_id), sp: speech(24000) };
 }
 
-Deno.test("lip sync session: audio alone without knowledge; a response's start waits until 80 ms of it are queued", async () => {
+Deno.test("lip sync session: audio alone without knowledge; with SVC_LIPSYNC_HOLD_MS=80 a response's start waits until 80 ms of it are queued", async () => {
   await withMedia(async (ctx) => {
     const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
@@ -207,10 +214,10 @@ Deno.test("lip sync session: audio alone without knowledge; a response's start w
     assert.equal(r.source, "audio");
     assert.ok(r.frames.audio >= sp.chunks.length * 2 - 2, `${r.frames.audio} frames`);
     await c.close();
-  });
+  }, { media: { lipSyncHoldMs: 80 } });
 });
 
-Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk plays at once", async () => {
+Deno.test("lip sync session: by default (SVC_LIPSYNC_HOLD_MS=0) a response's first chunk plays at once", async () => {
   await withMedia(async (ctx) => {
     const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
@@ -219,5 +226,92 @@ Deno.test("lip sync session: with SVC_LIPSYNC_HOLD_MS=0 a response's first chunk
     await until(() => m.stats().queuedSamples < 2 * 960 - 2, DEADLINE_MS, "the first 40 ms to play");
     engine.events.onResponseDone("r_1", "completed");
     await c.close();
-  }, { media: { lipSyncHoldMs: 0 } });
+  });
+});
+
+Deno.test("lip sync session: an engine speaking in real time, no hold: each frame's visemes are decided by the time the frame is rendered (its deadline), with the look-ahead that has arrived", async () => {
+  await withMedia(async (ctx) => {
+    const { engine, c, m, sp } = await watched(ctx);
+    engine.events.onResponseStarted("r_1");
+    // 20 ms chunks at the pace of real time (never ahead of it: a timer may fire late, not early).
+    const t0 = performance.now();
+    for (const [i, chunk] of sp.chunks.entries()) {
+      const wait = t0 + i * 20 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      engine.events.onAudio(chunk, "r_1");
+    }
+    engine.events.onResponseDone("r_1", "completed");
+    await until(() => engine.played.some((p) => p.responseId === "r_1"), DEADLINE_MS, "r_1 played");
+    const ls = m.stats().lipSync;
+    const r = ls.responses[0];
+    // Only the frames shown before the response's first 10 ms could even be analysed have to hold the
+    // mouth at rest; without the deadline every frame of a real-time engine waits for its look-ahead.
+    assert.ok(ls.framesLate <= 3, `frames shown undecided: ${ls.framesLate} (on time ${ls.framesOnTime})`);
+    assert.ok(ls.framesOnTime > sp.chunks.length / 2 - 5, `${ls.framesOnTime} frames shown decided`);
+    assert.ok(r.frames.audio >= sp.chunks.length * 2 - 2, `every frame decided: ${JSON.stringify(r)}`);
+    if (r.deadline.frames > 0) {
+      assert.ok(
+        r.deadline.lookaheadMs !== null && r.deadline.lookaheadMs < 80,
+        `decided early with less than the full look-ahead: ${JSON.stringify(r.deadline)}`,
+      );
+    }
+    await c.close();
+  });
+});
+
+Deno.test("lip sync session: an engine speaking in real time, each response announced before its audio: the mouth opens with the speech's first sound, not frames later (a frame sees the speech still queued for playout)", async () => {
+  // The faces drawn: each frame's start on the timeline and whether its mouth is open ("aa").
+  const inner = await smallRenderer();
+  const drawn: { t: number; open: boolean }[] = [];
+  const renderer: Renderer = {
+    format: inner.format,
+    open(options) {
+      const session = inner.open(options);
+      return {
+        renderFrame(req) {
+          if (req.face) drawn.push({ t: req.timeMs, open: VISEMES[dominant(req.face.visemes)] === "aa" });
+          return session.renderFrame(req);
+        },
+        close: () => session.close(),
+      };
+    },
+  };
+  const BURSTS = 10;
+  const starts: number[] = [];
+  await withMedia(async (ctx) => {
+    const { engine, c, m } = await watched(ctx);
+    let last = "sil";
+    const stop = m.subscribeVisemes((v) => {
+      if (last === "sil" && v.viseme !== "sil") starts.push(v.t_ms);
+      last = v.viseme;
+    });
+    // An open vowel, 400 ms, in 20 ms chunks at the pace of real time, 60 ms after the response is announced
+    // (as bench:player's engine speaks).
+    for (let b = 0; b < BURSTS; b++) {
+      const id = `r_${b}`;
+      engine.events.onResponseStarted(id);
+      await new Promise((r) => setTimeout(r, 60));
+      const t0 = performance.now();
+      for (let i = 0; i < 20; i++) {
+        const wait = t0 + i * 20 - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id);
+      }
+      engine.events.onResponseDone(id, "completed");
+      await until(() => engine.played.some((p) => p.responseId === id), DEADLINE_MS, `${id} played`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    stop();
+    await c.close();
+  }, { plane: { renderer } });
+  // Each burst's first open mouth: the middle of the first frame drawn open − the speech's start. Without
+  // the queued speech, frames rendered while the burst's start was still queued drew it closed: 66–196 ms
+  // late in 3–5 of 12 bursts (0 with it, at most 36 ms).
+  const lags = starts.map((st) => {
+    const f = drawn.find((d) => d.open && d.t + 40 > st);
+    return f ? Math.round(f.t + 20 - st) : Infinity;
+  });
+  assert.ok(starts.length >= BURSTS, `${starts.length} speech starts`);
+  const late = lags.filter((l) => l > 60);
+  assert.ok(late.length <= 1, `mouth opened > 60 ms after the speech: ${lags.join(" ")}`);
 });

@@ -164,6 +164,130 @@ Deno.test("lip sync look-ahead: no frame waits for more than 80 ms of audio afte
   }
 });
 
+Deno.test("lip sync classifier: the same audio gives the same scores however it is chunked (1 sample to 100 ms)", () => {
+  const u = speak();
+  const scores = (chunk: number) => {
+    const c = new StreamingClassifier(u.sampleRate);
+    const out: number[][] = [];
+    for (let at = 0; at < u.samples.length; at += chunk) {
+      c.push(u.samples.subarray(at, at + chunk), (k, lp) => (out[k] = [...lp]));
+    }
+    return out;
+  };
+  const ref = scores(1);
+  // 100 ms pushes complete ten frames at once (a vendor's chunk): each must still see its whole context.
+  for (const ms of [10, 20, 100]) {
+    const got = scores(Math.round(u.sampleRate * ms / 1000));
+    assert.equal(got.length, ref.length, `${ms} ms chunks: frames scored`);
+    let worst = 0;
+    for (let k = 0; k < ref.length; k++) {
+      for (let v = 0; v < ref[k].length; v++) worst = Math.max(worst, Math.abs(got[k][v] - ref[k][v]));
+    }
+    assert.ok(worst < 1e-4, `${ms} ms chunks: scores differ from 1-sample pushes by up to ${worst}`);
+  }
+});
+
+Deno.test("lip sync deadline: a bound on the look-ahead decides each frame once, in order, with no more audio past its start; 80 ms is the default's own", () => {
+  const u = speak();
+  for (const knowledge of ["audio", "words"] as const) {
+    const input = {
+      samples: u.samples,
+      sampleRate: u.sampleRate,
+      lang: "en",
+      words: knowledge === "words" ? u.words : undefined,
+    };
+    const full = lipSyncRecording(input);
+    assert.deepEqual(lipSyncRecording({ ...input, lookaheadMs: 80 }).frames, full.frames, knowledge);
+    for (const bound of [0, 20, 40]) {
+      const r = lipSyncRecording({ ...input, lookaheadMs: bound });
+      assert.equal(r.frames.length, full.frames.length);
+      // A frame is never decided before some of its own audio is analysed: the response's first frame
+      // waits for about 20 ms of audio whatever the bound.
+      assert.ok(
+        r.maxLookaheadMs <= Math.max(bound, 20),
+        `${knowledge} at ${bound} ms: a frame had ${r.maxLookaheadMs} ms`,
+      );
+      assert.equal(r.source, knowledge);
+    }
+  }
+  assert.throws(() => lipSyncRecording({ samples: u.samples, sampleRate: u.sampleRate, lookaheadMs: 25 }));
+  // The engine itself: frames decided early come out once each, in order, and the rest follow as usual.
+  const frames: VisemeFrame[] = [];
+  const engine = new VisemeEngine({ sampleRate: u.sampleRate, g2p: null, onFrame: (f) => frames.push(f) });
+  engine.startResponse("r");
+  const chunk = Math.round(u.sampleRate / 50);
+  let early = 0;
+  for (let at = 0; at < u.samples.length; at += chunk) {
+    engine.audio(u.samples.subarray(at, at + chunk));
+    // Every 60 ms the frames up to the audio pushed are due at once (no look-ahead at all).
+    if ((at / chunk) % 3 === 2) {
+      early += engine.decideUntil("r", Math.floor((at + chunk) * 100 / u.sampleRate));
+    }
+  }
+  engine.endResponse();
+  assert.ok(early > 0, "frames were decided at their deadline");
+  assert.deepEqual(frames.map((f) => f.frame), frames.map((_, i) => i), "each frame once, in order");
+  const stats = engine.history.at(-1)!;
+  assert.equal(stats.deadline.frames, early);
+  // Decided every 60 ms from the audio there: 10 to 60 ms of look-ahead each.
+  assert.ok(stats.deadline.lookaheadMs !== null && stats.deadline.lookaheadMs <= 60, JSON.stringify(stats));
+  assert.equal(engine.decideUntil("r", 10_000), 0, "nothing after the response");
+});
+
+Deno.test("lip sync face: speech still queued shows its mouth where it will play, decided at the frame's deadline; written speech replaces it", () => {
+  const u = speak();
+  const pcm = Int16Array.from(new StreamResampler(u.sampleRate, 24000).process(u.samples), Math.round);
+  const face = new SessionFace({
+    engineRate: 24000,
+    timelineRate: 48000,
+    inputRate: 24000,
+    seed: 1,
+    g2p: null,
+    now: () => 0,
+  });
+  face.responseStarted("r");
+  // 300 ms of the response arrived; its first 100 ms are written at timeline 1 s, the rest is queued.
+  face.audio(pcm.subarray(0, 7200), "r");
+  face.placed("r", 0, 48000, 4800);
+  face.timeline.written(48000 + 4800);
+  const frameAt = (ms: number) => face.timeline.responseFrameAt(ms);
+  assert.equal(frameAt(1150), null, "nothing known past the written speech");
+  face.timeline.queued({ responseId: "r", from: 4800, at: 48000 + 4800, n: 9600 });
+  assert.deepEqual(frameAt(1150), { responseId: "r", frame: 15 }, "queued speech, where it will play");
+  assert.equal(frameAt(1310), null, "past the queued speech");
+  // The frame showing 1150 is rendered: the queued speech there is decided (the frame is its deadline) and
+  // the face speaks, not the rest pose.
+  const state = face.faceAt(1150);
+  assert.equal(face.timeline.speakingAt(1150), true);
+  assert.notEqual(face.timeline.targetAt(1150), -1, "decided by the frame");
+  assert.ok(state.mode === "speaking", state.mode);
+  // Written, the speech's real placement wins; without a queue nothing is assumed.
+  face.placed("r", 4800, 48000 + 4800, 9600);
+  face.timeline.queued(null);
+  assert.deepEqual(frameAt(1150), { responseId: "r", frame: 15 });
+  face.timeline.queued(null);
+  assert.equal(frameAt(1400), null);
+});
+
+Deno.test("lip sync session state: a session's later responses are lip-synced as its first (the same audio gives the same visemes as the 12th response)", () => {
+  const ah = espeakUtterance(lib, "ah", "Ah, what a day.", { voice: "en-us", rate: 160 }, "en");
+  const frames: string[][] = [];
+  const engine = new VisemeEngine({
+    sampleRate: ah.sampleRate,
+    g2p: null,
+    onFrame: (f) => ((frames[Number(f.responseId)] ??= [])[f.frame] = f.viseme),
+  });
+  const chunk = Math.round(ah.sampleRate / 50);
+  for (let r = 0; r < 12; r++) {
+    engine.startResponse(String(r));
+    for (let at = 0; at < ah.samples.length; at += chunk) engine.audio(ah.samples.subarray(at, at + chunk));
+    engine.endResponse();
+  }
+  // Normalisation carried over the session drifted to these sounds: the 12th "Ah" began as a pause.
+  assert.deepEqual(frames[11], frames[0]);
+  assert.ok(frames[0].slice(0, 40).includes("aa"), frames[0].slice(0, 40).join(" "));
+});
+
 Deno.test("lip sync words: late words take over from their arrival, words that never come leave the audio alone", () => {
   const u = speak();
   const run = (late: number | null) => {

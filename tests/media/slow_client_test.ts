@@ -70,6 +70,45 @@ Deno.test("fan-out: joiners get the init segment then the cache from the latest 
   assert.equal(refused, 4429);
 });
 
+Deno.test("fan-out: a client of the lighter framing gets its own hello, no init segment, the frames since the keyframe and only audio not yet past", () => {
+  const fanout = new Fanout({ maxBufferedBytes: 1 << 20, maxClients: 4 }, () => {});
+  fanout.setInit((framing) => ({ type: "hello", framing }), new Uint8Array([1]));
+  const seg = (n: number) => new Uint8Array([n]);
+  const frames = (n: number) => [new Uint8Array([n, 0]), new Uint8Array([n, 1])];
+  fanout.publish({ kind: "video", data: seg(12), frames: frames(12), key: true, startMs: 1000, endMs: 1040 });
+  fanout.publish({ kind: "audio", data: seg(13), frames: frames(13), key: true, startMs: 1000, endMs: 1020 });
+  fanout.publish({
+    kind: "video",
+    data: seg(14),
+    frames: frames(14),
+    key: false,
+    startMs: 1040,
+    endMs: 1080,
+  });
+  fanout.publish({ kind: "audio", data: seg(15), frames: frames(15), key: true, startMs: 1020, endMs: 1100 });
+  const got: string[] = [];
+  const client = (framing?: "frames") => ({
+    framing,
+    send: (d: Uint8Array | string) => got.push(typeof d === "string" ? d : d.join(".")),
+    bufferedAmount: 0,
+    close() {},
+  });
+  assert.ok(fanout.add(client("frames"), 1090));
+  // audio that ended more than 60 ms before now (1090) is past: not sent to a frames client
+  assert.deepEqual(got, [
+    '{"type":"hello","framing":"frames"}',
+    "12.0",
+    "12.1",
+    "14.0",
+    "14.1",
+    "15.0",
+    "15.1",
+  ]);
+  got.length = 0;
+  assert.ok(fanout.add(client(), 1090));
+  assert.deepEqual(got, ['{"type":"hello","framing":"fmp4"}', "1", "12", "13", "14", "15"]);
+});
+
 /** Opens a media WebSocket over raw TCP and never reads from it again. */
 async function stalledClient(base: string, path: string, token: string): Promise<Deno.TcpConn> {
   const url = new URL(base);

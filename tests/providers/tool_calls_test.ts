@@ -25,25 +25,35 @@ import { FakeTts } from "../engine/_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------- units
 
-Deno.test("client messages: one handler per type; unknown types are left to the socket; junk and oversize are invalid", () => {
+Deno.test("client messages: one handler per type; unknown types are left to the socket; junk and oversize are invalid; a handler answers its sender", () => {
   const m = new ClientMessages();
   const got: unknown[] = [];
+  const replies: string[] = [];
+  const from = { reply: (t: string) => replies.push(t) };
   const off = m.on("tool_result", (msg) => got.push(msg));
   assert.throws(() => m.on("tool_result", () => {}), /registered already/);
-  assert.equal(m.dispatch('{"type":"tool_result","call_id":"c1","output":1}'), "handled");
+  assert.equal(m.dispatch('{"type":"tool_result","call_id":"c1","output":1}', from), "handled");
   assert.deepEqual(got, [{ type: "tool_result", call_id: "c1", output: 1 }]);
-  assert.equal(m.dispatch('{"type":"answer","sdp":"v=0"}'), "unhandled");
+  assert.equal(m.dispatch('{"type":"answer","sdp":"v=0"}', from), "unhandled");
   for (const junk of ["nope", "[1]", "null", '{"type":1}', "{}"]) {
-    assert.equal(m.dispatch(junk), "invalid", junk);
+    assert.equal(m.dispatch(junk, from), "invalid", junk);
   }
   const big = JSON.stringify({ type: "tool_result", output: "x".repeat(MAX_CLIENT_MESSAGE_CHARS) });
-  assert.equal(m.dispatch(big), "invalid");
+  assert.equal(m.dispatch(big, from), "invalid");
   m.on("boom", () => {
     throw new Error("handler bug");
   });
-  assert.equal(m.dispatch('{"type":"boom"}'), "handled", "a throwing handler is contained");
+  assert.equal(m.dispatch('{"type":"boom"}', from), "handled", "a throwing handler is contained");
+  m.on("ping", (_msg, sender) => sender.reply("pong"), { maxChars: 32 });
+  assert.equal(m.dispatch('{"type":"ping"}', from), "handled");
+  assert.deepEqual(replies, ["pong"]);
+  assert.equal(
+    m.dispatch(JSON.stringify({ type: "ping", pad: "x".repeat(40) }), from),
+    "invalid",
+    "its own bound",
+  );
   off();
-  assert.equal(m.dispatch('{"type":"tool_result"}'), "unhandled");
+  assert.equal(m.dispatch('{"type":"tool_result"}', from), "unhandled");
 });
 
 function recordedCall(callId = "call_1") {

@@ -120,9 +120,9 @@ async function withPlayer(fn: (ctx: Context) => Promise<void>): Promise<void> {
  */
 async function startPlayer(
   page: Page,
-  args: { mediaUrl: string; clientToken: string },
+  args: { mediaUrl: string; clientToken: string; playback?: "auto" | "mse" | "webcodecs" },
 ): Promise<void> {
-  await page.evaluate(async ({ mediaUrl, clientToken }) => {
+  await page.evaluate(async ({ mediaUrl, clientToken, playback }) => {
     const { createPlayer } = await import("/sdk/player.js");
     const video = document.createElement("video");
     video.muted = true;
@@ -134,11 +134,12 @@ async function startPlayer(
       video,
       mediaUrl,
       clientToken,
+      playback: playback ?? "auto",
       // deno-lint-ignore no-explicit-any
       onState: (s: any) => g.states.push({ ...s, paused: video.paused }),
       refreshToken: () => g.freshToken(),
     });
-  }, args);
+  }, { playback: "auto" as const, ...args });
 }
 
 /** Waits until the player is `playing` and the element's clock and decoded frames move on. */
@@ -179,50 +180,57 @@ function assertNeverPlayingWhilePaused(states: Recorded[]): void {
   }
 }
 
-Deno.test("sdk player: an expired token makes it ask for a fresh one, then it plays the same session", async () => {
-  await withPlayer(async ({ backend, session: newSession, expiredToken, page: newPage }) => {
-    const session = await newSession();
-    const { page, errors } = await newPage();
-    let refreshes = 0;
-    await page.exposeFunction("freshToken", async () => {
-      refreshes++;
-      const t = await backend.createClientToken(session.session_id);
-      return { clientToken: t.client_token };
+for (const playback of ["webcodecs", "mse"] as const) {
+  Deno.test(`sdk player (${playback}): an expired token makes it ask for a fresh one, then it plays the same session`, async () => {
+    await withPlayer(async ({ backend, session: newSession, expiredToken, page: newPage }) => {
+      const session = await newSession();
+      const { page, errors } = await newPage();
+      let refreshes = 0;
+      await page.exposeFunction("freshToken", async () => {
+        refreshes++;
+        const t = await backend.createClientToken(session.session_id);
+        return { clientToken: t.client_token };
+      });
+      await startPlayer(page, {
+        mediaUrl: session.stream_metadata.media_url!,
+        clientToken: await expiredToken(session.session_id),
+        playback,
+      });
+      await waitPlaying(page);
+      const states = await recorded(page);
+      const result = await page.evaluate(
+        "({ state: globalThis.player.state(), stats: globalThis.player.stats() })",
+      ) as {
+        state: Recorded & { ttffMs: number };
+        stats: { reconnects: number; bytesReceived: number; playback: string };
+      };
+      assert.ok(refreshes >= 1, "the player asked the app for a fresh token");
+      const last = states.findLastIndex((s) => s.state === "reconnecting");
+      assert.ok(last >= 0, `states: ${states.map((s) => s.state).join(" → ")}`);
+      assert.equal(states[last].closeCode, 4401, "the expired token was the reason");
+      const playing = states.slice(last + 1).find((s) => s.state === "playing");
+      assert.ok(playing, `playing after the reconnection: ${states.map((s) => s.state).join(" → ")}`);
+      assert.ok((playing.ttffMs as number) > 0, "time to first frame reported");
+      assert.equal(playing.reason, undefined, "the stale close reason is gone once it plays again");
+      assert.equal(playing.closeCode, undefined, "the stale close code is gone once it plays again");
+      // (a live stream may stall for a moment on a busy machine: buffering, then playing again)
+      assert.ok(["playing", "buffering"].includes(result.state.state), result.state.state);
+      assert.equal(result.state.reason, undefined);
+      assert.equal(result.state.closeCode, undefined);
+      assert.ok(result.stats.reconnects >= 1);
+      assert.ok(result.stats.bytesReceived > 0);
+      assert.equal(result.stats.playback, playback);
+      assertNeverPlayingWhilePaused(states);
+      // It is the same session, still active.
+      assert.equal((await backend.getSession(session.session_id)).status, "active");
+      await page.evaluate("globalThis.player.close()");
+      await backend.endSession(session.session_id);
+      assert.deepEqual(errors, []);
     });
-    await startPlayer(page, {
-      mediaUrl: session.stream_metadata.media_url!,
-      clientToken: await expiredToken(session.session_id),
-    });
-    await waitPlaying(page);
-    const states = await recorded(page);
-    const result = await page.evaluate(
-      "({ state: globalThis.player.state(), stats: globalThis.player.stats() })",
-    ) as { state: Recorded & { ttffMs: number }; stats: Record<string, number> };
-    assert.ok(refreshes >= 1, "the player asked the app for a fresh token");
-    const last = states.findLastIndex((s) => s.state === "reconnecting");
-    assert.ok(last >= 0, `states: ${states.map((s) => s.state).join(" → ")}`);
-    assert.equal(states[last].closeCode, 4401, "the expired token was the reason");
-    const playing = states.slice(last + 1).find((s) => s.state === "playing");
-    assert.ok(playing, `playing after the reconnection: ${states.map((s) => s.state).join(" → ")}`);
-    assert.ok((playing.ttffMs as number) > 0, "time to first frame reported");
-    assert.equal(playing.reason, undefined, "the stale close reason is gone once it plays again");
-    assert.equal(playing.closeCode, undefined, "the stale close code is gone once it plays again");
-    // (a live stream may stall for a moment on a busy machine: buffering, then playing again)
-    assert.ok(["playing", "buffering"].includes(result.state.state), result.state.state);
-    assert.equal(result.state.reason, undefined);
-    assert.equal(result.state.closeCode, undefined);
-    assert.ok(result.stats.reconnects >= 1);
-    assert.ok(result.stats.bytesReceived > 0);
-    assertNeverPlayingWhilePaused(states);
-    // It is the same session, still active.
-    assert.equal((await backend.getSession(session.session_id)).status, "active");
-    await page.evaluate("globalThis.player.close()");
-    await backend.endSession(session.session_id);
-    assert.deepEqual(errors, []);
   });
-});
+}
 
-Deno.test("sdk player: plays when the first video frame is shown before any audio is buffered", async () => {
+Deno.test("sdk player (mse): plays when the first video frame is shown before any audio is buffered", async () => {
   await withPlayer(async ({ backend, session: newSession, page: newPage }) => {
     const session = await newSession();
     const { page, errors } = await newPage();
@@ -255,6 +263,7 @@ Deno.test("sdk player: plays when the first video frame is shown before any audi
     await startPlayer(page, {
       mediaUrl: session.stream_metadata.media_url!,
       clientToken: session.client_token,
+      playback: "mse",
     });
     await waitPlaying(page);
     assertNeverPlayingWhilePaused(await recorded(page));
@@ -344,3 +353,148 @@ Deno.test("sdk player: invalid options throw a TypeError at once, never echoing 
     );
   }
 });
+
+/** The player's stats in the page. */
+// deno-lint-ignore no-explicit-any
+const stats = (page: Page) => page.evaluate("globalThis.player.stats()") as Promise<any>;
+
+Deno.test("sdk player (webcodecs): the sound on an AudioContext, frames shown against it, its figures measured and reported to the service", async () => {
+  await withPlayer(async ({ backend, session: newSession, page: newPage }) => {
+    const session = await newSession();
+    const { page, errors } = await newPage();
+    await page.exposeFunction("freshToken", () => Promise.reject(new Error("not needed")));
+    await startPlayer(page, {
+      mediaUrl: session.stream_metadata.media_url!,
+      clientToken: session.client_token,
+    });
+    await waitPlaying(page);
+    // Sound decoded and played, frames shown, each measured against the service's clock and its sound.
+    await page.waitForFunction(
+      `(() => { const s = globalThis.player.stats(); return s.audioDecodedMs > 500 && s.avOffsetMs !== null && s.latencyMs > 0; })()`,
+      undefined,
+      { timeout: DEADLINE_MS },
+    );
+    const st = await stats(page);
+    assert.equal(st.playback, "webcodecs");
+    assert.deepEqual(Object.keys(st).sort(), [
+      "anchorMs",
+      "audioDecodedMs",
+      "audioUnderrunMs",
+      "avOffsetMs",
+      "bytesReceived",
+      "catchUps",
+      "framesDecoded",
+      "framesDropped",
+      "lastCatchUpMs",
+      "latencyMs",
+      "micFramesSent",
+      "playback",
+      "reconnects",
+      "skippedMs",
+      "stalls",
+    ], "the same stats on every transport (sdk/player.d.ts PlayerStats)");
+    assert.ok(
+      st.anchorMs !== null && st.anchorMs > 0,
+      `the sound plays behind the service's clock: ${st.anchorMs}`,
+    );
+    // The element shows what the player decoded (through a MediaStream of its own).
+    assert.ok(await page.evaluate(`document.querySelector("video").srcObject instanceof MediaStream`));
+    // What it measured reaches the service (a report every 2 s).
+    let m = await backend.getSessionMetrics(session.session_id);
+    const deadline = Date.now() + DEADLINE_MS;
+    while ((m.first_frame_ms === null || m.av_offset_ms.count === 0) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      m = await backend.getSessionMetrics(session.session_id);
+    }
+    assert.deepEqual(m.playback, ["webcodecs"]);
+    assert.ok(m.first_frame_ms !== null && m.first_frame_ms > 0, `first frame ${m.first_frame_ms}`);
+    assert.ok(m.frame_latency_ms.count > 0 && m.av_offset_ms.count > 0, JSON.stringify(m));
+    await page.evaluate("globalThis.player.close()");
+    await backend.endSession(session.session_id);
+    assert.deepEqual(errors, []);
+  });
+});
+
+for (const playback of ["webcodecs", "mse"] as const) {
+  Deno.test(`sdk player (${playback}): after a 2 s stall it skips what is past, plays at the live edge again and says so`, async () => {
+    await withPlayer(async ({ backend, session: newSession, page: newPage }) => {
+      const session = await newSession();
+      const { page, errors } = await newPage();
+      await page.exposeFunction("freshToken", () => Promise.reject(new Error("not needed")));
+      // The page's network stalls on demand: every message of the media socket is held, then all delivered.
+      await page.evaluate(() => {
+        const Base = globalThis.WebSocket;
+        // deno-lint-ignore no-explicit-any
+        const g = globalThis as any;
+        g.stallUntil = 0;
+        g.WebSocket = class extends Base {
+          override set onmessage(fn: ((e: MessageEvent) => void) | null) {
+            const held: MessageEvent[] = [];
+            let timer: ReturnType<typeof setTimeout> | null = null;
+            super.onmessage = (e: MessageEvent) => {
+              const wait = g.stallUntil - performance.now();
+              if (wait > 0) {
+                held.push(e);
+                if (!timer) {
+                  timer = setTimeout(() => {
+                    timer = null;
+                    held.splice(0).forEach((m) => fn?.call(this, m));
+                  }, wait);
+                }
+                return;
+              }
+              fn?.call(this, e);
+            };
+          }
+        };
+      });
+      await startPlayer(page, {
+        mediaUrl: session.stream_metadata.media_url!,
+        clientToken: session.client_token,
+        playback,
+      });
+      await waitPlaying(page);
+      await page.waitForFunction("globalThis.player.stats().latencyMs > 0", undefined, {
+        timeout: DEADLINE_MS,
+      });
+      const before = await stats(page);
+      await page.evaluate("globalThis.stallUntil = performance.now() + 2000");
+      // After the stall it catches up (skips what is past) and says so in its stats. (On a starved machine
+      // the player may also stall and catch up on its own, skipping less, before the held media arrives:
+      // wait for the skip of the network stall, not for the first catch-up.)
+      await page.waitForFunction(
+        (b: { stalls: number; catchUps: number; skippedMs: number }) => {
+          // deno-lint-ignore no-explicit-any
+          const s = (globalThis as any).player.stats();
+          return s.stalls > b.stalls && s.catchUps > b.catchUps && s.skippedMs >= b.skippedMs + 500;
+        },
+        { stalls: before.stalls, catchUps: before.catchUps, skippedMs: before.skippedMs },
+        { timeout: DEADLINE_MS },
+      ).catch(async (e) => {
+        throw new Error(
+          `no catch-up skipping >= 500 ms after the stall: ${JSON.stringify(await stats(page))}`,
+          {
+            cause: e,
+          },
+        );
+      });
+      const after = await stats(page);
+      assert.ok(after.skippedMs >= before.skippedMs + 500, `skipped ${after.skippedMs} ms of late media`);
+      if (playback === "webcodecs") {
+        assert.ok(after.lastCatchUpMs !== null, "the time back to the live edge is measured");
+      }
+      // Playing again: frames advance and the player is back in `playing`; the service hears of the stall.
+      await waitPlaying(page);
+      let m = await backend.getSessionMetrics(session.session_id);
+      const deadline = Date.now() + DEADLINE_MS;
+      while (m.catch_ups.count === 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        m = await backend.getSessionMetrics(session.session_id);
+      }
+      assert.ok(m.stalls.count >= 1 && m.catch_ups.count >= 1, JSON.stringify(m));
+      await page.evaluate("globalThis.player.close()");
+      await backend.endSession(session.session_id);
+      assert.deepEqual(errors, []);
+    });
+  });
+}

@@ -1,7 +1,7 @@
 /**
- * The SDK player's tool calls, in Debian's Chromium, on both transports. A page served with only the three
- * files sdk/README.md says a page must serve (`player.js`, `player_webrtc.js`, `tool_calls.js`) creates a
- * player on a media socket (or SFU signalling socket) of this test, which sends the fixed
+ * The SDK player's tool calls, in Debian's Chromium, on both transports. A page served with only the
+ * files sdk/README.md says a page must serve (`player.js` and the modules it imports: `PLAYER_FILES` of the
+ * service's own routes) creates a player on a media socket (or SFU signalling socket) of this test, which sends the fixed
  * `{"type":"tool_call",…}` messages and records the `{"type":"tool_result",…}` answers: a handler that returns
  * a value (or a promise) answers with it; `call.respond` answers in one line; a throw answers `is_error`
  * with its message; `player.respondToolCall` answers by id; each call is answered once.
@@ -9,16 +9,17 @@
 import assert from "node:assert/strict";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../testing/browser.ts";
+import { PLAYER_FILES } from "../../src/api/routes/demo.ts";
 
 const DEADLINE_MS = 30_000;
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
-/** The page server: the player's three files, a blank page, and one WebSocket endpoint per transport. */
+/** The page server: the player's files, a blank page, and one WebSocket endpoint per transport. */
 function startPageServer() {
   const received: { path: string; msg: Record<string, unknown> }[] = [];
   const sockets = new Set<WebSocket>();
-  const files = ["player.js", "player_webrtc.js", "tool_calls.js"];
+  const files = PLAYER_FILES;
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     const url = new URL(req.url);
     const file = /^\/sdk\/([a-z_]+\.js)$/.exec(url.pathname)?.[1];
@@ -60,6 +61,12 @@ function startPageServer() {
     },
   };
 }
+
+Deno.test("sdk/README.md names every file a page serving the player must serve", async () => {
+  const readme = await Deno.readTextFile(new URL("../../sdk/README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("## Browser player"));
+  for (const f of PLAYER_FILES) assert.ok(section.includes(`\`${f}\``), `sdk/README.md names ${f}`);
+});
 
 for (const transport of ["websocket_fmp4", "webrtc_sfu"] as const) {
   Deno.test(`sdk player (${transport}): tool calls reach onToolCall and are answered, once each, in every way the SDK offers`, async () => {
@@ -122,7 +129,7 @@ for (const transport of ["websocket_fmp4", "webrtc_sfu"] as const) {
       assert.deepEqual(byId.c_later, { type: "tool_result", call_id: "c_later", output: "by id" });
       const calls = await page.evaluate("globalThis.calls") as { name: string; arguments: unknown }[];
       assert.deepEqual(calls[0], { callId: "c_return", name: "get_weather", arguments: { city: "Paris" } });
-      assert.deepEqual(errors, [], "no page error (the three files are all a page needs)");
+      assert.deepEqual(errors, [], "no page error (the files sdk/README.md names are all a page needs)");
       await page.evaluate("globalThis.player.close()");
     } finally {
       await browser?.close();

@@ -164,6 +164,7 @@ Deno.test("retry: total time is bounded: no wait starts that would end past maxE
 Deno.test("retry: network failures are retried with backoff only where a repeat is safe", async () => {
   const safe: [string, (c: Client) => Promise<unknown>][] = [
     ["getSession", (c) => c.getSession("session:x")],
+    ["getSessionMetrics", (c) => c.getSessionMetrics("session:x")],
     ["listApiKeys", (c) => c.listApiKeys()],
     ["revokeApiKey", (c) => c.revokeApiKey("svc_key_x")],
     ["createClientToken", (c) => c.createClientToken("session:x")],

@@ -15,6 +15,28 @@ import { tone } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
+import { smallRenderer } from "../../testing/media.ts";
+import { stampFrame } from "../../bench/stamp.ts";
+import type { Renderer } from "../../src/media/renderer.ts";
+
+/** The fields of `player.stats()`, whatever the transport (sdk/player.d.ts `PlayerStats`). */
+const PLAYER_STATS_KEYS = [
+  "anchorMs",
+  "audioDecodedMs",
+  "audioUnderrunMs",
+  "avOffsetMs",
+  "bytesReceived",
+  "catchUps",
+  "framesDecoded",
+  "framesDropped",
+  "lastCatchUpMs",
+  "latencyMs",
+  "micFramesSent",
+  "playback",
+  "reconnects",
+  "skippedMs",
+  "stalls",
+];
 
 /** The box the default avatar's mouth is drawn in (256×256 frames), head motion included. */
 async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
@@ -192,6 +214,20 @@ Deno.test("sfu browser: the player plays the avatar over WebRTC (frames, audio, 
       assert.ok(pcm.some((x) => Math.abs(x) > 1000), "the microphone audio is not silence");
       const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, number>;
       assert.ok(stats.framesDecoded > 50 && stats.bytesReceived > 0, JSON.stringify(stats));
+      // The same stats as the fMP4 player's (WebCodecs and Media Source Extensions), measured here too.
+      assert.deepEqual(Object.keys(stats).sort(), PLAYER_STATS_KEYS);
+      assert.equal(stats.playback, "webrtc" as unknown as number);
+      // …and reported to the service over the signalling socket: the session's figures.
+      await until(
+        async () => {
+          const m = await h.req("GET", `/v1/sessions/${s.session_id}/metrics`, { key });
+          return m.body.frame_latency_ms.count > 0 && m.body.first_frame_ms !== null;
+        },
+        20_000,
+        "the player's figures at the service",
+      );
+      const m = (await h.req("GET", `/v1/sessions/${s.session_id}/metrics`, { key })).body;
+      assert.deepEqual(m.playback, ["webrtc"]);
       await until(
         async () =>
           ((await page.evaluate(`globalThis.player.stats()`)) as { micFramesSent: number }).micFramesSent >
@@ -314,4 +350,64 @@ Deno.test("sfu browser: Janus restarting mid-session: the player takes the new o
     assert.equal(got.body.status, "active");
     assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
   });
+});
+
+/** The small reference renderer with each frame's index stamped as a barcode in its top 32 rows. */
+async function indexStampingRenderer(): Promise<Renderer> {
+  const inner = await smallRenderer();
+  return {
+    format: inner.format,
+    open(options) {
+      const session = inner.open(options);
+      return {
+        renderFrame(req) {
+          const frame = session.renderFrame(req);
+          const stamp = (f: Uint8Array) => stampFrame(f, inner.format, req.index);
+          return frame instanceof Uint8Array ? stamp(frame) : frame.then(stamp);
+        },
+        close: () => session.close(),
+      };
+    },
+  };
+}
+
+Deno.test("sfu browser: a viewer joining right after the create gets its first frame from Janus's cached opening keyframe", async () => {
+  // Keyframes every 10 s: a viewer that missed the cached opening keyframe (frame 0) would see nothing
+  // before frame 250. The opening keyframe reaches Janus whole only when the worker's RTP socket was bound
+  // before it was sent (Deno reverses the sends queued on an unbound socket; Janus then caches one packet).
+  await withSfu(async ({ create, base, h, key }) => {
+    const s = await create();
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      await page.goto(`${base}/docs/errors`);
+      await page.evaluate(`(async () => {
+        const { createPlayer } = await import("/sdk/player.js");
+        const g = globalThis;
+        const video = document.createElement("video");
+        document.body.append(video);
+        const canvas = document.createElement("canvas");
+        canvas.width = 256; canvas.height = 32;
+        const ctx = canvas.getContext("2d", { willReadFrequently: true });
+        g.firstIndex = null;
+        video.requestVideoFrameCallback(() => {
+          ctx.drawImage(video, 0, 0, 256, 32, 0, 0, 256, 32);
+          const d = ctx.getImageData(0, 0, 256, 32).data;
+          let v = 0;
+          for (let i = 0; i < 32; i++) v = v * 2 + (d[(16 * 256 + i * 8 + 4) * 4] > 128 ? 1 : 0);
+          g.firstIndex = v;
+        });
+        g.player = createPlayer({
+          video,
+          streamMetadata: ${JSON.stringify(s.stream_metadata)},
+          clientToken: ${JSON.stringify(s.client_token)},
+          microphone: false,
+        });
+      })()`);
+      await page.waitForFunction(`globalThis.firstIndex !== null`, undefined, { timeout: 30_000 });
+      const first = await page.evaluate(`globalThis.firstIndex`) as number;
+      assert.ok(first < 250, `the first frame shown is frame ${first}: not the cached opening keyframe (0)`);
+      assert.equal(first, 0, "the first frame shown is the opening keyframe Janus cached");
+    });
+    assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
+  }, { renderer: await indexStampingRenderer(), gopFrames: 250 });
 });

@@ -310,3 +310,35 @@ Deno.test("sfu: a tool call reaches the client on its signalling socket; the cli
     await c.close();
   });
 });
+
+Deno.test("sfu: the players' messages go through the same dispatcher on the signalling socket: clock_sync is answered to its sender with the send lags, player_stats makes the session's figures", async () => {
+  await withSfu(async ({ create, h, key }) => {
+    const s = await create();
+    const c = new SignalRecorder(s.stream_metadata.sfu_endpoint, s.stream_metadata.session_token);
+    const other = new SignalRecorder(s.stream_metadata.sfu_endpoint, s.stream_metadata.session_token);
+    await until(() => c.of("offer").length === 1 && other.of("offer").length === 1, 20_000, "the offers");
+    c.ws.send(JSON.stringify({ type: "clock_sync", t: 42.5 }));
+    await until(() => c.of("clock_sync").length === 1, 20_000, "the clock answer");
+    const answer = c.of("clock_sync")[0];
+    assert.equal(answer.t, 42.5);
+    assert.ok(typeof answer.timeline_ms === "number" && answer.timeline_ms > 0, JSON.stringify(answer));
+    assert.ok(
+      answer.send_ms && "video" in answer.send_ms && "audio" in answer.send_ms,
+      JSON.stringify(answer),
+    );
+    c.ws.send(JSON.stringify({ type: "player_stats", playback: "webrtc", first_frame_ms: 321 }));
+    await until(
+      async () => {
+        await new Promise((r) => setTimeout(r, 100));
+        return (await h.req("GET", `/v1/sessions/${s.session_id}/metrics`, { key })).body.first_frame_ms ===
+          321;
+      },
+      20_000,
+      "the report in the session's figures",
+    );
+    assert.equal(other.of("clock_sync").length, 0, "the answer went to its sender only");
+    assert.equal(c.closeCode, null);
+    await c.close();
+    await other.close();
+  });
+});

@@ -19,6 +19,7 @@ import {
 } from "../../src/media/transports/webrtc_sfu/rtp.ts";
 import { h264ProfileLevelId } from "../../src/media/transports/webrtc_sfu/session_objects.ts";
 import { audioMid } from "../../src/media/transports/webrtc_sfu/transport.ts";
+import { openRtpSender } from "../../src/media/transports/webrtc_sfu/udp_sender.ts";
 import { iceServersFor, turnCredential } from "../../src/media/transports/webrtc_sfu/turn.ts";
 import { until } from "../../testing/media.ts";
 
@@ -292,5 +293,23 @@ Deno.test("mic receiver: Opus RTP from Janus becomes PCM16 at the engine's rate 
       await new Promise<void>((r) => sender.close(() => r()));
       await mic.close();
     }
+  }
+});
+
+Deno.test("rtp sender: a burst sent the moment the socket is open arrives in order (the opening keyframe)", async () => {
+  const rx = dgram.createSocket("udp4");
+  const got: number[] = [];
+  await new Promise<void>((r) => rx.bind(0, "127.0.0.1", () => r()));
+  rx.on("message", (m: Uint8Array) => got.push(m[0]));
+  const port = (rx.address() as { port: number }).port;
+  const tx = await openRtpSender("127.0.0.1");
+  try {
+    // (Deno 2.9.6 reverses sends queued on a socket that is not bound yet: 9, 8, …, 0.)
+    for (let i = 0; i < 20; i++) tx.send(Uint8Array.of(i), port, "127.0.0.1");
+    await until(() => got.length === 20, 10_000, "every packet");
+    assert.deepEqual(got, [...Array(20).keys()]);
+  } finally {
+    await new Promise<void>((r) => tx.close(() => r()));
+    await new Promise<void>((r) => rx.close(() => r()));
   }
 });

@@ -35,10 +35,18 @@ export interface DemoDeps {
   call(request: Request): Promise<Response>;
 }
 
-/** The SDK's browser modules served to pages (`player.js` imports `player_webrtc.js` and `tool_calls.js`). */
-const PLAYER_FILES = [
+/**
+ * The SDK's browser modules served to pages: `player.js` and the modules it imports (a page that serves the
+ * player itself must serve them all side by side, sdk/README.md); a transport's own player module comes from
+ * the transport registry (`browserModule`).
+ */
+export const PLAYER_FILES: readonly string[] = [
   "player.js",
   ...TRANSPORT_KINDS.flatMap((k) => transportEntry(k).browserModule ?? []),
+  "player_webcodecs.js",
+  "player_clock.js",
+  "player_demux.js",
+  "player_report.js",
   "tool_calls.js",
 ];
 
@@ -83,7 +91,7 @@ function providerOf(
 const REFERENCE_OPTION = /<option value="reference"[^>]*>[^<]*<\/option>\s*/;
 
 /**
- * Registers `/sdk/player.js`, `/sdk/player_webrtc.js` and `/sdk/tool_calls.js` (always) and the demo page with its backend (when
+ * Registers `/sdk/player.js` and the modules it imports (always) and the demo page with its backend (when
  * `demo` is given).
  */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {
@@ -162,6 +170,10 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
       media_url: body.stream_metadata.media_url,
       stream_metadata: body.stream_metadata,
     }, 200);
+  });
+
+  app.get("/demo/api/sessions/:id/metrics", async (c) => {
+    return c.json(ok(await api("GET", `/v1/sessions/${encodeURIComponent(c.req.param("id"))}/metrics`)), 200);
   });
 
   app.post("/demo/api/sessions/:id/end", async (c) => {

@@ -340,6 +340,18 @@ export class ChainAligner {
   #top = 0;
   #hiLive = 0;
 
+  /**
+   * The deadline: decides the frames before `until` still pending, now, from the frames pushed so far (less
+   * than the lag after the last ones); returns them in order. The frames after them are decided as usual.
+   */
+  decideUntil(until: number): ChainDecision[] {
+    const n = Math.min(until, this.#t);
+    const out: ChainDecision[] = [];
+    for (let f = this.#decided; f < n; f++) out.push(this.#decision(this.#trace(this.#top, this.#t - 1 - f)));
+    this.#decided = Math.max(this.#decided, n);
+    return out;
+  }
+
   /** Decides every frame still pending (end of the response), in order. */
   flush(): ChainDecision[] {
     const pending = this.#t - this.#decided;

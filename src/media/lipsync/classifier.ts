@@ -134,13 +134,15 @@ export class StreamingClassifier {
   readonly #out = new Float32Array(VISEME_COUNT);
   /** Frames projected so far. */
   #frames = 0;
+  /** Samples pushed so far (at the input rate). */
+  #pushed = 0;
   /** Next frame to score. */
   #next = 0;
   #ended = false;
 
   /**
-   * @param normaliser shared between the responses of one session, so the level and channel learnt on
-   *   one response carry over to the next
+   * @param normaliser the running normalisation (default: a new one from the model's means, as each
+   *   training utterance started; the viseme engine gives every response a new one)
    */
   constructor(
     readonly sampleRate: number,
@@ -170,8 +172,26 @@ export class StreamingClassifier {
   /** Adds audio; `onFrame(k, logPosteriors)` is called for every frame that becomes scorable. */
   push(pcm: Int16Array | Float32Array, onFrame: (k: number, logPost: Float32Array) => void): void {
     if (this.#ended) return;
-    this.#mel.push(this.#resampler.process(pcm), (f) => this.#project(f));
-    this.#score(onFrame, false);
+    this.#pushed += pcm.length;
+    // Each analysed frame is scored before the next is projected: the ring holds the context of one
+    // frame, so a push that completes several frames must not project them all first (the oldest context
+    // would be overwritten, and the result would depend on how the audio is chunked).
+    this.#mel.push(this.#resampler.process(pcm), (f) => {
+      this.#project(f);
+      this.#score(onFrame, false);
+    });
+  }
+
+  /**
+   * The deadline: scores now the frames before `until` that are not scored yet, with the audio pushed so
+   * far — the future past the last analysed frame (and a frame whose window is not complete yet) repeats
+   * the last analysed frame, as at the stream's end. Only frames that start within the audio pushed are
+   * scored, and only once a frame was analysed. Later frames are scored as usual, with their full context.
+   */
+  scoreUntil(until: number, onFrame: (k: number, logPost: Float32Array) => void): void {
+    if (this.#ended || this.#frames === 0) return;
+    const started = Math.ceil(this.#pushed * 100 / this.sampleRate);
+    this.#score(onFrame, false, Math.min(until, started));
   }
 
   /** Adds one analysed frame directly (tests compare the model with the training script this way). */
@@ -209,10 +229,12 @@ export class StreamingClassifier {
     this.#frames++;
   }
 
-  #score(onFrame: (k: number, logPost: Float32Array) => void, final: boolean): void {
+  #score(onFrame: (k: number, logPost: Float32Array) => void, final: boolean, until = 0): void {
     const m = this.#m;
     const last = this.#frames - 1;
-    while (this.#next <= last && (final || this.#next + this.#maxOff <= last)) {
+    while (
+      this.#next < until || (this.#next <= last && (final || this.#next + this.#maxOff <= last))
+    ) {
       const k = this.#next;
       // Gather the context (clamped to the frames that exist; the ring holds the last `span` frames).
       const ctx = this.#ctx;

@@ -95,9 +95,25 @@ export class LoopDecoder {
     const norm = this.#score[top];
     for (let v = 0; v < VISEME_COUNT; v++) this.#score[v] -= norm;
     this.#t++;
-    if (this.#t <= this.lag) return -1;
+    // Frame `t − 1 − lag` is decided now, unless a deadline decided it already (see {@link decideUntil}).
+    if (this.#t - this.#decided <= this.lag) return -1;
     this.#decided++;
     return this.#trace(top, this.lag);
+  }
+
+  /**
+   * The deadline: decides the frames before `until` still pending, now, from the frames pushed so far (less
+   * than the lag after the last ones); returns them in order. The frames after them are decided as usual.
+   */
+  decideUntil(until: number): number[] {
+    const n = Math.min(until, this.#t);
+    if (n <= this.#decided) return [];
+    let top = 0;
+    for (let v = 0; v < VISEME_COUNT; v++) if (this.#score[v] > this.#score[top]) top = v;
+    const out: number[] = [];
+    for (let f = this.#decided; f < n; f++) out.push(this.#trace(top, this.#t - 1 - f));
+    this.#decided = n;
+    return out;
   }
 
   /** Decides the frames still pending (end of the stream); returns them in order. */

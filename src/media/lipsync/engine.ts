@@ -1,7 +1,9 @@
 /**
  * The viseme engine: one per session (or per CLI run), streaming. It takes each response's audio as the
  * conversation engine sends it, plus whatever knowledge comes with it, and emits one viseme per 10 ms of
- * the response's audio, each decided at most {@link LOOKAHEAD_MS} of audio after the frame starts.
+ * the response's audio, each decided at most {@link LOOKAHEAD_MS} of audio after the frame starts — or, in a
+ * live session, at the frame's deadline (when the video frame showing it is rendered) with the look-ahead
+ * audio that has arrived by then ({@link VisemeEngine.decideUntil}).
  *
  * Three sources, chosen per response by what arrives:
  * - `audio`: the streaming classifier and the audio-alone decoder (`classifier.ts`, `decoder.ts`);
@@ -108,6 +110,12 @@ export interface VisemeEngineOptions {
 export interface ResponseLipSyncStats {
   responseId: string;
   frames: Record<LipSyncSource, number>;
+  /**
+   * Frames decided at their deadline ({@link VisemeEngine.decideUntil}: needed on screen before the
+   * look-ahead audio had arrived), and the median look-ahead they had (ms of audio past the frame's start;
+   * null when none was).
+   */
+  deadline: { frames: number; lookaheadMs: number | null };
   /** The source of most frames. */
   source: LipSyncSource;
   words: number;
@@ -143,6 +151,8 @@ interface ResponseState {
   partial: { word: string; start: number; end: number };
   lang: string;
   ended: boolean;
+  /** Frames decided at a deadline, by their look-ahead in 5 ms steps. */
+  deadlineLookahead: Uint32Array;
   stats: ResponseLipSyncStats;
 }
 
@@ -158,7 +168,6 @@ export class VisemeEngine {
   readonly #acoustics: AcousticSettings;
   readonly #alignerSettings: AlignerSettings;
   readonly #g2p: G2p | null;
-  readonly #normaliser: FrameNormaliser;
   readonly #scores = new Float32Array(VISEME_COUNT);
   #r: ResponseState | null = null;
   #lang: string | null;
@@ -174,7 +183,6 @@ export class VisemeEngine {
     this.#acoustics = options.acoustics ?? defaultAcoustics();
     this.#alignerSettings = options.aligner ?? defaultAlignerSettings();
     this.#g2p = options.g2p === undefined ? defaultG2p() : options.g2p;
-    this.#normaliser = new FrameNormaliser(this.#model.mu0);
     this.#lang = options.lang ?? null;
   }
 
@@ -194,7 +202,14 @@ export class VisemeEngine {
     const lang = options.lang ?? this.#lang ?? "en";
     this.#r = {
       id: responseId,
-      classifier: new StreamingClassifier(this.#o.sampleRate, this.#model, this.#normaliser),
+      // Each response is normalised from the model's own starting point, as every training utterance was:
+      // carried over a session, the running means drift to that session's speech (to one sound, when
+      // responses start alike) and the first sounds of later responses were taken for pauses.
+      classifier: new StreamingClassifier(
+        this.#o.sampleRate,
+        this.#model,
+        new FrameNormaliser(this.#model.mu0),
+      ),
       loop: new LoopDecoder(this.#acoustics, DECODER_LAG),
       aligner: null,
       mode: "audio",
@@ -212,9 +227,11 @@ export class VisemeEngine {
       partial: { word: "", start: 0, end: 0 },
       lang,
       ended: false,
+      deadlineLookahead: new Uint32Array(LOOKAHEAD_MS / 5 + 1),
       stats: {
         responseId,
         frames: { audio: 0, text: 0, words: 0 },
+        deadline: { frames: 0, lookaheadMs: null },
         source: "audio",
         words: 0,
         lang,
@@ -340,6 +357,13 @@ export class VisemeEngine {
   }
 
   #finish(r: ResponseState): void {
+    const d = r.deadlineLookahead;
+    const total = r.stats.deadline.frames;
+    if (total > 0) {
+      let seen = 0, b = 0;
+      for (; b < d.length && (seen += d[b]) < total / 2; b++);
+      r.stats.deadline.lookaheadMs = b * 5;
+    }
     const f = r.stats.frames;
     r.stats.source = f.words >= f.text && f.words >= f.audio && f.words > 0
       ? "words"
@@ -439,6 +463,34 @@ export class VisemeEngine {
     if (!r || r.id !== responseId || frame <= r.releaseTo) return;
     r.releaseTo = frame;
     this.#release(r);
+  }
+
+  /**
+   * The deadline: frames of the current response up to `frame` (exclusive) must be shown now (their audio
+   * is on the media timeline and the video frame that shows it is being rendered). Those not decided yet
+   * are decided at once with the audio that has arrived — less look-ahead than {@link LOOKAHEAD_MS}, never
+   * a wait: the classifier scores them with the context it has, the decoders decide them from the frames
+   * pushed so far. An engine that sends its audio ahead of real time has sent the look-ahead already, and
+   * nothing is decided early. Returns how many frames were.
+   */
+  decideUntil(responseId: string, frame: number): number {
+    const r = this.#r;
+    if (!r || r.id !== responseId || r.ended || r.next >= frame) return 0;
+    this.releaseUntil(responseId, frame);
+    const first = r.next;
+    r.classifier.scoreUntil(frame, (k, logPost) => this.#onScored(r, k, logPost));
+    if (r.next < frame) {
+      r.loopQ.push(...r.loop.decideUntil(frame));
+      if (r.aligner) r.chainQ.push(...r.aligner.decideUntil(frame));
+      this.#drain(r);
+    }
+    const pushedMs = r.samples * 1000 / this.#o.sampleRate;
+    for (let f = first; f < r.next; f++) {
+      const ahead = Math.max(0, Math.min(LOOKAHEAD_MS, pushedMs - f * 10));
+      r.deadlineLookahead[Math.round(ahead / 5)]++;
+    }
+    r.stats.deadline.frames += r.next - first;
+    return r.next - first;
   }
 
   #process(r: ResponseState, logPost: Float32Array): void {

@@ -2,11 +2,20 @@
  * Lip sync of a whole recording through the live streaming engine, exactly as a session runs it: the
  * audio is fed in 20 ms chunks, timed words are handed over no later than their audio (just before the
  * chunk where each word starts), a transcript is handed over before the audio, and frames are decided
- * with the live look-ahead. Used by `deno task lipsync`, the bench and the tests.
+ * with the live look-ahead of an engine that sends ahead of real time: the full look-ahead, at most
+ * {@link LOOKAHEAD_MS} (what the vendors and the reference engine get in a session). With `lookaheadMs`, a
+ * deadline bounds it, as a session's does for an engine whose audio arrives later. Used by
+ * `deno task lipsync`, the bench and the tests.
  *
  * @module
  */
-import { type LipSyncSource, VisemeEngine, type VisemeEngineOptions, type WordTiming } from "./engine.ts";
+import {
+  type LipSyncSource,
+  LOOKAHEAD_MS,
+  VisemeEngine,
+  type VisemeEngineOptions,
+  type WordTiming,
+} from "./engine.ts";
 import type { G2p } from "./g2p.ts";
 import { type Viseme, VISEMES } from "./visemes.ts";
 
@@ -34,6 +43,16 @@ export interface RecordingInput {
   engine?: Partial<Pick<VisemeEngineOptions, "acoustics" | "aligner" | "model">>;
   /** Chunk length, ms (default 20). */
   chunkMs?: number;
+  /**
+   * The deadline a live session applies, as a look-ahead bound (ms, a multiple of 10): each frame is
+   * decided at the latest once the audio up to this far past its start has been pushed (the chunks are fed
+   * in 10 ms pieces so that it can be), with the look-ahead there is then. A frame is never decided before
+   * some of its own audio is there: 0 acts as 10 (the frame's own 10 ms), and a response's first frame
+   * waits for the first analysed frame (about 20 ms). Default: none — each frame is
+   * decided as soon as the engine has its full look-ahead (at most {@link LOOKAHEAD_MS}), what an engine
+   * that sends ahead of real time gets in a session.
+   */
+  lookaheadMs?: number;
 }
 
 /** What {@link lipSyncRecording} found. */
@@ -54,6 +73,10 @@ export interface RecordingResult {
 /** Runs the streaming engine over a recording. */
 export function lipSyncRecording(input: RecordingInput): RecordingResult {
   const { samples, sampleRate } = input;
+  const bound = input.lookaheadMs;
+  if (bound !== undefined && !(Number.isInteger(bound / 10) && bound >= 0 && bound <= LOOKAHEAD_MS)) {
+    throw new RangeError(`lookaheadMs must be a multiple of 10 within 0-${LOOKAHEAD_MS}, not ${bound}`);
+  }
   const durationMs = samples.length * 1000 / sampleRate;
   const nFrames = Math.max(1, Math.ceil(durationMs / 10));
   const frames = new Uint8Array(nFrames);
@@ -89,8 +112,22 @@ export function lipSyncRecording(input: RecordingInput): RecordingResult {
     const due: WordTiming[] = [];
     while (wi < words.length && words[wi].start_ms < endMs) due.push(words[wi++]);
     if (due.length) engine.words(due);
-    pushedMs = endMs;
-    engine.audio(samples.subarray(at, at + n));
+    if (bound === undefined) {
+      pushedMs = endMs;
+      engine.audio(samples.subarray(at, at + n));
+    } else {
+      // 10 ms pieces ending on the 10 ms grid; after each, the frames whose deadline has come are decided.
+      for (let p = at; p < at + n;) {
+        const gridEnd = Math.floor((Math.floor(p * 100 / sampleRate) + 1) * sampleRate / 100);
+        const q = Math.min(at + n, Math.max(p + 1, gridEnd));
+        pushedMs = q * 1000 / sampleRate;
+        engine.audio(samples.subarray(p, q));
+        // Pushed up to the 10 ms grid line `g` (to the sample): frames up to `g − bound / 10` are due.
+        const g = Math.round(q * 100 / sampleRate);
+        engine.decideUntil("recording", g - bound / 10 + 1);
+        p = q;
+      }
+    }
     at += n;
   }
   while (di < deltas.length) engine.text(deltas[di].text, { final: ++di === deltas.length });

@@ -7,7 +7,8 @@
  *   the user speaks ("listening") and thoughtful from the user's last word until its own first sound
  *   ("thinking", at most {@link THINKING_MAX_MS}).
  * - {@link SessionFace.faceAt} gives the face of a video frame: co-articulated viseme weights, blinks,
- *   look, head motion ({@link FaceAnimator}).
+ *   look, head motion ({@link FaceAnimator}). The frame is the deadline of the visemes it shows: what is
+ *   not decided by then is decided with the look-ahead audio that has arrived.
  *
  * @module
  */
@@ -176,8 +177,17 @@ export class SessionFace {
     this.#timed(() => this.engine.releaseUntil(responseId, frame));
   }
 
-  /** The face at timeline time `ms` (for the frame shown from then). */
+  /**
+   * The face at timeline time `ms`, for the video frame being rendered now: that frame is the deadline of
+   * the visemes it shows, so the speech placed at `ms` that the engine has not decided yet (its look-ahead
+   * audio has not arrived: an engine speaking in real time) is decided now with the audio there is
+   * ({@link VisemeEngine.decideUntil}).
+   */
   faceAt(ms: number): FaceState {
+    const due = this.timeline.responseFrameAt(ms);
+    if (due && due.responseId === this.engine.responseId) {
+      this.#timed(() => this.engine.decideUntil(due.responseId, due.frame + 1));
+    }
     const speaking = this.timeline.speakingAt(ms);
     if (speaking) this.#thinkingSince = null;
     let mode: FaceMode = "idle";

@@ -20,7 +20,8 @@ export interface TimelineViseme {
   weights: number[];
 }
 
-interface Placement {
+/** Samples of a response on the timeline. */
+export interface Placement {
   responseId: string;
   /** First response sample (timeline rate) of the placement. */
   from: number;
@@ -52,6 +53,8 @@ export class VisemeTimeline {
   readonly #rate: number;
   readonly #responses = new Map<string, ResponseFrames>();
   #placements: Placement[] = [];
+  /** Queued speech not written yet, where it will play (see {@link VisemeTimeline.queued}). */
+  #queued: Placement | null = null;
   readonly #listeners = new Set<(v: TimelineViseme) => void>();
   #lastEmitted = -1;
   /** Timeline sample up to which changes were emitted. */
@@ -110,20 +113,45 @@ export class VisemeTimeline {
     this.#responses.delete(responseId);
   }
 
-  /** The target viseme at timeline time `ms`: -1 where nothing is known yet, `sil` where nobody speaks. */
-  targetAt(ms: number): number {
-    const s = Math.floor(ms * this.#rate / 1000);
+  /**
+   * Speech queued for playout and not written yet, and where it will play: `n` samples of a response from
+   * its sample `from`, at timeline sample `at` (the playout writes queued speech contiguously from its write
+   * position); null when none. Replaced at each call. A frame is shown from it until its real placement
+   * ({@link placed}) comes, so a mouth is drawn for speech that arrived just before its frame.
+   */
+  queued(p: Placement | null): void {
+    this.#queued = p && p.n > 0 ? { ...p } : null;
+  }
+
+  /** The placement (written, else queued) covering timeline sample `s`. */
+  #placementAt(s: number): Placement | null {
     for (let i = this.#placements.length - 1; i >= 0; i--) {
       const p = this.#placements[i];
       if (s < p.at) continue;
       if (s >= p.at + p.n) break;
-      const r = this.#responses.get(p.responseId);
-      if (!r) return VISEME_INDEX.sil;
-      const frame = Math.floor((p.from + s - p.at) * 100 / this.#rate);
-      const v = frame < r.frames.length ? r.frames[frame] : UNDECIDED;
-      return v === UNDECIDED ? -1 : v;
+      return p;
     }
-    return VISEME_INDEX.sil;
+    const q = this.#queued;
+    return q && s >= q.at && s < q.at + q.n ? q : null;
+  }
+
+  /** The response and its frame (10 ms of its audio) placed at timeline time `ms`, or null (silence there). */
+  responseFrameAt(ms: number): { responseId: string; frame: number } | null {
+    const s = Math.floor(ms * this.#rate / 1000);
+    const p = this.#placementAt(s);
+    return p ? { responseId: p.responseId, frame: Math.floor((p.from + s - p.at) * 100 / this.#rate) } : null;
+  }
+
+  /** The target viseme at timeline time `ms`: -1 where nothing is known yet, `sil` where nobody speaks. */
+  targetAt(ms: number): number {
+    const s = Math.floor(ms * this.#rate / 1000);
+    const p = this.#placementAt(s);
+    if (!p) return VISEME_INDEX.sil;
+    const r = this.#responses.get(p.responseId);
+    if (!r) return VISEME_INDEX.sil;
+    const frame = Math.floor((p.from + s - p.at) * 100 / this.#rate);
+    const v = frame < r.frames.length ? r.frames[frame] : UNDECIDED;
+    return v === UNDECIDED ? -1 : v;
   }
 
   /**
@@ -143,10 +171,10 @@ export class VisemeTimeline {
     }, this.#weights);
   }
 
-  /** Whether speech is placed at timeline time `ms`. */
+  /** Whether speech is placed (or queued to play) at timeline time `ms`. */
   speakingAt(ms: number): boolean {
-    const s = Math.floor(ms * this.#rate / 1000);
-    return this.#placements.some((p) => s >= p.at && s < p.at + p.n && this.#responses.has(p.responseId));
+    const p = this.#placementAt(Math.floor(ms * this.#rate / 1000));
+    return p !== null && this.#responses.has(p.responseId);
   }
 
   /** Listens to viseme changes stamped on the timeline; returns the unsubscribe function. */

@@ -15,6 +15,7 @@ import type { StreamEndpoints } from "../../vocabulary/schemas.ts";
 import {
   type AttachedClient,
   emptyEndpoints,
+  FRAMES_SUBPROTOCOL,
   type SocketPeer,
   socketUrl,
   type TransportKind,
@@ -25,7 +26,7 @@ import type { MediaTransport, TransportFactory } from "./transport.ts";
 import { JanusSfu } from "./webrtc_sfu/sfu.ts";
 import { WebRtcSfuTransport } from "./webrtc_sfu/transport.ts";
 import { iceServersFor } from "./webrtc_sfu/turn.ts";
-import type { FanoutLimits } from "./ws_fmp4/fanout.ts";
+import type { FanoutLimits, MediaClient } from "./ws_fmp4/fanout.ts";
 import { WsFmp4Transport } from "./ws_fmp4/transport.ts";
 
 /**
@@ -102,11 +103,23 @@ const websocketFmp4: TransportImplementation<null> = {
   attach: (transport, messages) => {
     if (!(transport instanceof WsFmp4Transport)) return null;
     return (peer) => {
-      const attached = transport.attach(peer);
+      // The lighter framing when the client asked for it (docs/media-plane.md), else fMP4.
+      const client: MediaClient = {
+        framing: peer.protocol === FRAMES_SUBPROTOCOL ? "frames" : "fmp4",
+        send: (data) => peer.send(data),
+        get bufferedAmount() {
+          return peer.bufferedAmount;
+        },
+        close: (code, reason) => peer.close(code, reason),
+      };
+      const attached = transport.attach(client);
       if (!attached) return null;
+      const sender = { reply: client.send };
       return {
-        // Binary frames are the microphone; text frames the client's messages (`tool_result`, …), by type.
-        receive: (data) => typeof data === "string" ? messages.dispatch(data) : attached.receive(data),
+        // Binary frames are the microphone; text frames the client's messages (`tool_result`,
+        // `player_stats`, `clock_sync`), by type, to the session's one dispatcher; unknown ones are ignored.
+        receive: (data) =>
+          typeof data === "string" ? messages.dispatch(data, sender) : attached.receive(data),
         detach: () => attached.detach(),
       };
     };
@@ -138,10 +151,14 @@ const webrtcSfu: TransportImplementation<JanusSfu | null> = {
     return (peer) => {
       const attached = transport.attach(peer);
       if (!attached) return null;
+      const sender = { reply: (text: string) => peer.send(text) };
       return {
-        // The session's client messages (`tool_result`, …) by type; the rest is signalling.
+        // The session's client messages (`tool_result`, `player_stats`, `clock_sync`) by type, to the
+        // session's one dispatcher; the rest is signalling.
         receive: (data) => {
-          if (typeof data === "string" && messages.dispatch(data) !== "handled") attached.receive(data);
+          if (typeof data === "string" && messages.dispatch(data, sender) !== "handled") {
+            attached.receive(data);
+          }
         },
         detach: () => attached.detach(),
       };

@@ -106,6 +106,11 @@ export interface MediaTransport {
   /** A control message for every client; returns how many clients it was sent to. */
   control(message: ControlMessage): number;
   /**
+   * What the transport adds to a `clock_sync` answer (`player_messages.ts`): the SFU transport says how
+   * long after being made its frames and sounds leave it (`send_ms`), which a WebRTC player cannot see.
+   */
+  clockSyncExtras?(): Record<string, unknown>;
+  /**
    * Ends delivery: clients are told why (`failed` null: the session ended) and closed; the transport's
    * resources (sockets, SFU objects) are released.
    */

@@ -8,7 +8,7 @@
  * - **Upstream**: one VideoRoom room per session (private, random pin). A client publishes its microphone
  *   (audio only); the newest publisher's audio is forwarded (`rtp_forward`) to this worker's
  *   {@link MicReceiver}, decoded to PCM and sent to the engine.
- * - **Signalling**: each client holds a WebSocket to the worker (`src/api/routes/sfu.ts`), authorized by
+ * - **Signalling**: each client holds a WebSocket to the worker (`src/api/transport_socket.ts`), authorized by
  *   the session's `session_token`; the worker speaks to Janus for it (see docs/media-plane.md, "WebRTC").
  *   A client counts as connected while its subscriber PeerConnection is up (Janus `webrtcup`).
  * - **Janus lost**: the session's clients are told nothing is lost yet; when Janus is back (within
@@ -41,6 +41,7 @@ import {
   type SfuObjectsSpec,
 } from "./session_objects.ts";
 import { type JanusSfu, sfuError } from "./sfu.ts";
+import { openRtpSender } from "./udp_sender.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
 const AUDIO_LEAD_MS = 10;
@@ -57,7 +58,10 @@ export interface SignalSocket {
 
 /** A client attached to the transport (the socket layer holds it). */
 export interface SignalClient {
-  /** A text message from the client. */
+  /**
+   * A signalling message from the client (`answer`, `publish`, `unpublish`: the text the session's
+   * client-message dispatcher does not handle).
+   */
   receive(text: string): void;
   /** The client's socket closed. */
   detach(): void;
@@ -108,6 +112,8 @@ export class WebRtcSfuTransport implements MediaTransport {
   #upCount = 0;
   #closed = false;
   #bytesSent = 0;
+  /** Recent times from a frame made (or a sound due) to its RTP sent, ms (for the players' figures). */
+  readonly #sendLag = { video: [] as number[], audio: [] as number[] };
 
   private constructor(deps: WebRtcSfuDeps, sender: dgram.Socket, mic: MicReceiver) {
     this.#d = deps;
@@ -123,8 +129,13 @@ export class WebRtcSfuTransport implements MediaTransport {
   static async open(deps: WebRtcSfuDeps): Promise<WebRtcSfuTransport> {
     const { config } = deps.sfu;
     const connection = await deps.sfu.connection();
-    const sender = dgram.createSocket(config.rtpHost.includes(":") ? "udp6" : "udp4");
-    sender.on("error", () => {});
+    // Bound before anything is sent: the opening keyframe must reach Janus in order (see udp_sender.ts).
+    let sender: dgram.Socket;
+    try {
+      sender = await openRtpSender(config.rtpHost);
+    } catch (err) {
+      throw sfuError(err);
+    }
     let mic: MicReceiver | null = null;
     try {
       // The microphone goes to the engine only while someone holds it (see #forward).
@@ -162,6 +173,25 @@ export class WebRtcSfuTransport implements MediaTransport {
     if (this.#closed || !o) return;
     const packets = packetizeH264(o.video, frame.data, frame.pts, frame.key ? this.#parameterSets : []);
     for (const p of packets) this.#send(p, o.mountpoint.videoPort);
+    if (this.#config) this.#lag("video", this.#config.timelineMs() - frame.pts / 90);
+  }
+
+  #lag(kind: "video" | "audio", ms: number): void {
+    const xs = this.#sendLag[kind];
+    xs.push(ms);
+    if (xs.length > 50) xs.shift();
+  }
+
+  /** Median times from made (video) or due (audio) to sent, ms (null before anything was sent). */
+  sendLag(): { video: number | null; audio: number | null } {
+    const med = (xs: number[]) =>
+      xs.length ? Math.round([...xs].sort((a, b) => a - b)[xs.length >> 1] * 10) / 10 : null;
+    return { video: med(this.#sendLag.video), audio: med(this.#sendLag.audio) };
+  }
+
+  /** A `clock_sync` answer carries the send lags (a WebRTC player cannot see them). */
+  clockSyncExtras(): Record<string, unknown> {
+    return { send_ms: this.sendLag() };
   }
 
   audio(packet: EncodedAudioPacket): void {
@@ -179,8 +209,9 @@ export class WebRtcSfuTransport implements MediaTransport {
     const now = this.#config.timelineMs();
     const o = this.#objects;
     while (this.#audioQueue.length && this.#audioQueue[0].due <= now + AUDIO_LEAD_MS) {
-      const { packet } = this.#audioQueue.shift()!;
+      const { packet, due } = this.#audioQueue.shift()!;
       if (o) this.#send(o.audio.packet(packet.pts, false, packet.data), o.mountpoint.audioPort);
+      this.#lag("audio", now - due);
     }
     if (this.#audioQueue.length) {
       const wait = Math.max(1, Math.ceil(this.#audioQueue[0].due - AUDIO_LEAD_MS - now));
@@ -237,6 +268,7 @@ export class WebRtcSfuTransport implements MediaTransport {
         session_id: this.#d.sessionId,
         transport: "webrtc_sfu",
         video: { width, height, fps },
+        ...(this.#config ? { timeline_ms: Math.round(this.#config.timelineMs() * 10) / 10 } : {}),
       }),
     );
     this.#run(client, () => this.#subscribe(client));

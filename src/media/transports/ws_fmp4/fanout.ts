@@ -1,15 +1,21 @@
 /**
- * Delivery of one session's stream to its media clients: every client gets the init segment, then the
- * cached fragments from the latest keyframe (so it starts decoding at once, within one GOP), then live
- * fragments. A client whose unsent backlog passes the limit is closed (4408) instead of being waited for:
+ * Delivery of one session's stream to its media clients: every client gets the greeting and the init
+ * segment, then the cached fragments from the latest keyframe (so it starts decoding at once, within one
+ * GOP), then live fragments — as fMP4, or in the lighter framing for clients that asked for it
+ * (`frames.ts`). A client whose unsent backlog passes the limit is closed (4408) instead of being waited for:
  * sending never blocks, so a slow client cannot stall the renderer or anyone else.
  *
  * @module
  */
 import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 
+/** How a client gets the media: fMP4 fragments (the default) or the lighter framing (`frames.ts`). */
+export type Framing = "fmp4" | "frames";
+
 /** The socket side of a media client (a WebSocket in production). */
 export interface MediaClient {
+  /** The framing the client asked for (default fMP4). */
+  readonly framing?: Framing;
   send(data: Uint8Array | string): void;
   /** Bytes queued for sending and not yet handed to the network. */
   readonly bufferedAmount: number;
@@ -19,7 +25,10 @@ export interface MediaClient {
 /** One media segment as published. */
 export interface Fragment {
   kind: "video" | "audio";
+  /** The fMP4 media segment. */
   data: Uint8Array;
+  /** The same media in the lighter framing: one frame per access unit or Opus packet (none: fMP4 only). */
+  frames?: Uint8Array[];
   /** Video keyframe. */
   key: boolean;
   /** Presentation interval, ms on the session's media timeline. */
@@ -41,7 +50,7 @@ export class Fanout {
   readonly #clients = new Map<MediaClient, { burst: number }>();
   #cache: Fragment[] = [];
   #init: Uint8Array | null = null;
-  #hello: string | null = null;
+  #hello: ((framing: Framing) => string) | null = null;
   /** Clients closed for being too slow. */
   slowClosed = 0;
   /** Bytes sent (all clients). */
@@ -54,26 +63,43 @@ export class Fanout {
     return this.#clients.size;
   }
 
-  /** Sets the JSON greeting and the init segment every client receives first. */
-  setInit(hello: Record<string, unknown>, init: Uint8Array): void {
-    this.#hello = JSON.stringify(hello);
+  /**
+   * Sets the JSON greeting (built when a client joins, for its framing) and the init segment every fMP4
+   * client receives first.
+   */
+  setInit(
+    hello: Record<string, unknown> | ((framing: Framing) => Record<string, unknown>),
+    init: Uint8Array,
+  ): void {
+    this.#hello = (framing) => JSON.stringify(typeof hello === "function" ? hello(framing) : hello);
     this.#init = init;
   }
 
-  /** Adds a client: sends the greeting, the init segment and the fragments since the latest keyframe. */
-  add(client: MediaClient): boolean {
+  /**
+   * Adds a client: sends the greeting, the init segment (fMP4) and the fragments since the latest
+   * keyframe — to a client of the lighter framing, which decodes the pictures itself and plays the sound on
+   * its own clock, only the audio that is not past yet (`nowMs`, the media clock now).
+   */
+  add(client: MediaClient, nowMs = -Infinity): boolean {
     if (this.#clients.size >= this.limits.maxClients) {
       client.close(MEDIA_CLOSE.TOO_MANY_CLIENTS.code, MEDIA_CLOSE.TOO_MANY_CLIENTS.reason);
       return false;
     }
     if (!this.#init || !this.#hello) throw new Error("fan-out has no init segment yet");
+    const frames = client.framing === "frames";
+    const hello = this.#hello(client.framing ?? "fmp4");
+    const cache = frames
+      ? this.#cache.filter((f) => f.kind === "video" || f.endMs > nowMs - 60)
+      : this.#cache;
     // The join burst (up to one GOP) is sent at once; the backlog limit applies on top of it.
-    let burst = this.#hello.length + this.#init.length;
-    for (const f of this.#cache) burst += f.data.length;
+    let burst = hello.length + (frames ? 0 : this.#init.length);
+    for (const f of cache) {
+      burst += frames ? (f.frames ?? []).reduce((n, x) => n + x.length, 0) : f.data.length;
+    }
     this.#clients.set(client, { burst });
-    this.#send(client, this.#hello, false);
-    this.#send(client, this.#init, false);
-    for (const f of this.#cache) this.#send(client, f.data, false);
+    this.#send(client, hello, false);
+    if (!frames) this.#send(client, this.#init, false);
+    for (const f of cache) this.#sendFragment(client, f, false);
     this.onCountChanged(this.#clients.size);
     return true;
   }
@@ -90,7 +116,12 @@ export class Fanout {
       this.#cache = this.#cache.filter((c) => c.kind === "audio" && c.endMs > f.startMs);
     }
     this.#cache.push(f);
-    for (const c of [...this.#clients.keys()]) this.#send(c, f.data);
+    for (const c of [...this.#clients.keys()]) this.#sendFragment(c, f, true);
+  }
+
+  #sendFragment(client: MediaClient, f: Fragment, check: boolean): void {
+    if (client.framing !== "frames") this.#send(client, f.data, check);
+    else for (const frame of f.frames ?? []) this.#send(client, frame, check);
   }
 
   /** Sends a JSON control message to every client; returns how many it was handed to. */

@@ -1,7 +1,7 @@
 /**
  * The `websocket_fmp4` transport: the encoded frames are muxed into fragmented MP4 in-process (one
  * `moof`+`mdat` per video frame, audio in fragments of about 20 ms) and fanned out to the session's media
- * WebSockets (`src/api/routes/media.ts`), which send the microphone back as PCM16 frames. Protocol:
+ * WebSockets (`src/api/transport_socket.ts`, attached by `../registry.ts`), which send the microphone back as PCM16 frames. Protocol:
  * docs/media-plane.md.
  *
  * @module
@@ -19,6 +19,7 @@ import type {
 } from "../transport.ts";
 import { Fanout, type FanoutLimits, type MediaClient } from "./fanout.ts";
 import { AUDIO_TRACK_ID, initSegment, mediaSegment, type Sample, VIDEO_TRACK_ID } from "./fmp4.ts";
+import { encodeFrame } from "./frames.ts";
 
 /** Largest upstream audio frame, bytes (the engine protocol's limit). */
 export const MAX_UPSTREAM_FRAME = 64 * 1024;
@@ -64,13 +65,25 @@ export class WsFmp4Transport implements MediaTransport {
   configure(config: StreamConfig): void {
     this.#config = config;
     const { width, height, fps, avcC, opus, inputSampleRate } = config;
-    this.#fanout.setInit({
+    const codec = avcCodecString(avcC);
+    this.#fanout.setInit((framing) => ({
       type: "hello",
       session_id: this.sessionId,
-      mime: `video/mp4; codecs="${avcCodecString(avcC)}, opus"`,
+      mime: `video/mp4; codecs="${codec}, opus"`,
       video: { width, height, fps },
       input_sample_rate: inputSampleRate,
-    }, initSegment({ width, height, avcC, opus }));
+      // The media clock now (ms), when the client joins: media times are on this timeline.
+      timeline_ms: Math.round(config.timelineMs() * 10) / 10,
+      framing,
+      ...(framing === "frames"
+        ? {
+          codecs: {
+            video: { codec, description: avcC.toBase64() },
+            audio: { codec: "opus", sample_rate: 48000, channels: opus.channels },
+          },
+        }
+        : {}),
+    }), initSegment({ width, height, avcC, opus }));
   }
 
   video(frame: EncodedVideoFrame): void {
@@ -78,12 +91,15 @@ export class WsFmp4Transport implements MediaTransport {
     const seg = mediaSegment(this.#seq++, VIDEO_TRACK_ID, frame.pts, [
       { data: frame.data, duration: frame.duration, key: frame.key },
     ]);
+    const startMs = frame.pts / 90;
+    const endMs = (frame.pts + frame.duration) / 90;
     this.#fanout.publish({
       kind: "video",
       data: seg,
+      frames: [encodeFrame("video", startMs, endMs - startMs, frame.key, frame.data)],
       key: frame.key,
-      startMs: frame.pts / 90,
-      endMs: (frame.pts + frame.duration) / 90,
+      startMs,
+      endMs,
     });
   }
 
@@ -106,9 +122,16 @@ export class WsFmp4Transport implements MediaTransport {
     this.#audioPts += this.#audioPendingSamples;
     this.#audioPendingSamples = 0;
     const skip = this.#config?.opus.preSkip ?? 0;
+    const frames: Uint8Array[] = [];
+    let at = start - skip;
+    for (const p of samples) {
+      frames.push(encodeFrame("audio", at / 48, p.duration / 48, true, p.data));
+      at += p.duration;
+    }
     this.#fanout.publish({
       kind: "audio",
       data: mediaSegment(this.#seq++, AUDIO_TRACK_ID, start, samples),
+      frames,
       key: true,
       startMs: (start - skip) / 48,
       endMs: (this.#audioPts - skip) / 48,
@@ -124,7 +147,7 @@ export class WsFmp4Transport implements MediaTransport {
    * the microphone (its upstream audio goes to the engine). Returns null when the client was refused.
    */
   attach(client: MediaClient): AttachedClient | null {
-    if (this.#closed || !this.#config || !this.#fanout.add(client)) return null;
+    if (this.#closed || !this.#config || !this.#fanout.add(client, this.#config.timelineMs())) return null;
     this.#micOwner = client;
     return {
       receive: (data) => this.#upstream(client, data),

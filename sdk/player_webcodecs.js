@@ -1,0 +1,876 @@
+// @ts-check
+/**
+ * The `websocket_fmp4` player's WebCodecs path: no media buffer to hide behind. `./player.js` uses it
+ * wherever the browser has WebCodecs (`VideoDecoder`, `AudioDecoder`, an `AudioWorklet`), and Media
+ * Source Extensions elsewhere; the app sees the same player either way.
+ *
+ * - **Receiving**: the media WebSocket's stream, in the lighter framing when the service offers it (the
+ *   subprotocol `avatar-media.frames.v0`), else fMP4 (`./player_demux.js` reads both).
+ * - **Sound**: Opus packets → `AudioDecoder` → PCM on the audio clock (`./player_clock.js`): timeline
+ *   instant `T` is heard at `T + A` (`A`, the anchor).
+ * - **Picture**: H.264 → `VideoDecoder` → `VideoFrame`s, each presented when the audio clock says its
+ *   instant is being heard (minus the measured time the page takes to display a frame), in the app's
+ *   `<video>` (through a `MediaStreamTrackGenerator`, or a canvas stream where that is missing).
+ * - **Latency**: `A` is as small as the measured lateness of what arrives allows — the video frames (made
+ *   at their instant, then encoded, sent and decoded) and the audio (it must reach the worklet before the
+ *   device plays it) — plus a small guard; it rises at once when media comes later, and falls back (by
+ *   skipping, in a quiet moment) when there is room to spare. After a network stall nothing is played
+ *   late: what is past is skipped, and playback resumes at the live edge with the latency it had.
+ * - **Measures** (reported in `stats()` and to the service): frame made → presented, the mouth vs its
+ *   sound, stalls, catch-ups, time to the first frame.
+ *
+ * Audio only (no `video`): the same clock and anchor; nothing is presented. Protocol and clock model:
+ * docs/media-plane.md.
+ *
+ * @module
+ */
+import { createAudioClock } from "./player_clock.js";
+import {
+  FRAMES_SUBPROTOCOL,
+  fromBase64,
+  parseFrame,
+  parseInitSegment,
+  parseMediaSegment,
+} from "./player_demux.js";
+
+/** Media silent this long (ms) is a stall. */
+const STALL_MS = 200;
+/** Time the page takes to display a frame, until measured (ms). */
+const DEFAULT_DISPLAY_MS = 20;
+/** Added to the measured lateness of media (ms). */
+const GUARD_MS = 6;
+/** Window of lateness measures the anchor follows (ms). */
+const WINDOW_MS = 3000;
+/** For this long after the first live frame, the anchor follows the last {@link SETTLE_WINDOW_MS} only. */
+const SETTLE_MS = 1500;
+/** Window of lateness measures while settling (the page is busy starting up: decoders, audio) (ms). */
+const SETTLE_WINDOW_MS = 400;
+/**
+ * After a stall, lateness is not measured until playback is back at the live edge (plus this), or for at
+ * most {@link RECOVERY_IGNORE_MAX_MS}: the backlog arrives late by nature (ms).
+ */
+const RECOVERY_IGNORE_MS = 300;
+const RECOVERY_IGNORE_MAX_MS = 2000;
+/** The anchor is lowered only by at least this much (ms), in a quiet moment. */
+const LOWER_STEP_MS = 8;
+/** ...and by at most this much at a time (ms), unless it is this far behind. */
+const MAX_LOWER_MS = 150;
+const FAR_BEHIND_MS = 300;
+/** The anchor rises after this many adjustments in a row found it too small, by at most this much (ms). */
+const RAISE_AFTER = 2;
+const MAX_RAISE_MS = 100;
+/** Quantiles of the lateness the anchor must cover (a later frame is skipped, a later sound is silence). */
+const VIDEO_QUANTILE = 0.9;
+const AUDIO_QUANTILE = 0.95;
+/** A sample louder than this starts a sound (≈ −40 dBFS; the reference renderer's mouth opens at −46). */
+const ONSET_LEVEL = 0.01;
+/** ...after this much silence (ms). */
+const ONSET_QUIET_MS = 120;
+/**
+ * A frame is written when its display time (now + the measured display delay) is at most this much before
+ * it is due: it then lands on the vsync nearest its sound (measured: ±8 ms at 60 Hz, no bias).
+ */
+const PRESENT_EARLY_MS = 2;
+/** A frame due longer ago than this (ms) is not shown. */
+const MAX_LATE_MS = 80;
+/** Samples of each measure kept between two reports. */
+const MAX_SAMPLES = 200;
+
+/**
+ * Whether this browser can play the stream with WebCodecs (decoders, an AudioWorklet, and a way to put
+ * frames in a `<video>`).
+ */
+export function webCodecsSupported() {
+  const g = /** @type {any} */ (globalThis);
+  return typeof g.VideoDecoder === "function" && typeof g.AudioDecoder === "function" &&
+    typeof g.EncodedVideoChunk === "function" && typeof g.EncodedAudioChunk === "function" &&
+    typeof g.AudioWorkletNode === "function" && typeof g.AudioContext === "function" &&
+    (typeof g.MediaStreamTrackGenerator === "function" ||
+      (typeof g.HTMLCanvasElement === "function" && "captureStream" in g.HTMLCanvasElement.prototype));
+}
+
+/**
+ * @typedef {object} SinkEvents
+ * @property {() => void} playing The first frame is shown (or, after a stall, frames flow again).
+ * @property {() => void} buffering Nothing new to show (a stall).
+ * @property {(muted: boolean) => void} muted The sound cannot play until a user gesture (autoplay).
+ * @property {(reason: string) => void} unsupported This browser cannot decode the stream after all.
+ */
+
+/**
+ * @typedef {object} SinkOptions
+ * @property {HTMLVideoElement | null} video Where to show the avatar (null: audio only).
+ * @property {AudioContext} [audioContext]
+ * @property {AudioNode} [audioOutput]
+ * @property {SinkEvents} events
+ */
+
+/** Nearest-rank median of a list (null when empty). */
+const median = (/** @type {number[]} */ xs) => {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+};
+
+/**
+ * A sliding window of (time, value) measures.
+ */
+class Window {
+  /** @type {{ t: number; v: number }[]} */
+  items = [];
+  add(/** @type {number} */ t, /** @type {number} */ v) {
+    this.items.push({ t, v });
+    while (this.items.length && this.items[0].t < t - WINDOW_MS) this.items.shift();
+  }
+  /** The `p` quantile (0–1) of the values measured since `since` (page time), or null. */
+  quantile(/** @type {number} */ p, since = -Infinity) {
+    const s = this.items.filter((x) => x.t >= since).map((x) => x.v).sort((a, b) => a - b);
+    if (!s.length) return null;
+    return s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  }
+  clear() {
+    this.items.length = 0;
+  }
+}
+
+/**
+ * Puts `VideoFrame`s into a `<video>`: a `MediaStreamTrackGenerator`, or a canvas stream.
+ * @param {HTMLVideoElement} video
+ * @param {(muted: boolean) => void} onMuted
+ */
+function createPresenter(video, onMuted) {
+  const g = /** @type {any} */ (globalThis);
+  const play = () => {
+    video.play().catch((err) => {
+      if (err && err.name === "NotAllowedError" && !video.muted) {
+        // Autoplay was refused: start muted (the app can unmute on a click; the sound follows).
+        video.muted = true;
+        onMuted(true);
+        video.play().catch(() => {});
+      }
+    });
+  };
+  if (typeof g.MediaStreamTrackGenerator === "function") {
+    const track = new g.MediaStreamTrackGenerator({ kind: "video" });
+    const writer = track.writable.getWriter();
+    video.srcObject = new MediaStream([track]);
+    play();
+    /** When the write in progress started (page time), or null. */
+    let pendingSince = /** @type {number | null} */ (null);
+    return {
+      /**
+       * Shows the frame (takes it). While the page has not taken the previous one yet, the frame is
+       * dropped and false returned (a write stuck for a second is given up on).
+       */
+      write(/** @type {VideoFrame} */ frame) {
+        const now = performance.now();
+        if (pendingSince !== null && now - pendingSince < 1000) {
+          frame.close();
+          return false;
+        }
+        pendingSince = now;
+        const done = () => pendingSince = null;
+        writer.write(frame).then(done, done);
+        return true;
+      },
+      close() {
+        void writer.close().catch(() => {});
+        track.stop();
+        // The stream ended: the element keeps the last picture and its clock stops.
+        video.pause();
+      },
+    };
+  }
+  const canvas = document.createElement("canvas");
+  const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
+  video.srcObject = canvas.captureStream();
+  play();
+  return {
+    write(/** @type {VideoFrame} */ frame) {
+      if (canvas.width !== frame.displayWidth) canvas.width = frame.displayWidth;
+      if (canvas.height !== frame.displayHeight) canvas.height = frame.displayHeight;
+      ctx.drawImage(frame, 0, 0);
+      frame.close();
+      return true;
+    },
+    close() {
+      const s = /** @type {MediaStream | null} */ (video.srcObject);
+      s?.getTracks().forEach((t) => t.stop());
+      video.pause();
+    },
+  };
+}
+
+/**
+ * The WebCodecs sink of the `websocket_fmp4` player (see the module documentation).
+ * @param {SinkOptions} options
+ */
+export function createWebCodecsSink(options) {
+  const { video, events } = options;
+  /** @type {import("./player_demux.js").InitInfo | null} */
+  let init = null;
+  let framing = "fmp4";
+  /** A connection has said hello (media is expected). */
+  let receiving = false;
+  /** @type {VideoDecoder | null} */
+  let videoDecoder = null;
+  /** @type {AudioDecoder | null} */
+  let audioDecoder = null;
+  /** @type {{ codec: string; description: Uint8Array } | null} */
+  let videoConfig = null;
+  let audioChannels = 1;
+  let needKey = true;
+  /** @type {import("./player_clock.js").AudioClock | null} */
+  let clock = null;
+  /** @type {Promise<void> | null} */
+  let clockReady = null;
+  /** Decoded audio waiting for the clock: [startMs, pcm]. */
+  /** @type {[number, Float32Array][]} */
+  const audioBacklog = [];
+  /** Decoded frames waiting to be shown, by timeline time. */
+  /** @type {VideoFrame[]} */
+  const frames = [];
+  /** @type {ReturnType<typeof createPresenter> | null} */
+  let presenter = null;
+  let closed = false;
+
+  // Clock and latency state (page time, ms).
+  /** Page time of timeline 0 as the server's hello says (one-way delay included). */
+  let skew = /** @type {number | null} */ (null);
+  /** The timeline instant at the latest join (older frames are the join burst). */
+  let joinT = -Infinity;
+  let displayDelay = DEFAULT_DISPLAY_MS;
+  const videoNeed = new Window();
+  const audioNeed = new Window();
+  let lastLower = 0;
+  /** Consecutive adjustments that found the anchor too small. */
+  let raiseWanted = 0;
+  /** Until when the anchor settles (set with the first live frame). */
+  let settleUntil = Infinity;
+  /** Timeline instants where a sound starts after a silence (the mouth opens), and the last loud one. */
+  /** @type {number[]} */
+  const onsets = [];
+  let lastLoud = -Infinity;
+  /**
+   * When frame `f` is due (timeline ms): its instant, or, when a sound starts after a silence within its
+   * half frame either side — the frame that first shows it, the mouth opening — that sound's start, so that
+   * the mouth opens when the sound is heard (a frame covers 40 ms: its instant alone can be 20 ms off).
+   */
+  const dueOf = (/** @type {VideoFrame} */ f) => {
+    const t = f.timestamp / 1000;
+    const half = (f.duration ?? 40000) / 2000;
+    for (const o of onsets) if (o > t - half && o <= t + half) return o;
+    return t;
+  };
+  /** Loudness of recent audio chunks: [startMs, endMs, rms]. */
+  /** @type {[number, number, number][]} */
+  const loudness = [];
+
+  // Stalls.
+  let lastMediaAt = performance.now();
+  let stalled = false;
+  let stallStart = 0;
+  /** Lateness is measured again from then (page time). */
+  let measureFrom = -Infinity;
+  /** @type {number | null} */
+  let recoveringSince = null;
+  let buffering = false;
+
+  // Measures.
+  const counters = {
+    audioDecodedMs: 0,
+    framesDecoded: 0,
+    framesPresented: 0,
+    framesDropped: 0,
+    stalls: 0,
+    stallMs: 0,
+    catchUps: 0,
+    skippedMs: 0,
+    /** @type {number | null} */
+    lastCatchUpMs: null,
+  };
+  /** Counters at the last report. */
+  let reported = { ...counters, underrunMs: 0 };
+  /** @type {number[]} */
+  let latencySamples = [];
+  /** @type {number[]} */
+  let avSamples = [];
+  /** Recent presentation measures for stats(): [pageTime, latency, av]. */
+  /** @type {[number, number, number | null][]} */
+  const recent = [];
+  /** Frames written to the page: timestamp (µs) → page time written, and when it was due (timeline ms). */
+  const written = new Map();
+  let lastPresentedTs = -1;
+  let firstFrameShown = false;
+  /** @type {((at: number) => void) | null} */
+  let firstFrameListener = null;
+  let lastTickAt = 0;
+
+  // ---- clock ----
+
+  const ensureClock = () => {
+    clockReady ??= createAudioClock({ context: options.audioContext, output: options.audioOutput }).then(
+      (c) => {
+        if (closed) {
+          c.close();
+          return;
+        }
+        clock = c;
+        applyVolume();
+        events.muted(!c.running());
+        for (const [t, pcm] of audioBacklog.splice(0)) pushAudio(t, pcm);
+      },
+      (err) => events.unsupported(`the audio clock could not start: ${err}`),
+    );
+  };
+
+  const applyVolume = () => {
+    if (clock && video) clock.setVolume(video.volume, video.muted);
+  };
+  const onVolume = () => {
+    applyVolume();
+    // Unmuting (a click) is the user gesture a suspended context needs.
+    if (clock && video && !video.muted && !clock.running()) {
+      void clock.resume().then((running) => events.muted(!running));
+    }
+  };
+  video?.addEventListener("volumechange", onVolume);
+
+  /** The anchor, once set. */
+  const anchor = () => clock?.anchor() ?? null;
+
+  /** Sets the anchor from the lateness measured so far (first time, or when more is needed). */
+  const adjustAnchor = (/** @type {number} */ now) => {
+    if (!clock) return;
+    const settling = now < settleUntil;
+    // While settling, the last moments only; afterwards nothing from the (busy) start-up.
+    const since = settling ? now - SETTLE_WINDOW_MS : settleUntil - SETTLE_WINDOW_MS;
+    const v = videoNeed.quantile(VIDEO_QUANTILE, since);
+    const a = audioNeed.quantile(AUDIO_QUANTILE, since);
+    const parts = [];
+    if (v !== null) parts.push(v + displayDelay);
+    if (a !== null) parts.push(a + clock.renderAheadMs());
+    if (!parts.length) return;
+    const target = Math.max(...parts) + GUARD_MS;
+    const current = anchor();
+    if (current === null) {
+      clock.setAnchor(target, true);
+      return;
+    }
+    if (target > current + 1) {
+      // Media comes later than the anchor allows. A moment of it (the page or the network busy) is
+      // skipped like a stall; if it lasts, play later (silence is inserted), by steps.
+      raiseWanted++;
+      if (settling || raiseWanted >= RAISE_AFTER) {
+        const next = Math.min(target, current + MAX_RAISE_MS);
+        clock.setAnchor(next, next - current > 12);
+      }
+      return;
+    }
+    raiseWanted = 0;
+    if (target < current - LOWER_STEP_MS) {
+      // Room to spare: lower it — while settling at once; later where the sound is quiet (the skip is
+      // not heard), by steps, or at once when far behind (catching up beats waiting for a pause).
+      const excess = current - target - 2;
+      const step = settling ? excess : Math.min(excess, MAX_LOWER_MS);
+      const from = clock.now();
+      const far = excess > FAR_BEHIND_MS;
+      if (settling || far || (now - lastLower > 500 && quiet(from, from + step + 20))) {
+        clock.setAnchor(current - step, true);
+        if (!settling) counters.skippedMs += step;
+        lastLower = now;
+      }
+    }
+  };
+
+  /** Whether the decoded audio in [from, to) (timeline ms) is quiet (or absent). */
+  const quiet = (/** @type {number} */ from, /** @type {number} */ to) => {
+    for (const [s, e, rms] of loudness) if (e > from && s < to && rms > 0.01) return false;
+    return true;
+  };
+
+  // ---- decoding ----
+
+  const setupDecoders = () => {
+    if (!init && !videoConfig) return;
+    const vc = videoConfig ??
+      (init ? { codec: init.video.codec, description: init.video.description } : null);
+    if (!vc) return;
+    try {
+      audioDecoder?.close();
+    } catch { /* closed */ }
+    try {
+      videoDecoder?.close();
+    } catch { /* closed */ }
+    audioDecoder = new AudioDecoder({
+      output: onAudioData,
+      error: (e) => {
+        audioDecoder = null;
+        console.warn("avatar player: audio decoder error", e);
+        setupAudioDecoder();
+      },
+    });
+    setupAudioDecoder();
+    if (video) {
+      videoDecoder = new VideoDecoder({
+        output: onVideoFrame,
+        error: (e) => {
+          console.warn("avatar player: video decoder error", e);
+          videoDecoder = null;
+          if (!closed) events.unsupported(`the video decoder failed: ${e}`);
+        },
+      });
+      activeVideoConfig = vc;
+      configureVideo();
+      needKey = true;
+    }
+  };
+
+  /** @type {{ codec: string; description: Uint8Array } | null} */
+  let activeVideoConfig = null;
+  const configureVideo = () => {
+    if (!videoDecoder || !activeVideoConfig) return;
+    videoDecoder.configure({
+      codec: activeVideoConfig.codec,
+      description: activeVideoConfig.description,
+      optimizeForLatency: true,
+    });
+  };
+
+  const setupAudioDecoder = () => {
+    if (closed) return;
+    if (!audioDecoder) {
+      audioDecoder = new AudioDecoder({
+        output: onAudioData,
+        error: () => {
+          audioDecoder = null;
+        },
+      });
+    }
+    audioDecoder.configure({ codec: "opus", sampleRate: 48000, numberOfChannels: audioChannels });
+  };
+
+  /** @param {AudioData} data */
+  function onAudioData(data) {
+    if (closed) {
+      data.close();
+      return;
+    }
+    const n = data.numberOfFrames;
+    const pcm = new Float32Array(n);
+    data.copyTo(pcm, { planeIndex: 0, format: "f32-planar" });
+    if (data.numberOfChannels > 1) {
+      const other = new Float32Array(n);
+      data.copyTo(other, { planeIndex: 1, format: "f32-planar" });
+      for (let i = 0; i < n; i++) pcm[i] = (pcm[i] + other[i]) / 2;
+    }
+    const t = data.timestamp / 1000;
+    const rate = data.sampleRate;
+    data.close();
+    counters.audioDecodedMs += n * 1000 / rate;
+    let sum = 0;
+    for (let i = 0; i < n; i++) {
+      const x = pcm[i];
+      sum += x * x;
+      if (x > ONSET_LEVEL || x < -ONSET_LEVEL) {
+        const at = t + i * 1000 / rate;
+        // A sound after a silence: the picture that shows it is shown when it is heard.
+        if (at - lastLoud > ONSET_QUIET_MS) {
+          onsets.push(at);
+          if (onsets.length > 32) onsets.shift();
+        }
+        lastLoud = at;
+      }
+    }
+    loudness.push([t, t + n * 1000 / rate, Math.sqrt(sum / Math.max(1, n))]);
+    if (loudness.length > 300) loudness.shift();
+    if (!clock) {
+      audioBacklog.push([t, pcm]);
+      if (audioBacklog.length > 200) audioBacklog.shift();
+      return;
+    }
+    pushAudio(t, pcm);
+  }
+
+  const pushAudio = (/** @type {number} */ t, /** @type {Float32Array} */ pcm) => {
+    const c = /** @type {import("./player_clock.js").AudioClock} */ (clock);
+    const a = anchor();
+    // Audio already past is skipped (never played late).
+    if (a !== null && t + pcm.length / 48 < c.now()) {
+      // (skipped media is counted on the sound, which is continuous)
+      counters.skippedMs += pcm.length / 48;
+      return;
+    }
+    c.push(t, pcm);
+  };
+
+  /** @param {VideoFrame} frame */
+  function onVideoFrame(frame) {
+    if (closed) {
+      frame.close();
+      return;
+    }
+    counters.framesDecoded++;
+    const now = performance.now();
+    const t = frame.timestamp / 1000;
+    if (t >= joinT - 60 && now >= measureFrom) videoNeed.add(now, now - t);
+    if (t >= joinT - 60 && settleUntil === Infinity) settleUntil = now + SETTLE_MS;
+    if (anchor() === null && t >= joinT - 60) adjustAnchor(now);
+    // Keep them in order (they come in order; a reconnect may repeat a few).
+    if (frames.length && frames[frames.length - 1].timestamp >= frame.timestamp) {
+      frame.close();
+      return;
+    }
+    frames.push(frame);
+    if (frames.length > 50) {
+      /** @type {VideoFrame} */ (frames.shift()).close();
+      counters.framesDropped++;
+    }
+    present();
+  }
+
+  /** @param {import("./player_demux.js").DemuxedSegment} seg @param {number} arrivedAt */
+  const decode = (seg, arrivedAt) => {
+    for (const s of seg.samples) {
+      if (seg.kind === "video") {
+        if (!videoDecoder || videoDecoder.state !== "configured") continue;
+        if (needKey && !s.key) continue;
+        needKey = false;
+        if (s.key && recoveringSince !== null && videoDecoder.decodeQueueSize > 2) {
+          // Catching up after a stall with frames still to decode: they are past; start again here.
+          videoDecoder.reset();
+          configureVideo();
+        }
+        videoDecoder.decode(
+          new EncodedVideoChunk({
+            type: s.key ? "key" : "delta",
+            timestamp: Math.round(s.time * 1000),
+            duration: Math.round(s.duration * 1000),
+            data: s.data,
+          }),
+        );
+      } else {
+        if (!audioDecoder || audioDecoder.state !== "configured") continue;
+        // Sound from before the join (the start of the GOP) is past: not worth decoding.
+        if (s.time + s.duration < joinT - 60) continue;
+        if (s.time >= joinT - 60 && arrivedAt >= measureFrom) {
+          audioNeed.add(arrivedAt, arrivedAt - s.time);
+        }
+        audioDecoder.decode(
+          new EncodedAudioChunk({
+            type: "key",
+            timestamp: Math.round(s.time * 1000),
+            duration: Math.round(s.duration * 1000),
+            data: s.data,
+          }),
+        );
+      }
+    }
+  };
+
+  // ---- presenting ----
+
+  const present = () => {
+    if (closed || !video || !frames.length) return;
+    presenter ??= createPresenter(video, events.muted);
+    const a = anchor();
+    const c = clock;
+    /** @type {VideoFrame | null} */
+    let pick = null;
+    if (a === null || !c || !firstFrameShown) {
+      // Before the clock runs (the join burst): the newest decoded frame, at once.
+      pick = /** @type {VideoFrame} */ (frames.pop());
+      for (const f of frames.splice(0)) f.close();
+    } else {
+      const t = c.now() + displayDelay;
+      let i = -1;
+      for (let k = 0; k < frames.length; k++) {
+        if (dueOf(frames[k]) <= t + PRESENT_EARLY_MS) i = k;
+        else break;
+      }
+      if (i < 0) return;
+      const late = frames.splice(0, i);
+      for (const f of late) {
+        if (f.timestamp > lastPresentedTs) {
+          counters.framesDropped++;
+        }
+        f.close();
+      }
+      pick = /** @type {VideoFrame} */ (frames.shift());
+      if (pick.timestamp / 1000 < t - MAX_LATE_MS) {
+        // Too late to show (the page was busy, or a backlog is being decoded): skipped, never shown late.
+        counters.framesDropped++;
+        pick.close();
+        return;
+      }
+    }
+    if (!pick) return;
+    const ts = pick.timestamp;
+    const now = performance.now();
+    if (ts <= lastPresentedTs) {
+      pick.close();
+      return;
+    }
+    const due = dueOf(pick);
+    if (!presenter.write(pick)) return;
+    lastPresentedTs = ts;
+    counters.framesPresented++;
+    written.set(ts, { at: now, due });
+    if (written.size > 100) written.delete(written.keys().next().value);
+    if (recoveringSince !== null && a !== null && c && ts / 1000 + a >= now - 40) {
+      // On time again after a stall.
+      counters.catchUps++;
+      counters.lastCatchUpMs = Math.round(now - recoveringSince);
+      recoveringSince = null;
+      measureFrom = Math.min(measureFrom, now + RECOVERY_IGNORE_MS);
+    }
+    if (buffering && firstFrameShown) {
+      buffering = false;
+      events.playing();
+    }
+    if (!firstFrameShown) {
+      firstFrameShown = true;
+      // The sound starts up once the first picture is out (its start-up would hold the first picture back).
+      setTimeout(ensureClock, 0);
+      // Without requestVideoFrameCallback, the first frame counts as shown now.
+      if (typeof (/** @type {any} */ (video)).requestVideoFrameCallback !== "function") {
+        firstFrameListener?.(now);
+      }
+    }
+  };
+
+  /** Measures each displayed frame: when it was shown, how late, against its sound. */
+  const watchFrames = () => {
+    const v = /** @type {any} */ (video);
+    if (!v || typeof v.requestVideoFrameCallback !== "function") return;
+    /** @param {number} _now @param {any} md */
+    const onFrame = (_now, md) => {
+      if (closed) return;
+      const shownAt = md.expectedDisplayTime ?? md.presentationTime ?? performance.now();
+      const ts = Math.round((md.mediaTime ?? NaN) * 1e6);
+      const w = written.get(ts);
+      if (w !== undefined) {
+        const d = shownAt - w.at;
+        if (d >= 0 && d < 200) displayDelay = displayDelay * 0.9 + d * 0.1;
+        const t = ts / 1000;
+        const latency = skew === null ? null : shownAt - (t + skew);
+        const heard = clock && anchor() !== null && clock.running() ? clock.heardAt(w.due) : null;
+        const av = heard === null ? null : shownAt - heard;
+        if (latency !== null && latency > -1000 && latency < 60000) {
+          if (latencySamples.length < MAX_SAMPLES) latencySamples.push(Math.round(latency * 10) / 10);
+          if (av !== null && avSamples.length < MAX_SAMPLES) avSamples.push(Math.round(av * 10) / 10);
+          recent.push([shownAt, latency, av]);
+          if (recent.length > 75) recent.shift();
+        }
+        if (firstFrameListener) {
+          const l = firstFrameListener;
+          firstFrameListener = null;
+          l(shownAt);
+        }
+      }
+      v.requestVideoFrameCallback(onFrame);
+    };
+    v.requestVideoFrameCallback(onFrame);
+  };
+
+  /** Runs every animation frame (and on a timer when the page is hidden): stalls, anchor, presentation. */
+  const tick = () => {
+    if (closed) return;
+    const now = performance.now();
+    lastTickAt = now;
+    if (!stalled && receiving && now - lastMediaAt > STALL_MS) {
+      stalled = true;
+      stallStart = lastMediaAt;
+    }
+    if (stalled && !buffering && firstFrameShown && (!frames.length)) {
+      buffering = true;
+      events.buffering();
+    }
+    adjustAnchorThrottled(now);
+    present();
+  };
+  let lastAdjust = 0;
+  const adjustAnchorThrottled = (/** @type {number} */ now) => {
+    if (now - lastAdjust < (now < settleUntil ? 100 : 250) || anchor() === null) return;
+    lastAdjust = now;
+    adjustAnchor(now);
+  };
+  /** @type {number} */
+  let raf = 0;
+  const loop = () => {
+    tick();
+    if (!closed) raf = requestAnimationFrame(loop);
+  };
+  if (typeof requestAnimationFrame === "function") raf = requestAnimationFrame(loop);
+  // The picture's way into the element starts up while the socket connects (after it was opened); the
+  // sound (context, worklet: tens of milliseconds of the page's time) once the first picture is out, or now
+  // without a picture.
+  setTimeout(() => {
+    if (closed) return;
+    if (video) presenter ??= createPresenter(video, events.muted);
+    else ensureClock();
+  }, 0);
+  const housekeeping = setInterval(() => {
+    if (performance.now() - lastTickAt > 60) tick();
+  }, 50);
+  watchFrames();
+
+  // ---- the sink's interface ----
+
+  return {
+    /** @type {"webcodecs"} */
+    playback: /** @type {"webcodecs"} */ ("webcodecs"),
+    /** Subprotocols offered before `avatar-media.v0`. */
+    subprotocols: [FRAMES_SUBPROTOCOL],
+    /**
+     * A connection said hello. `protocol` is the subprotocol the service selected.
+     * @param {any} msg
+     * @param {string} protocol
+     * @param {number} arrivedAt
+     */
+    hello(msg, protocol, arrivedAt) {
+      framing = protocol === FRAMES_SUBPROTOCOL ? "frames" : "fmp4";
+      if (typeof msg.timeline_ms === "number") {
+        // A first estimate (the hello's delivery delay included) until `clock_sync` answers.
+        skew ??= arrivedAt - msg.timeline_ms;
+        joinT = msg.timeline_ms;
+      }
+      lastMediaAt = arrivedAt;
+      receiving = true;
+      needKey = true;
+      // (with a picture, the sound starts up once the first frame is out)
+      if (!video || firstFrameShown) ensureClock();
+      if (framing === "frames") {
+        const v = msg.codecs?.video;
+        const a = msg.codecs?.audio;
+        if (!v?.codec || !v?.description) {
+          events.unsupported("the service's hello has no codec configuration");
+          return;
+        }
+        const next = { codec: String(v.codec), description: fromBase64(String(v.description)) };
+        audioChannels = Number(a?.channels) || 1;
+        if (
+          !videoConfig || videoConfig.codec !== next.codec ||
+          !sameBytes(videoConfig.description, next.description)
+        ) {
+          videoConfig = next;
+          setupDecoders();
+        }
+      }
+    },
+    /**
+     * A binary message of the stream.
+     * @param {ArrayBuffer} data
+     * @param {number} arrivedAt
+     */
+    media(data, arrivedAt) {
+      if (closed) return;
+      const buf = new Uint8Array(data);
+      if (stalled) {
+        // Media again after a stall: what is past is skipped from here on (never played late).
+        stalled = false;
+        counters.stalls++;
+        counters.stallMs += Math.round(arrivedAt - stallStart);
+        measureFrom = arrivedAt + RECOVERY_IGNORE_MAX_MS;
+        recoveringSince = arrivedAt;
+      }
+      lastMediaAt = arrivedAt;
+      try {
+        if (framing === "frames") {
+          decode(parseFrame(buf), arrivedAt);
+        } else if (!init || isInitSegment(buf)) {
+          const next = parseInitSegment(buf);
+          const changed = !init || !sameBytes(init.video.description, next.video.description);
+          init = next;
+          audioChannels = next.audio.channels;
+          if (changed) setupDecoders();
+        } else {
+          decode(parseMediaSegment(buf, init), arrivedAt);
+        }
+      } catch (err) {
+        console.warn("avatar player: unreadable media message", err);
+      }
+    },
+    /** Barge-in: the little buffered speech plays out (the anchor is a few tens of ms). */
+    interrupt() {},
+    /** The connection dropped (a reconnect follows). */
+    disconnected() {},
+    /** The page time of timeline 0, from the clock exchanges. */
+    clockOffset(/** @type {number} */ offset) {
+      skew = offset;
+    },
+    /** Resolves `cb` with the page time the first frame was shown. */
+    onFirstFrame(/** @type {(at: number) => void} */ cb) {
+      firstFrameListener = cb;
+    },
+    /** Counters and current figures for `stats()`. */
+    stats() {
+      const now = performance.now();
+      const window = recent.filter((r) => r[0] > now - 2000);
+      const lat = median(window.map((r) => r[1]));
+      const av = median(window.flatMap((r) => (r[2] === null ? [] : [r[2]])));
+      const a = clock?.stats();
+      return {
+        framesDecoded: counters.framesDecoded,
+        framesDropped: counters.framesDropped,
+        latencyMs: lat === null ? 0 : Math.round(lat),
+        avOffsetMs: av === null ? null : Math.round(av * 10) / 10,
+        stalls: counters.stalls,
+        catchUps: counters.catchUps,
+        lastCatchUpMs: counters.lastCatchUpMs,
+        skippedMs: Math.round(counters.skippedMs),
+        audioUnderrunMs: Math.round(a?.underrunMs ?? 0),
+        audioDecodedMs: Math.round(counters.audioDecodedMs),
+        anchorMs: skew === null || anchor() === null
+          ? null
+          : Math.round(/** @type {number} */ (anchor()) - skew),
+      };
+    },
+    /** What was measured since the last call, for the service (`player_stats`). */
+    report() {
+      const under = clock?.stats().underrunMs ?? 0;
+      const out = {
+        frame_latency_ms: latencySamples,
+        av_offset_ms: avSamples,
+        presented_frames: counters.framesPresented - reported.framesPresented,
+        dropped_frames: counters.framesDropped - reported.framesDropped,
+        stalls: counters.stalls - reported.stalls,
+        stall_ms: counters.stallMs - reported.stallMs,
+        catch_ups: counters.catchUps - reported.catchUps,
+        skipped_ms: Math.round(counters.skippedMs - reported.skippedMs),
+        catch_up_ms: counters.catchUps > reported.catchUps ? counters.lastCatchUpMs : null,
+        audio_underrun_ms: Math.round(under - reported.underrunMs),
+      };
+      reported = { ...counters, underrunMs: under };
+      latencySamples = [];
+      avSamples = [];
+      return out;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      if (raf) cancelAnimationFrame(raf);
+      clearInterval(housekeeping);
+      video?.removeEventListener("volumechange", onVolume);
+      for (const f of frames.splice(0)) f.close();
+      for (const d of [videoDecoder, audioDecoder]) {
+        try {
+          d?.close();
+        } catch { /* closed */ }
+      }
+      presenter?.close();
+      clock?.close();
+    },
+  };
+}
+
+/** Whether a binary message is an init segment (starts with `ftyp`). */
+function isInitSegment(/** @type {Uint8Array} */ b) {
+  return b.length > 8 && b[4] === 0x66 && b[5] === 0x74 && b[6] === 0x79 && b[7] === 0x70;
+}
+
+function sameBytes(/** @type {Uint8Array} */ a, /** @type {Uint8Array} */ b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
