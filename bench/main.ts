@@ -12,6 +12,8 @@
  * 3. Capacity: how many concurrent sessions (default 512×512 at 25 fps, each watched by a client and
  *    talking half of the time) the service sustains on one core, pinned with `taskset` together with its
  *    ffmpeg children, with no dropped frame; CPU and memory per session.
+ * 3b. The same capacity with video-free clients (`video=0`: audio and the animation track, no encoder;
+ *    `video_free.ts`): CPU and RSS per session, audio underruns and late animation messages at the clients.
  * 4. `webrtc_sfu` beside `websocket_fmp4` in Chromium through a real Janus (`bench/webrtc.ts`): connect →
  *    first frame, engine chunk → browser audio, glass-to-glass frame latency, sessions per core with Janus.
  *
@@ -25,10 +27,12 @@
  */
 import { parseArgs } from "node:util";
 import { generateEngineTls } from "../engine/mod.ts";
-import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
+import { startBenchEngine, wallNow } from "./engine.ts";
 import { readSegment } from "../testing/media.ts";
 import { benchVendors, vendorTable } from "./vendors.ts";
 import { benchWebRtc, webrtcTable } from "./webrtc.ts";
+import { coreTicks, createSession, endSession, startServiceProcess, treeUsage } from "./service_child.ts";
+import { benchVideoFree, videoFreeTable } from "./video_free.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -41,7 +45,6 @@ const args = parseArgs({
   },
 }).values;
 
-const CLK_TCK = 100;
 const nproc = navigator.hardwareConcurrency;
 const core = Number(args.core ?? nproc - 1);
 const quick = args.quick!;
@@ -63,47 +66,6 @@ async function run(cmd: string, cmdArgs: string[]): Promise<string> {
   } catch {
     return "";
   }
-}
-
-/** CPU seconds and RSS of a process and its direct children (the service and its ffmpeg processes). */
-function treeUsage(
-  pid: number,
-): { cpuS: number; rssKb: number; procs: number; byKind: Record<string, number> } {
-  const pids = [pid];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === pid) pids.push(Number(e.name));
-    } catch { /* gone */ }
-  }
-  let ticks = 0, rss = 0, procs = 0;
-  const byKind: Record<string, number> = { service: 0, video_encoders: 0, audio_encoders: 0 };
-  for (const p of pids) {
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${p}/stat`);
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const t = Number(f[11]) + Number(f[12]);
-      ticks += t;
-      const cmd = Deno.readTextFileSync(`/proc/${p}/cmdline`);
-      const kind = p === pid ? "service" : cmd.includes("libx264") ? "video_encoders" : "audio_encoders";
-      byKind[kind] += t / CLK_TCK;
-      const status = Deno.readTextFileSync(`/proc/${p}/status`);
-      rss += Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0);
-      procs++;
-    } catch { /* gone */ }
-  }
-  return { cpuS: ticks / CLK_TCK, rssKb: rss, procs, byKind };
-}
-
-/** Busy and total jiffies of one core (from /proc/stat). */
-function coreTicks(c: number): { busy: number; total: number } {
-  const line = Deno.readTextFileSync("/proc/stat").split("\n").find((l) => l.startsWith(`cpu${c} `))!;
-  const v = line.trim().split(/\s+/).slice(1).map(Number);
-  const idle = v[3] + v[4];
-  const total = v.reduce((a, b) => a + b, 0);
-  return { busy: total - idle, total };
 }
 
 /** A received media fragment: what `readSegment` reads, with its arrival time and summed duration. */
@@ -159,89 +121,6 @@ class Client {
   }
 }
 
-interface Service {
-  url: string;
-  apiKey: string;
-  pid: number;
-  child: Deno.ChildProcess;
-}
-
-async function startServiceProcess(caFile: string, dir: string): Promise<Service> {
-  const script = new URL("./service.ts", import.meta.url).pathname;
-  const child = new Deno.Command("taskset", {
-    args: [
-      "-c",
-      String(core),
-      Deno.execPath(),
-      "run",
-      "-A",
-      ...(Deno.env.get("BENCH_V8_PROF") ? ["--v8-flags=--prof"] : []),
-      script,
-    ],
-    env: {
-      PORT: "0",
-      SVC_KV: `${dir}/svc.kv`,
-      SVC_REFERENCE_ENGINE: "false",
-      SVC_ENGINE_CA_FILE: caFile,
-      SVC_RENDER_CAPACITY: "500",
-      SVC_MAX_CONCURRENT_SESSIONS: "1000",
-      SVC_RATE_LIMIT_PER_MINUTE: "1000000",
-      SVC_RATE_LIMIT_BURST: "100000",
-      SVC_DEMO_PAGE: "false",
-      SVC_LOG_LEVEL: "warn",
-    },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  // Log lines may come first: the ready line is the one with the API key.
-  let text = "";
-  let info: { url: string; api_key: string; pid: number } | null = null;
-  while (!info) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("the service process exited before it was ready");
-    text += value;
-    for (const line of text.split("\n").slice(0, -1)) {
-      if (line.includes('"api_key"')) info = JSON.parse(line);
-    }
-  }
-  reader.releaseLock();
-  void child.stdout.cancel().catch(() => {});
-  return { url: info.url, apiKey: info.api_key, pid: info.pid, child };
-}
-
-async function createSession(svc: Service, engine: BenchEngine) {
-  const t = wallNow();
-  const res = await fetch(`${svc.url}/v1/sessions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${svc.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      provider_type: "external_engine",
-      provider_config: {
-        external_engine: { url: engine.url, auth_headers: { Authorization: "Bearer bench" } },
-      },
-    }),
-  });
-  const body = await res.json();
-  if (res.status !== 200) throw new Error(`create: ${res.status} ${JSON.stringify(body)}`);
-  const path = new URL(body.stream_metadata.media_url).pathname;
-  return {
-    id: body.session_id as string,
-    token: body.client_token as string,
-    wsUrl: `${svc.url.replace("http", "ws")}${path}`,
-    createMs: wallNow() - t,
-  };
-}
-
-async function endSession(svc: Service, id: string) {
-  const res = await fetch(`${svc.url}/v1/sessions/${id}/end?force=true`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${svc.apiKey}` },
-  });
-  await res.body?.cancel();
-}
-
 async function decodeAudio(bytes: Uint8Array[], dir: string): Promise<Int16Array> {
   const total = bytes.reduce((n, b) => n + b.length, 0);
   const all = new Uint8Array(total);
@@ -292,7 +171,7 @@ if (nproc > 1) {
   await run("taskset", ["-a", "-p", "-c", others, String(Deno.pid)]);
 }
 const engine = startBenchEngine(tls);
-const svc = await startServiceProcess(caFile, dir);
+const svc = await startServiceProcess(caFile, dir, core);
 const facts = {
   command: `deno task bench ${Deno.args.join(" ")}`.trim(),
   started_at: started.toISOString(),
@@ -302,7 +181,7 @@ const facts = {
   load_average_before: (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" "),
   deno: Deno.version.deno,
   ffmpeg: (await run("ffmpeg", ["-hide_banner", "-version"])).split("\n")[0],
-  format: "512x512 @ 25 fps, H.264 (x264 ultrafast, zerolatency, 1 thread) + Opus 32 kb/s, fMP4",
+  format: "512x512 @ 25 fps, H.264 (x264 ultrafast, zerolatency, 1 thread) + Opus 24 kb/s (in process), fMP4",
 };
 console.log(`bench: service pid ${svc.pid} pinned to core ${core}; bench on the other cores`);
 
@@ -488,6 +367,9 @@ try {
     steps,
   };
 
+  // ---- 3b. capacity on one core, video-free clients (its own service process, same core) ----
+  results.capacity_one_core_video_free = await benchVideoFree({ caFile, dir, core, engine, quick });
+
   // ---- 4. webrtc_sfu beside websocket_fmp4 (its own service process and Janus, same core) ----
   results.webrtc = await benchWebRtc({ tls, dir, quick, core });
 
@@ -517,6 +399,9 @@ try {
     );
   }
   console.log(`\nsustained on one core with no dropped frame: ${sustained} sessions`);
+  console.log(
+    `\n${videoFreeTable(results.capacity_one_core_video_free as Awaited<ReturnType<typeof benchVideoFree>>)}`,
+  );
   console.log(`\n${webrtcTable(results.webrtc as Awaited<ReturnType<typeof benchWebRtc>>)}`);
 } finally {
   (results.facts as Record<string, unknown>).load_average_after = (await Deno.readTextFile("/proc/loadavg"))

@@ -83,8 +83,15 @@ export interface StreamMetadata {
 
 /** Options of {@link createPlayer}. */
 export interface CreatePlayerOptions {
-  /** The element to play in. */
-  video: HTMLVideoElement;
+  /** The element to play in (required unless `canvas` is given). */
+  video?: HTMLVideoElement;
+  /**
+   * Video-free (`websocket_fmp4` sessions, WebCodecs): no video is sent; the player plays the sound and
+   * draws the avatar on this canvas from the service's art and the animation track, in step with the
+   * sound. Its width and height are the drawing's pixel size; the `transparent` background leaves the page
+   * visible around the avatar. `state: "playing"` once the first picture is drawn.
+   */
+  canvas?: HTMLCanvasElement;
   /**
    * The session's `stream_metadata`: the player picks the transport from it (`sfu_endpoint` set:
    * WebRTC through the SFU; otherwise fMP4 over `media_url`). Give this or `mediaUrl`.

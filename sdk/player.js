@@ -42,6 +42,11 @@
 /** Subprotocol of the media WebSocket. */
 export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
 
+/**
+ * Video-free: how long after a `requestAnimationFrame` callback its canvas drawing is on screen (one refresh
+ * at 60 Hz; an estimate, not measured per page as the video path's display delay is).
+ */
+const CANVAS_DISPLAY_MS = 16;
 /** Media Source Extensions: the playback rate while catching up with the latency target (pitch kept). */
 const CATCH_UP_RATE = 1.08;
 
@@ -51,6 +56,7 @@ const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 import { createWebRtcPlayer } from "./player_webrtc.js";
 import { createToolCalls } from "./tool_calls.js";
 import { createWebCodecsSink, webCodecsSupported } from "./player_webcodecs.js";
+import { createAvatarDrawer } from "./avatar_canvas.js";
 import { createClockSync, startReporting } from "./player_report.js";
 
 /**
@@ -89,7 +95,12 @@ import { createClockSync, startReporting } from "./player_report.js";
 
 /**
  * @typedef {object} CreatePlayerOptions
- * @property {HTMLVideoElement} video The element to play in.
+ * @property {HTMLVideoElement} [video] The element to play in (required unless `canvas` is given).
+ * @property {HTMLCanvasElement} [canvas] Video-free (`websocket_fmp4` sessions, WebCodecs): no video is
+ *   sent; the player plays the sound and draws the avatar on this canvas from the service's art and the
+ *   animation track, in step with the sound (docs/media-plane.md#video-free-clients). Its width and
+ *   height are the drawing's pixel size; the `transparent` background leaves the page visible around the
+ *   avatar. `state: "playing"` once the first picture is drawn.
  * @property {StreamMetadata} [streamMetadata] The session's `stream_metadata` (either transport); or `mediaUrl`.
  * @property {string} [mediaUrl] `stream_metadata.media_url` of a `websocket_fmp4` session.
  * @property {string} clientToken `client_token` of the session (valid 5 minutes, needed to connect).
@@ -166,7 +177,12 @@ function checkOptions(options) {
     throw new TypeError("createPlayer: options must be an object");
   }
   const video = /** @type {unknown} */ (options.video);
-  if (!video || typeof video !== "object" || typeof (/** @type {any} */ (video)).play !== "function") {
+  const canvas = /** @type {unknown} */ (options.canvas);
+  if (canvas !== undefined) {
+    if (!canvas || typeof (/** @type {any} */ (canvas)).getContext !== "function") {
+      throw new TypeError("createPlayer: canvas must be a <canvas> element");
+    }
+  } else if (!video || typeof video !== "object" || typeof (/** @type {any} */ (video)).play !== "function") {
     throw new TypeError("createPlayer: video must be a <video> element");
   }
   const mediaUrl = options.mediaUrl ?? options.streamMetadata?.media_url;
@@ -233,7 +249,10 @@ function refreshProblem(fresh) {
  * @returns {AvatarPlayer}
  */
 function createFmp4Player(options) {
-  const video = options.video;
+  const canvas = options.canvas ?? null;
+  /** Video-free: the sound and the animation track; the avatar drawn on `canvas`. */
+  const videoFree = canvas !== null;
+  const video = /** @type {HTMLVideoElement} */ (videoFree ? null : options.video);
   const maxReconnects = options.maxReconnects ?? 5;
   const started = performance.now();
   let mediaUrl = /** @type {string} */ (options.mediaUrl ?? options.streamMetadata?.media_url);
@@ -298,6 +317,10 @@ function createFmp4Player(options) {
       if (!closed && current.muted !== muted) setState({ muted });
     },
     unsupported: (/** @type {string} */ reason) => {
+      if (videoFree) {
+        fail(`video-free playback needs WebCodecs: ${reason}`);
+        return;
+      }
       // WebCodecs cannot play this stream here after all: Media Source Extensions instead.
       if (closed || sink.playback !== "webcodecs") return;
       console.warn(`avatar player: ${reason}; playing through Media Source Extensions`);
@@ -323,12 +346,12 @@ function createFmp4Player(options) {
     }
   };
 
-  const useWebCodecs = options.playback === "webcodecs" ||
+  const useWebCodecs = videoFree || options.playback === "webcodecs" ||
     (options.playback !== "mse" && webCodecsSupported());
   /** @type {MediaSink} */
   let sink = useWebCodecs
     ? createWebCodecsSink({
-      video,
+      video: videoFree ? null : video,
       audioContext: options.audioContext,
       audioOutput: options.audioOutput,
       events: sinkEvents,
@@ -336,7 +359,23 @@ function createFmp4Player(options) {
     : createMseSink({ video, events: sinkEvents, options });
   sink.onFirstFrame(onFirstFrame);
   const onVideoPlaying = () => sinkEvents.playing();
-  video.addEventListener("playing", onVideoPlaying);
+  video?.addEventListener("playing", onVideoPlaying);
+  /** Video-free: the avatar drawn at the instant the sound is heard, 25 times a second. */
+  const avatar = videoFree
+    ? createAvatarDrawer({ canvas: /** @type {HTMLCanvasElement} */ (canvas), origin: httpOrigin(mediaUrl) })
+    : null;
+  let drawRaf = 0;
+  const drawLoop = () => {
+    if (closed || !avatar) return;
+    const t = sink.timelineNow?.() ?? null;
+    // A canvas drawn now is on screen about one refresh later: draw the instant heard then.
+    if (t !== null && connected && avatar.draw(t + CANVAS_DISPLAY_MS) && firstFrameAt === null) {
+      onFirstFrame(performance.now());
+      sinkEvents.playing();
+    }
+    drawRaf = requestAnimationFrame(drawLoop);
+  };
+  if (avatar) drawRaf = requestAnimationFrame(drawLoop);
 
   /**
    * @param {string} reason
@@ -350,7 +389,8 @@ function createFmp4Player(options) {
 
   const connect = () => {
     if (closed) return;
-    const socket = new WebSocket(mediaUrl, [...sink.subprotocols, MEDIA_SUBPROTOCOL, `bearer.${token}`]);
+    const url = videoFree ? `${mediaUrl}${mediaUrl.includes("?") ? "&" : "?"}video=0` : mediaUrl;
+    const socket = new WebSocket(url, [...sink.subprotocols, MEDIA_SUBPROTOCOL, `bearer.${token}`]);
     socket.binaryType = "arraybuffer";
     ws = socket;
     connectAt = performance.now();
@@ -396,16 +436,25 @@ function createFmp4Player(options) {
         sink.hello(msg, socket.protocol, arrivedAt);
         clockSync.start();
         if (closed) return;
+        if (avatar && msg.animation) avatar.configure(msg.animation);
         // Connected (again): the stale close reason goes. `playing` comes from the element itself; after a
         // reconnection the element may still be playing what it had.
-        const playingNow = !video.paused && video.readyState >= 3 && current.ttffMs !== null;
+        const playingNow = video
+          ? !video.paused && video.readyState >= 3 && current.ttffMs !== null
+          : current.state === "playing" || (avatar !== null && current.ttffMs !== null);
         setState({ state: playingNow ? "playing" : "buffering", reason: undefined, closeCode: undefined });
         if (micWanted && !mic) void startMic();
         break;
       }
       case "interrupt":
-        // Barge-in: skip the avatar speech that is already buffered.
+        // Barge-in: skip the avatar speech that is already buffered (and the visemes after its cut).
         sink.interrupt();
+        if (avatar && typeof msg.t_ms === "number") avatar.interrupt(msg.t_ms);
+        break;
+      case "viseme":
+      case "face":
+      case "head":
+        avatar?.push(msg);
         break;
       case "transcript":
         options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
@@ -573,7 +622,9 @@ function createFmp4Player(options) {
     stopReporting();
     clockSync.stop();
     stopMic();
-    video.removeEventListener("playing", onVideoPlaying);
+    video?.removeEventListener("playing", onVideoPlaying);
+    if (drawRaf) cancelAnimationFrame(drawRaf);
+    avatar?.close();
     const socket = ws;
     ws = null;
     connected = false;
@@ -582,7 +633,7 @@ function createFmp4Player(options) {
     closed = true;
   };
 
-  video.playsInline = true;
+  if (video) video.playsInline = true;
   setState({ state: "connecting" });
   connect();
 
@@ -636,6 +687,7 @@ function createFmp4Player(options) {
  * @property {(msg: any, protocol: string, arrivedAt: number) => void} hello
  * @property {(data: ArrayBuffer, arrivedAt: number) => void} media
  * @property {() => void} interrupt
+ * @property {() => number | null} [timelineNow] WebCodecs: the timeline instant heard now (once anchored).
  * @property {() => void} disconnected
  * @property {(offset: number) => void} clockOffset The page time of timeline 0 (from `clock_sync`).
  * @property {(cb: (at: number) => void) => void} onFirstFrame
@@ -904,4 +956,14 @@ function createMseSink({ video, events, options }) {
       }
     },
   };
+}
+
+/**
+ * The http(s) origin of a ws(s) media URL (where the service serves the avatar's art).
+ * @param {string} wsUrl
+ */
+function httpOrigin(wsUrl) {
+  const u = new URL(wsUrl);
+  u.protocol = u.protocol === "wss:" ? "https:" : "http:";
+  return u.origin;
 }

@@ -555,6 +555,8 @@ export function createWebCodecsSink(options) {
         if (s.time + s.duration < joinT - 60) continue;
         if (s.time >= joinT - 60 && arrivedAt >= measureFrom) {
           audioNeed.add(arrivedAt, arrivedAt - s.time);
+          // Without a picture the sound alone sets the anchor (from its first live unit on).
+          if (!video && settleUntil === Infinity) settleUntil = arrivedAt + SETTLE_MS;
         }
         audioDecoder.decode(
           new EncodedAudioChunk({
@@ -691,7 +693,8 @@ export function createWebCodecsSink(options) {
   };
   let lastAdjust = 0;
   const adjustAnchorThrottled = (/** @type {number} */ now) => {
-    if (now - lastAdjust < (now < settleUntil ? 100 : 250) || anchor() === null) return;
+    // (with a picture the first live frame sets the anchor; without one, the first adjustment here)
+    if (now - lastAdjust < (now < settleUntil ? 100 : 250) || (anchor() === null && video)) return;
     lastAdjust = now;
     adjustAnchor(now);
   };
@@ -740,6 +743,12 @@ export function createWebCodecsSink(options) {
       needKey = true;
       // (with a picture, the sound starts up once the first frame is out)
       if (!video || firstFrameShown) ensureClock();
+      if (framing === "frames" && msg.video === null) {
+        // A video-free connection (`video=0`): audio units only.
+        audioChannels = Number(msg.codecs?.audio?.channels) || 1;
+        if (!audioDecoder) setupAudioDecoder();
+        return;
+      }
       if (framing === "frames") {
         const v = msg.codecs?.video;
         const a = msg.codecs?.audio;
@@ -793,6 +802,10 @@ export function createWebCodecsSink(options) {
     },
     /** Barge-in: the little buffered speech plays out (the anchor is a few tens of ms). */
     interrupt() {},
+    /** The timeline instant (ms) heard now, once the audio clock is anchored; else null. */
+    timelineNow() {
+      return clock && clock.anchor() !== null ? clock.now() : null;
+    },
     /** The connection dropped (a reconnect follows). */
     disconnected() {},
     /** The page time of timeline 0, from the clock exchanges. */

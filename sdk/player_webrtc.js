@@ -45,7 +45,8 @@ const STATS_PERIOD_MS = 1000;
  * @returns {AvatarPlayer}
  */
 export function createWebRtcPlayer(options) {
-  const video = options.video;
+  // (`createPlayer` checked it: video-free is offered on the media WebSocket only)
+  const video = /** @type {HTMLVideoElement} */ (options.video);
   const maxReconnects = options.maxReconnects ?? 5;
   const started = performance.now();
   const meta = options.streamMetadata;

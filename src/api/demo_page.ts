@@ -45,6 +45,10 @@ export const DEMO_PAGE_HTML = `<!doctype html>
   main { display: grid; grid-template-columns: minmax(0, 512px) 300px; gap: 24px; padding: 24px; max-width: 900px; }
   @media (max-width: 860px) { main { grid-template-columns: 1fr; } }
   video { width: 100%; aspect-ratio: 1; background: #0b0d10; border-radius: 12px; display: block; }
+  /* Video-free: the browser draws the avatar on a canvas; a transparent background shows the page's. */
+  #canvas { width: 100%; aspect-ratio: 1; display: none; border-radius: 12px;
+    background: repeating-linear-gradient(45deg, #22303c 0 16px, #1b2530 16px 32px); }
+  .videofree #canvas { display: block; } .videofree video { display: none; }
   h1 { font-size: 1.2rem; margin: 0 0 12px; }
   h2 { font-size: .95rem; margin: 12px 0 0; color: #aab; font-weight: 600; }
   label { display: block; font-size: .85rem; margin: 8px 0 4px; color: #aab; }
@@ -64,6 +68,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
 <main>
   <section>
     <video id="video" playsinline></video>
+    <canvas id="canvas" width="512" height="512"></canvas>
   </section>
   <aside>
     <h1>Talk to an avatar</h1>
@@ -75,6 +80,11 @@ ${VENDOR_OPTIONS}
     <div id="creds"></div>
     <label for="avatar">Avatar</label><select id="avatar"></select>
     <label for="bg">Background</label><select id="bg"></select>
+    <label for="mode">Picture</label>
+    <select id="mode">
+      <option value="video" selected>Video (the service renders and encodes)</option>
+      <option value="free">Video-free (this page draws the avatar; fMP4 socket only)</option>
+    </select>
     <label for="transport">Transport</label>
     <select id="transport">
       <option value="auto" selected>auto (WebRTC when the service has an SFU)</option>
@@ -216,8 +226,12 @@ $("start").addEventListener("click", async () => {
   $("log").textContent = "";
   $("ttff").textContent = "–";
   try {
+    // Video-free is offered on the media WebSocket only (not through the SFU).
+    const free = $("mode").value === "free";
+    document.body.classList.toggle("videofree", free);
     session = await api("POST", "/sessions", {
-      avatar_id: $("avatar").value, bg_id: $("bg").value, transport: $("transport").value, ...engineChoice(),
+      avatar_id: $("avatar").value, bg_id: $("bg").value,
+      transport: free ? "websocket_fmp4" : $("transport").value, ...engineChoice(),
     });
   } catch (err) {
     $("state").textContent = "could not start: " + err.message;
@@ -228,7 +242,7 @@ $("start").addEventListener("click", async () => {
   $("end").disabled = false;
   log("note", "Transport: " + session.transport);
   player = createPlayer({
-    video: $("video"),
+    ...($("mode").value === "free" ? { canvas: $("canvas") } : { video: $("video") }),
     streamMetadata: session.stream_metadata,
     clientToken: session.client_token,
     microphone: $("mic").checked,

@@ -133,6 +133,7 @@ async function upgradeClientSocket(
     }
     const peer: SocketPeer = {
       protocol: protocol ?? "",
+      query: (name) => c.req.query(name),
       send: (data) => {
         if (socket.readyState === WebSocket.OPEN) socket.send(data);
       },

@@ -302,6 +302,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
           worker: side.worker,
           sockets: side.sockets,
           catalog: side.catalog,
+          art: side.art,
           auth: auth && config.workerUrl ? auth : undefined,
         }
         : undefined,

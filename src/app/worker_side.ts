@@ -10,6 +10,7 @@ import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../media/media_plane.ts";
+import { artDocument } from "../media/art/document.ts";
 import { createBridges } from "../providers/bridges.ts";
 import type { ProviderBridge } from "../providers/types.ts";
 import type { ProviderType } from "../vocabulary/provider_types.ts";
@@ -132,5 +133,6 @@ export function createWorkerSide(a: WorkerSideArgs): WorkerSide {
     media,
     sockets: media?.sockets(),
     catalog: media?.catalog,
+    art: media ? (avatarId) => artDocument(media.catalog, avatarId) : undefined,
   };
 }

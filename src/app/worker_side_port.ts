@@ -55,6 +55,8 @@ export interface WorkerSide {
   sockets?: readonly TransportSockets[];
   /** The media plane's avatar catalog. */
   catalog?: AvatarCatalog;
+  /** The avatars' art documents a video-free client draws (none without a media plane). */
+  art?: (avatarId: string) => object | null;
 }
 
 declare const opaque: unique symbol;

@@ -6,7 +6,7 @@
  */
 import { AVATAR_CATALOG, type CatalogEntry } from "../vocabulary/avatar_catalog.ts";
 import type { AvatarStyle } from "./art/avatars.ts";
-import { officeSvg, studioSvg, sunsetSvg } from "./art/backgrounds.ts";
+import { officeSvg, studioSvg, sunsetSvg, transparentFallbackSvg } from "./art/backgrounds.ts";
 
 /** One avatar of the catalog. */
 export interface CatalogAvatar extends CatalogEntry {
@@ -15,7 +15,10 @@ export interface CatalogAvatar extends CatalogEntry {
 
 /** One background of the catalog. */
 export interface CatalogBackground extends CatalogEntry {
+  /** The drawing behind the avatar in video frames. */
   svg: () => string;
+  /** A client that draws the avatar draws no background (the page shows through). */
+  transparent?: boolean;
 }
 
 /** The catalog. */
@@ -70,11 +73,20 @@ const STYLES: Record<string, AvatarStyle> = {
 };
 
 /** The drawing of each background of the catalog, by id. */
-const BACKGROUNDS: Record<string, () => string> = { studio: studioSvg, sunset: sunsetSvg, office: officeSvg };
+const BACKGROUNDS: Record<string, () => string> = {
+  studio: studioSvg,
+  sunset: sunsetSvg,
+  office: officeSvg,
+  transparent: transparentFallbackSvg,
+};
 
 /** The built-in catalog (all art drawn by the project as SVG). */
 export const CATALOG: Catalog = {
   ...AVATAR_CATALOG,
   avatars: AVATAR_CATALOG.avatars.map((a) => ({ ...a, style: STYLES[a.id] })),
-  backgrounds: AVATAR_CATALOG.backgrounds.map((b) => ({ ...b, svg: BACKGROUNDS[b.id] })),
+  backgrounds: AVATAR_CATALOG.backgrounds.map((b) => ({
+    ...b,
+    svg: BACKGROUNDS[b.id],
+    ...(b.id === "transparent" ? { transparent: true } : {}),
+  })),
 };

@@ -41,8 +41,11 @@ export const DEFAULT_LIMITS: FanoutLimits = { maxBufferedBytes: 1024 * 1024, max
 
 /** x264 constant rate factor (quality) of the reference encoder settings. */
 export const VIDEO_CRF = 28;
-/** Opus bitrate of the reference encoder settings. */
-export const AUDIO_BITRATE = 32_000;
+/**
+ * Opus bitrate of the in-process audio encoder: 24 kb/s keeps a video-free client's whole downstream
+ * (audio, framing, animation) under 40 kbit/s (docs/media-plane.md).
+ */
+export const AUDIO_BITRATE = 24_000;
 
 /** Options of {@link MediaPlane.create}. */
 export interface MediaPlaneOptions {
@@ -72,6 +75,8 @@ interface Live {
 /** The media plane of this process. */
 export class MediaPlane implements MediaPlaneInfo {
   readonly #live = new Map<string, Live>();
+  /** The video stream configuration per encoder settings (sessions without a video client start no encoder). */
+  readonly #videoConfigs = new Map<string, Uint8Array>();
   #active = 0;
   #publicUrl: string;
   /** The media servers of the transports that need one and have it configured. */
@@ -219,6 +224,7 @@ export class MediaPlane implements MediaPlaneInfo {
       lipSync: { holdMs: config.lipSyncHoldMs },
       gopFrames: this.options.gopFrames,
       transport,
+      videoConfigCache: this.#videoConfigs,
       logger,
       fail: s.fail,
       clientsChanged: s.clientsChanged,

@@ -31,9 +31,11 @@ import type { Logger } from "../log.ts";
 import type { ProviderConnection, ToolCall } from "../providers/types.ts";
 import type { SessionMedia } from "../worker/session_runtime.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
-import { AUDIO_BLOCK, AUDIO_RATE, audioEncoderArgs, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
+import { AUDIO_RATE, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
 import { FlvDemuxer } from "./flv.ts";
-import { OggOpusDemuxer, type OpusHead } from "./ogg_opus.ts";
+import type { OpusHead } from "./ogg_opus.ts";
+import { OPUS_FRAME, OpusEncoder } from "./opus_encoder.ts";
+import type { FaceState } from "./motion.ts";
 import type { G2p } from "./lipsync/g2p.ts";
 import { type CharAlignment, LOOKAHEAD_MS, type WordTiming } from "./lipsync/engine.ts";
 import { SessionFace, type SessionLipSyncStats } from "./lipsync/session_face.ts";
@@ -41,14 +43,21 @@ import type { TimelineViseme } from "./lipsync/timeline.ts";
 import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
-import type { MediaTransport, TransportFactory } from "./transports/transport.ts";
+import type { AnimationMessage, MediaTransport, TransportFactory } from "./transports/transport.ts";
 import { ClientMessages } from "./client_messages.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import { registerPlayerMessages } from "./transports/player_messages.ts";
 import type { SessionMetrics } from "../metrics/session_metrics.ts";
 
-/** Audio is kept at most this many blocks ahead of the clock (≈ 128 ms). */
+/**
+ * Samples of audio written (and encoded) at a time: one 20 ms Opus packet, so every block is encoded at
+ * once and nothing waits inside the encoder.
+ */
+export const AUDIO_BLOCK = OPUS_FRAME;
+/** Audio is kept at most this many blocks ahead of the clock (120 ms). */
 export const MAX_LEAD_BLOCKS = 6;
+/** A video-free client gets the head's pose every this many frames (5 a second at 25 fps). */
+const HEAD_EVERY_FRAMES = 5;
 /** Queued speech is bounded to 30 s (the engine protocol's bound); older audio is dropped. */
 export const MAX_QUEUED_SECONDS = 30;
 /** Video ticks per second (RTP and MP4 both use 90 kHz for video). */
@@ -79,6 +88,12 @@ export interface SessionMediaDeps {
   gopFrames?: number;
   /** Opens the session's transport (fMP4 over WebSocket, or the SFU). */
   transport: TransportFactory;
+  /**
+   * The video stream's configuration (the AVCDecoderConfigurationRecord) that an earlier session's encoder
+   * gave for the same settings, shared by a plane's sessions: a session that starts without a video client
+   * then starts no encoder at all (the first session of a process checks the encoder and fills it).
+   */
+  videoConfigCache?: Map<string, Uint8Array>;
   logger: Logger;
   /**
    * The media plane failed on its own: an encoder died (`render_failed`, the default outcome) or the
@@ -151,8 +166,16 @@ export class AvatarSessionMedia implements SessionMedia {
   readonly #samplesPerFrame: number;
   /** The last ≈ 2 s of written audio (a whole number of blocks, so blocks never wrap). */
   readonly #ring = new Int16Array(AUDIO_BLOCK * 94);
-  #video!: EncoderProcess;
-  #audio!: EncoderProcess;
+  /** The video encoder: running only while a video client is connected (and once at start). */
+  #video: EncoderProcess | null = null;
+  /** The audio encoder, in process: every client's audio. */
+  readonly #opusEnc: OpusEncoder;
+  /** The face of the latest frame instant (rendered at once when a video client arrives). */
+  #lastFace: { k: number; face: FaceState } | null = null;
+  /** Video encoders being stopped (the session's stop waits for them). */
+  readonly #retiring = new Set<Promise<unknown>>();
+  /** What video-free clients were last told of the face (changes only are sent). */
+  #told = { face: "", head: "" };
   #t0 = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #nextFrame = 0;
@@ -164,7 +187,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #frameQueue: number[] = [];
   #renderPending = false;
   #avcC: Uint8Array | null = null;
-  #opus: OpusHead | null = null;
+  readonly #opus: OpusHead;
   /** Position of the next encoded audio packet, 48 kHz samples of the encoder's output. */
   #audioPts = 0;
   #firstFrame = Promise.withResolvers<void>();
@@ -207,6 +230,8 @@ export class AvatarSessionMedia implements SessionMedia {
       },
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
+    this.#opusEnc = new OpusEncoder(deps.audioBitrate);
+    this.#opus = this.#opusEnc.head;
     this.#hold = Math.round(
       Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? 0)) * AUDIO_RATE / 1000,
     );
@@ -220,6 +245,8 @@ export class AvatarSessionMedia implements SessionMedia {
       now: () => performance.now() - this.#t0,
     });
     this.#firstFrame.promise.catch(() => {});
+    // Video-free clients get every change of the dominant viseme, stamped on the audio's timeline.
+    this.#face.subscribe((v) => this.#animate({ type: "viseme", t_ms: v.t_ms, viseme: v.viseme }));
     // The session's client messages, whichever socket brings them (`client_messages.ts`).
     this.clientMessages.on("tool_result", (m) => this.#toolCalls.result(m));
     registerPlayerMessages(this.clientMessages, {
@@ -261,55 +288,32 @@ export class AvatarSessionMedia implements SessionMedia {
         d.metrics?.clientsChanged(n);
         d.clientsChanged(n);
         if (n > 0) this.#pumpAudio(performance.now());
+        this.#videoDemand();
       },
       fail: (f) => this.#fail(f.reason, { endReason: f.endReason, warning: f.warning }),
     });
-    const flv = new FlvDemuxer({
-      onConfig: (avcC) => {
-        this.#avcC = avcC;
-        this.#maybeInit();
-      },
-      onAccessUnit: (au) => this.#onVideoAu(au.data, au.key),
-    });
-    const ogg = new OggOpusDemuxer({
-      onHead: (head) => {
-        this.#opus = head;
-        this.#maybeInit();
-      },
-      onPacket: (data, samples) => this.#onAudioPacket(data, samples),
-    });
+    const { width, height, fps } = d.renderer.format;
+    const cacheKey = `${width}x${height}@${fps}/crf${d.crf}/gop${d.gopFrames ?? fps}`;
+    const cached = this.#videoClients() === 0 ? d.videoConfigCache?.get(cacheKey) : undefined;
+    if (cached) {
+      // The stream's configuration is known and nobody wants video yet: no encoder starts.
+      this.#avcC = cached;
+      this.#t0 = performance.now();
+      this.#running = true;
+      this.#maybeInit();
+      this.#firstFrame.resolve();
+      this.#tick();
+      return;
+    }
     try {
-      this.#video = EncoderProcess.spawn(
-        d.ffmpegPath,
-        videoEncoderArgs(d.renderer.format, d.crf, d.gopFrames),
-        (c) => {
-          if (!this.#stopped) this.#demux(() => flv.push(c));
-        },
-      );
-      this.#audio = EncoderProcess.spawn(d.ffmpegPath, audioEncoderArgs(d.audioBitrate), (c) => {
-        if (!this.#stopped) this.#demux(() => ogg.push(c));
-      });
+      this.#startVideo();
     } catch (err) {
       d.logger.error("media encoder could not start", { session_id: d.sessionId, error: String(err) });
       throw new ApiError("SVC_RENDER_FAILED");
     }
-    for (const [name, enc] of [["video", this.#video], ["audio", this.#audio]] as const) {
-      d.observer?.encoderStarted?.(d.sessionId, enc.pid);
-      enc.exited.then((status) => {
-        if (this.#stopped) return;
-        d.logger.error("media encoder exited", {
-          session_id: d.sessionId,
-          encoder: name,
-          code: status.code,
-          signal: status.signal,
-          stderr: enc.stderrTail,
-        });
-        this.#fail(`${name}_encoder_exited`);
-      });
-    }
-    // Warm-up: frame 0 and one block of silence make both encoders start (ffmpeg writes its headers
-    // on its first input). The clock starts once the first frame is out, so ffmpeg's start-up time
-    // neither drops frames nor puts the audio ahead.
+    // Warm-up: frame 0 makes the video encoder start (ffmpeg writes its headers on its first input);
+    // one block of silence is encoded. The clock starts once the first frame is out, so ffmpeg's
+    // start-up time neither drops frames nor puts the audio ahead.
     this.#t0 = performance.now();
     this.#running = true;
     this.#renderDue(this.#t0);
@@ -326,7 +330,94 @@ export class AvatarSessionMedia implements SessionMedia {
     }
     this.#t0 = performance.now();
     this.#running = true;
+    if (this.#avcC) d.videoConfigCache?.set(cacheKey, this.#avcC);
+    // The encoder proved it works and gave the stream's configuration; it runs on only for video clients.
+    if (this.#videoClients() === 0) await this.#stopVideo();
     this.#tick();
+  }
+
+  /**
+   * Starts the video encoder: frames are rendered from the latest instant on, the first one (an IDR) at
+   * once. An encoder that exits while it is the session's encoder fails the session.
+   */
+  #startVideo(): void {
+    const d = this.#d;
+    const flv = new FlvDemuxer({
+      onConfig: (avcC) => {
+        if (this.#video !== enc) return;
+        const changed = this.#avcC !== null && !sameBytes(this.#avcC, avcC);
+        this.#avcC = avcC;
+        if (changed && this.#initDone) this.#configure();
+        else this.#maybeInit();
+      },
+      onAccessUnit: (au) => {
+        if (this.#video === enc) this.#onVideoAu(au.data, au.key);
+      },
+    });
+    const enc: EncoderProcess = EncoderProcess.spawn(
+      d.ffmpegPath,
+      videoEncoderArgs(d.renderer.format, d.crf, d.gopFrames),
+      (c) => {
+        if (!this.#stopped && this.#video === enc) this.#demux(() => flv.push(c));
+      },
+    );
+    this.#video = enc;
+    this.#frameQueue = [];
+    this.#renderPending = false;
+    d.observer?.encoderStarted?.(d.sessionId, enc.pid);
+    enc.exited.then((status) => {
+      if (this.#stopped || this.#video !== enc) return;
+      d.logger.error("media encoder exited", {
+        session_id: d.sessionId,
+        encoder: "video",
+        code: status.code,
+        signal: status.signal,
+        stderr: enc.stderrTail,
+      });
+      this.#fail("video_encoder_exited");
+    });
+    if (!this.#running || this.#stopped) return;
+    // The latest instant's frame at once (the keyframe a joining client waits for), then the clock's.
+    const now = performance.now();
+    const due = Math.floor((now - this.#t0) / this.#frameMs);
+    if (due >= this.#nextFrame) this.#renderDue(now);
+    else if (this.#lastFace) this.#renderOne(this.#lastFace.k, this.#lastFace.face);
+  }
+
+  /** Stops the video encoder (no video client is connected); resolves once it has exited. */
+  async #stopVideo(): Promise<void> {
+    const enc = this.#video;
+    if (!enc) return;
+    this.#video = null;
+    this.#frameQueue = [];
+    this.#renderPending = false;
+    this.#transport?.videoStopped();
+    const stopped = enc.stop(0);
+    this.#retiring.add(stopped);
+    try {
+      await stopped;
+    } finally {
+      this.#retiring.delete(stopped);
+    }
+  }
+
+  /** Starts or stops the video encoder as video clients come and go. */
+  #videoDemand(): void {
+    if (this.#stopped || !this.#running || this.#failed) return;
+    const want = this.#videoClients() > 0;
+    if (want && !this.#video) {
+      try {
+        this.#startVideo();
+      } catch (err) {
+        this.#d.logger.error("media encoder could not start", {
+          session_id: this.#d.sessionId,
+          error: String(err),
+        });
+        this.#fail("video_encoder_failed");
+      }
+    } else if (!want && this.#video) {
+      this.#stopVideo().catch(() => {});
+    }
   }
 
   #demux(parse: () => void): void {
@@ -354,19 +445,25 @@ export class AvatarSessionMedia implements SessionMedia {
   }
 
   #maybeInit(): void {
-    if (this.#initDone || !this.#avcC || !this.#opus || !this.#transport) return;
+    if (this.#initDone || !this.#avcC || !this.#transport) return;
+    this.#configure();
+    this.#initDone = true;
+    for (const au of this.#early.splice(0)) this.#onVideoAu(au.data, au.key);
+  }
+
+  /** Gives the transport the stream's configuration (again when a restarted encoder's differs). */
+  #configure(): void {
     const { width, height, fps } = this.#d.renderer.format;
-    this.#transport.configure({
+    this.#transport!.configure({
       width,
       height,
       fps,
-      avcC: this.#avcC,
+      avcC: this.#avcC!,
       opus: this.#opus,
       inputSampleRate: this.#d.connection.inputSampleRate,
       timelineMs: () => performance.now() - this.#t0,
+      avatar: { avatarId: this.#d.avatarId, bgId: this.#d.bgId, seed: hashSeed(this.#d.sessionId) },
     });
-    this.#initDone = true;
-    for (const au of this.#early.splice(0)) this.#onVideoAu(au.data, au.key);
   }
 
   // ---- the clock ----
@@ -454,12 +551,7 @@ export class AvatarSessionMedia implements SessionMedia {
     }
     if (blocks.length) this.#face.timeline.written(this.#written);
     this.#showQueued();
-    if (blocks.length === 1) this.#audio.write(new Uint8Array(blocks[0].buffer));
-    else if (blocks.length > 1) {
-      const all = new Int16Array(blocks.length * AUDIO_BLOCK);
-      blocks.forEach((b, i) => all.set(b, i * AUDIO_BLOCK));
-      this.#audio.write(new Uint8Array(all.buffer));
-    }
+    for (const b of blocks) this.#opusEnc.encode(b, (packet, n) => this.#onAudioPacket(packet, n));
   }
 
   /**
@@ -487,18 +579,56 @@ export class AvatarSessionMedia implements SessionMedia {
     const due = Math.floor((now - this.#t0) / this.#frameMs);
     if (due < this.#nextFrame) return;
     const first = Math.max(this.#nextFrame, due - MAX_CATCH_UP);
-    this.#stats.framesDropped += first - this.#nextFrame;
+    if (this.#video) this.#stats.framesDropped += first - this.#nextFrame;
     this.#nextFrame = due + 1;
+    // Without a video encoder and without clients nobody sees the face: nothing to decide or draw.
+    if (!this.#video && this.#clients() === 0) return;
     for (let k = first; k <= due; k++) {
+      // The face at the middle of the frame's display time: a sound's mouth is on screen within half a
+      // frame of the sound. The frame is its visemes' deadline (they are decided now, if not yet).
+      const face = this.#face.faceAt((k + 0.5) * this.#frameMs);
+      this.#lastFace = { k, face: { ...face, visemes: face.visemes.slice() } };
+      this.#animateFace(k, face);
+      if (!this.#video) continue;
       if (this.#renderPending || this.#video.pendingWrites >= MAX_PENDING_FRAMES) {
         this.#stats.framesDropped++;
         continue;
       }
-      this.#renderOne(k);
+      this.#renderOne(k, face);
     }
   }
 
-  #renderOne(k: number): void {
+  /**
+   * Tells video-free clients what changed of the face at frame `k`'s instant: its state, eyes and look
+   * at once, the head's pose every {@link HEAD_EVERY_FRAMES} frames (the client interpolates).
+   */
+  #animateFace(k: number, face: FaceState): void {
+    if (!this.#transport?.animationClients) return;
+    const t = Math.round((k + 0.5) * this.#frameMs);
+    const f = `${face.mode}/${face.eyes}/${face.look}`;
+    if (f !== this.#told.face) {
+      this.#told.face = f;
+      this.#animate({ type: "face", t_ms: t, state: face.mode, eyes: face.eyes, look: face.look });
+    }
+    if (k % HEAD_EVERY_FRAMES === 0) {
+      const h = `${face.headDx}/${face.headDy}`;
+      if (h !== this.#told.head) {
+        this.#told.head = h;
+        this.#animate({ type: "head", t_ms: t, dx: face.headDx, dy: face.headDy });
+      }
+    }
+  }
+
+  /** An animation message for the video-free clients. */
+  #animate(m: AnimationMessage): void {
+    if (!this.#stopped) this.#transport?.animation(m);
+  }
+
+  #videoClients(): number {
+    return this.#transport?.videoClients ?? 0;
+  }
+
+  #renderOne(k: number, face: FaceState): void {
     // The audio played during the frame's display time: centred on the instant its face is taken at.
     const start = k * this.#samplesPerFrame;
     const audio = this.#timeline(start, this.#samplesPerFrame);
@@ -509,14 +639,14 @@ export class AvatarSessionMedia implements SessionMedia {
       audio,
       sampleRate: AUDIO_RATE,
       speaking,
-      // The face at the middle of the frame's display time: a sound's mouth is on screen within half a
-      // frame of the sound.
-      face: this.#face.faceAt((k + 0.5) * this.#frameMs),
+      face,
     });
     if (out instanceof Uint8Array) this.#writeFrame(k, out);
     else {
       this.#renderPending = true;
+      const enc = this.#video;
       out.then((frame) => {
+        if (this.#video !== enc) return;
         this.#renderPending = false;
         if (!this.#stopped) this.#writeFrame(k, frame);
       }, (err) => {
@@ -531,6 +661,7 @@ export class AvatarSessionMedia implements SessionMedia {
   }
 
   #writeFrame(k: number, frame: Uint8Array): void {
+    if (!this.#video) return;
     this.#frameQueue.push(k);
     this.#video.write(frame);
     this.#stats.framesRendered++;
@@ -602,7 +733,12 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#queue.interrupt(responseId);
     this.#face.interrupt(responseId);
     this.#showQueued();
-    this.#transport?.control({ type: "interrupt", response_id: responseId });
+    // `t_ms`: where the speech already written stops on the timeline (what plays on, at most 120 ms).
+    this.#transport?.control({
+      type: "interrupt",
+      response_id: responseId,
+      t_ms: Math.round(this.#written * 1000 / AUDIO_RATE),
+    });
   }
 
   onAgentWords(responseId: string, words: readonly WordTiming[]): void {
@@ -666,7 +802,7 @@ export class AvatarSessionMedia implements SessionMedia {
 
   /** Process ids of the encoders (for diagnostics and tests). */
   encoderPids(): number[] {
-    return [this.#video, this.#audio].filter(Boolean).map((e) => e.pid);
+    return this.#video ? [this.#video.pid] : [];
   }
 
   async stop(options: { graceful: boolean; timeoutMs: number }): Promise<string | null> {
@@ -679,9 +815,12 @@ export class AvatarSessionMedia implements SessionMedia {
     // Closing their input lets the encoders finish on their own; a graceful end gives them the whole
     // teardown budget before they are killed (and the end is reported with a warning).
     const grace = options.graceful ? Math.max(0, options.timeoutMs) : 0;
-    const encoders = [this.#video, this.#audio].filter(Boolean);
+    const encoders = this.#video ? [this.#video] : [];
+    this.#video = null;
+    this.#opusEnc.close();
     const [clean] = await Promise.all([
       Promise.all(encoders.map((e) => grace > 0 ? e.stop(grace) : e.stop(0))),
+      Promise.allSettled([...this.#retiring]),
       closing.catch((err) => {
         this.#d.logger.warn("media transport did not close cleanly", {
           session_id: this.#d.sessionId,
@@ -701,4 +840,8 @@ function hashSeed(s: string): number {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
   return h >>> 0;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -34,6 +34,12 @@ export const AVATAR_CATALOG: AvatarCatalog = {
     { id: "studio", name: "Studio", description: "Soft studio backdrop with a spotlight." },
     { id: "sunset", name: "Sunset", description: "A sunset over hills." },
     { id: "office", name: "Office", description: "An office wall with a window, a shelf and a plant." },
+    {
+      id: "transparent",
+      name: "Transparent",
+      description:
+        "No background: a video-free client (the SDK player with `video: false`) draws the avatar over the page. Video has no alpha: there it is drawn over a plain chroma-key green, #00B140.",
+    },
   ],
   defaultAvatarId: "ada",
   defaultBgId: "studio",

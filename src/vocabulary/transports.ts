@@ -173,6 +173,8 @@ export function emptyEndpoints(): { media_url: null; sfu_endpoint: null; ice_ser
 export interface SocketPeer {
   /** The subprotocol selected from the entry's `subprotocols` ("" when the client offered none of them). */
   readonly protocol: string;
+  /** A query parameter of the socket's URL (e.g. the media socket's `video=0`). */
+  query(name: string): string | undefined;
   /** Sends a frame (binary for bytes, text for a string); nothing when the socket is no longer open. */
   send(data: string | Uint8Array): void;
   /** Bytes queued and not yet sent. */

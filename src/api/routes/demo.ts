@@ -48,6 +48,7 @@ export const PLAYER_FILES: readonly string[] = [
   "player_demux.js",
   "player_report.js",
   "tool_calls.js",
+  "avatar_canvas.js",
 ];
 
 /**

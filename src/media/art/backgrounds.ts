@@ -56,3 +56,11 @@ export function officeSvg(): string {
      <linearGradient id="win" x1="0" y1="0" x2="0" y2="1"><stop offset="0" stop-color="#8ec5f0"/><stop offset="1" stop-color="#d9eefc"/></linearGradient>`,
   );
 }
+
+/** What the `transparent` background is drawn as where there is no alpha (video): chroma-key green. */
+export const TRANSPARENT_FALLBACK = "#00b140";
+
+/** The `transparent` background in a video frame: a plain {@link TRANSPARENT_FALLBACK}. */
+export function transparentFallbackSvg(): string {
+  return svg(`<rect width="512" height="512" fill="${TRANSPARENT_FALLBACK}"/>`, "");
+}

@@ -103,9 +103,13 @@ const websocketFmp4: TransportImplementation<null> = {
   attach: (transport, messages) => {
     if (!(transport instanceof WsFmp4Transport)) return null;
     return (peer) => {
-      // The lighter framing when the client asked for it (docs/media-plane.md), else fMP4.
+      // `video=0`: a video-free client (audio and the animation track; docs/media-plane.md).
+      const video = peer.query("video") !== "0";
+      // The lighter framing when the client asks for it (docs/media-plane.md), else fMP4; a video-free
+      // client's audio always comes in the lighter framing.
       const client: MediaClient = {
-        framing: peer.protocol === FRAMES_SUBPROTOCOL ? "frames" : "fmp4",
+        framing: peer.protocol === FRAMES_SUBPROTOCOL || !video ? "frames" : "fmp4",
+        video,
         send: (data) => peer.send(data),
         get bufferedAmount() {
           return peer.bufferedAmount;

@@ -32,6 +32,8 @@ export interface StreamConfig {
   inputSampleRate: number;
   /** Milliseconds since the start of the session's timeline (the media clock), now. */
   timelineMs(): number;
+  /** What a client that draws the avatar itself needs: the art's ids and the seed of its motion. */
+  avatar: { avatarId: string; bgId: string; seed: number };
 }
 
 /** One encoded video frame. */
@@ -60,9 +62,21 @@ export interface EncodedAudioPacket {
 
 /** Control messages for clients (both transports deliver them as JSON text). */
 export type ControlMessage =
-  | { type: "interrupt"; response_id: string }
+  | { type: "interrupt"; response_id: string; t_ms?: number }
   | { type: "transcript"; role: "user" | "agent"; turn_id: string; text: string; final: boolean }
   | { type: "tool_call"; call_id: string; name: string; arguments: Record<string, unknown> };
+
+/**
+ * The animation track of video-free clients (docs/media-plane.md), every message stamped with `t_ms`, the
+ * instant on the session audio's timeline (ms) it goes with.
+ */
+export type AnimationMessage =
+  /** The dominant viseme changed (a fixed interface). */
+  | { type: "viseme"; t_ms: number; viseme: string }
+  /** The face's state, eyes or look changed. */
+  | { type: "face"; t_ms: number; state: string; eyes: string; look: string }
+  /** The head's offset on the 512×512 view box, px (5 a second while it moves). */
+  | { type: "head"; t_ms: number; dx: number; dy: number };
 
 /** How a transport failure ends the session. */
 export interface TransportFailure {
@@ -97,12 +111,20 @@ export interface MediaTransport {
   readonly kind: TransportKind;
   /** Clients connected now. */
   readonly clients: number;
+  /** Clients that want the video (the video encoder runs only while there is one). */
+  readonly videoClients: number;
+  /** Video-free clients (they get the animation track instead). */
+  readonly animationClients: number;
   /** Called once, before the first frame, with the stream's codec configuration. */
   configure(config: StreamConfig): void;
   /** An encoded video frame, as soon as it is out of the encoder. */
   video(frame: EncodedVideoFrame): void;
   /** An encoded audio packet, as soon as it is out of the encoder (it may be ahead of the clock). */
   audio(packet: EncodedAudioPacket): void;
+  /** An animation message for the video-free clients. */
+  animation(message: AnimationMessage): void;
+  /** The video encoder stopped (no video client): frames kept for joiners are dropped. */
+  videoStopped(): void;
   /** A control message for every client; returns how many clients it was sent to. */
   control(message: ControlMessage): number;
   /**

@@ -22,6 +22,7 @@ import type { Logger } from "../../../log.ts";
 import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 import type { VideoFormat } from "../../renderer.ts";
 import type {
+  AnimationMessage,
   ControlMessage,
   EncodedAudioPacket,
   EncodedVideoFrame,
@@ -155,6 +156,23 @@ export class WebRtcSfuTransport implements MediaTransport {
   get clients(): number {
     return this.#upCount;
   }
+
+  /**
+   * The mountpoint is the video's consumer: Janus keeps the latest keyframe for viewers that join, so the
+   * video runs for the session's life (video-free clients are not offered over the SFU:
+   * docs/media-plane.md).
+   */
+  get videoClients(): number {
+    return 1;
+  }
+
+  get animationClients(): number {
+    return 0;
+  }
+
+  animation(_message: AnimationMessage): void {}
+
+  videoStopped(): void {}
 
   #objectsSpec(): SfuObjectsSpec {
     const { sfu, format, sessionId, maxClients } = this.#d;

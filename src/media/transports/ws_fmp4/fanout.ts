@@ -9,13 +9,18 @@
  */
 import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 
+/** Audio fragments kept for joiners while no video is cached (20 ms each: 320 ms). */
+const AUDIO_ONLY_CACHE = 16;
+
 /** How a client gets the media: fMP4 fragments (the default) or the lighter framing (`frames.ts`). */
 export type Framing = "fmp4" | "frames";
 
 /** The socket side of a media client (a WebSocket in production). */
 export interface MediaClient {
-  /** The framing the client asked for (default fMP4). */
+  /** The framing the client asked for (default fMP4; a video-free client always gets the lighter one). */
   readonly framing?: Framing;
+  /** False for a video-free client (`video=0`): audio and the animation track, no video. */
+  readonly video?: boolean;
   send(data: Uint8Array | string): void;
   /** Bytes queued for sending and not yet handed to the network. */
   readonly bufferedAmount: number;
@@ -49,8 +54,10 @@ export class Fanout {
   /** Clients and the bytes of their join burst (allowed on top of the backlog limit). */
   readonly #clients = new Map<MediaClient, { burst: number }>();
   #cache: Fragment[] = [];
+  /** The cache starts at a keyframe (else it holds audio only, bounded to {@link AUDIO_ONLY_CACHE}). */
+  #videoCached = false;
   #init: Uint8Array | null = null;
-  #hello: ((framing: Framing) => string) | null = null;
+  #hello: ((framing: Framing, video: boolean) => string) | null = null;
   /** Clients closed for being too slow. */
   slowClosed = 0;
   /** Bytes sent (all clients). */
@@ -63,15 +70,28 @@ export class Fanout {
     return this.#clients.size;
   }
 
+  /** Clients that want the video. */
+  get videoCount(): number {
+    let n = 0;
+    for (const c of this.#clients.keys()) if (c.video !== false) n++;
+    return n;
+  }
+
+  /** Video-free clients. */
+  get animationCount(): number {
+    return this.#clients.size - this.videoCount;
+  }
+
   /**
    * Sets the JSON greeting (built when a client joins, for its framing) and the init segment every fMP4
    * client receives first.
    */
   setInit(
-    hello: Record<string, unknown> | ((framing: Framing) => Record<string, unknown>),
+    hello: Record<string, unknown> | ((framing: Framing, video: boolean) => Record<string, unknown>),
     init: Uint8Array,
   ): void {
-    this.#hello = (framing) => JSON.stringify(typeof hello === "function" ? hello(framing) : hello);
+    this.#hello = (framing, video) =>
+      JSON.stringify(typeof hello === "function" ? hello(framing, video) : hello);
     this.#init = init;
   }
 
@@ -86,10 +106,13 @@ export class Fanout {
       return false;
     }
     if (!this.#init || !this.#hello) throw new Error("fan-out has no init segment yet");
-    const frames = client.framing === "frames";
-    const hello = this.#hello(client.framing ?? "fmp4");
+    const video = client.video !== false;
+    const frames = client.framing === "frames" || !video;
+    const hello = this.#hello(frames ? "frames" : "fmp4", video);
     const cache = frames
-      ? this.#cache.filter((f) => f.kind === "video" || f.endMs > nowMs - 60)
+      ? this.#cache.filter((f) =>
+        (f.kind === "video" && video) || (f.kind === "audio" && f.endMs > nowMs - 60)
+      )
       : this.#cache;
     // The join burst (up to one GOP) is sent at once; the backlog limit applies on top of it.
     let burst = hello.length + (frames ? 0 : this.#init.length);
@@ -114,25 +137,47 @@ export class Fanout {
     if (f.kind === "video" && f.key) {
       // Joiners start at this keyframe: keep only the audio that still overlaps it.
       this.#cache = this.#cache.filter((c) => c.kind === "audio" && c.endMs > f.startMs);
+      this.#videoCached = true;
+    } else if (f.kind === "audio" && !this.#videoCached && this.#cache.length > AUDIO_ONLY_CACHE) {
+      // No video (no video client): joiners get only the sound that is not past; keep the last moments.
+      this.#cache = this.#cache.slice(-AUDIO_ONLY_CACHE);
     }
     this.#cache.push(f);
-    for (const c of [...this.#clients.keys()]) this.#sendFragment(c, f, true);
+    for (const c of [...this.#clients.keys()]) {
+      if (f.kind === "video" && c.video === false) continue;
+      this.#sendFragment(c, f, true);
+    }
+  }
+
+  /** The video stopped: the frames kept for joiners are dropped (a joiner waits for the next keyframe). */
+  dropVideo(): void {
+    this.#cache = this.#cache.filter((f) => f.kind === "audio");
+    this.#videoCached = false;
   }
 
   #sendFragment(client: MediaClient, f: Fragment, check: boolean): void {
-    if (client.framing !== "frames") this.#send(client, f.data, check);
+    if (client.framing !== "frames" && client.video !== false) this.#send(client, f.data, check);
     else for (const frame of f.frames ?? []) this.#send(client, frame, check);
   }
 
-  /** Sends a JSON control message to every client; returns how many it was handed to. */
-  broadcast(message: Record<string, unknown>): number {
+  /**
+   * Sends a JSON control message to every client (or those `only` picks); returns how many it was handed
+   * to.
+   */
+  broadcast(message: Record<string, unknown>, only?: (c: MediaClient) => boolean): number {
     const text = JSON.stringify(message);
     let sent = 0;
     for (const c of [...this.#clients.keys()]) {
+      if (only && !only(c)) continue;
       this.#send(c, text);
       if (this.#clients.has(c)) sent++;
     }
     return sent;
+  }
+
+  /** Sends a text message to one client (with the backlog check). */
+  sendTo(client: MediaClient, text: string): void {
+    this.#send(client, text);
   }
 
   /** Closes every client with `code` and `reason`. */

@@ -8,7 +8,9 @@
  */
 import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 import { avcCodecString } from "../../flv.ts";
+import { VISEMES } from "../../lipsync/visemes.ts";
 import type {
+  AnimationMessage,
   ControlMessage,
   EncodedAudioPacket,
   EncodedVideoFrame,
@@ -49,6 +51,8 @@ export class WsFmp4Transport implements MediaTransport {
   #audioFlushTimer: ReturnType<typeof setTimeout> | undefined;
   #micOwner: MediaClient | null = null;
   #closed = false;
+  /** The latest animation message of each type (a joining video-free client gets them first). */
+  readonly #latest = new Map<string, string>();
 
   constructor(sessionId: string, limits: FanoutLimits, hooks: TransportHooks) {
     this.sessionId = sessionId;
@@ -62,28 +66,52 @@ export class WsFmp4Transport implements MediaTransport {
     return this.#fanout.count;
   }
 
+  get videoClients(): number {
+    return this.#fanout.videoCount;
+  }
+
+  get animationClients(): number {
+    return this.#fanout.animationCount;
+  }
+
   configure(config: StreamConfig): void {
     this.#config = config;
-    const { width, height, fps, avcC, opus, inputSampleRate } = config;
+    const { width, height, fps, avcC, opus, inputSampleRate, avatar } = config;
     const codec = avcCodecString(avcC);
-    this.#fanout.setInit((framing) => ({
+    const audio = { codec: "opus", sample_rate: 48000, channels: opus.channels };
+    this.#fanout.setInit((framing, video) => ({
       type: "hello",
       session_id: this.sessionId,
-      mime: `video/mp4; codecs="${codec}, opus"`,
-      video: { width, height, fps },
+      ...(video ? { mime: `video/mp4; codecs="${codec}, opus"` } : {}),
+      video: video ? { width, height, fps } : null,
       input_sample_rate: inputSampleRate,
       // The media clock now (ms), when the client joins: media times are on this timeline.
       timeline_ms: Math.round(config.timelineMs() * 10) / 10,
       framing,
       ...(framing === "frames"
-        ? {
-          codecs: {
-            video: { codec, description: avcC.toBase64() },
-            audio: { codec: "opus", sample_rate: 48000, channels: opus.channels },
-          },
-        }
+        ? { codecs: video ? { video: { codec, description: avcC.toBase64() }, audio } : { audio } }
         : {}),
+      // A video-free client draws the avatar: the art to draw (docs/media-plane.md#video-free-clients).
+      ...(video ? {} : {
+        animation: {
+          avatar_id: avatar.avatarId,
+          bg_id: avatar.bgId,
+          art_path: `/media/v0/art/${avatar.avatarId}`,
+          seed: avatar.seed,
+          visemes: VISEMES,
+        },
+      }),
     }), initSegment({ width, height, avcC, opus }));
+  }
+
+  animation(message: AnimationMessage): void {
+    if (this.#closed) return;
+    this.#latest.set(message.type, JSON.stringify(message));
+    if (this.#fanout.animationCount > 0) this.#fanout.broadcast(message, (c) => c.video === false);
+  }
+
+  videoStopped(): void {
+    this.#fanout.dropVideo();
   }
 
   video(frame: EncodedVideoFrame): void {
@@ -148,6 +176,11 @@ export class WsFmp4Transport implements MediaTransport {
    */
   attach(client: MediaClient): AttachedClient | null {
     if (this.#closed || !this.#config || !this.#fanout.add(client, this.#config.timelineMs())) return null;
+    if (client.video === false) {
+      for (const text of this.#latest.values()) {
+        this.#fanout.sendTo(client, text);
+      }
+    }
     this.#micOwner = client;
     return {
       receive: (data) => this.#upstream(client, data),

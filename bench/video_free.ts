@@ -1,0 +1,323 @@
+/**
+ * The video-free capacity run of `deno task bench` (also runnable alone: `deno run -A bench/video_free.ts`):
+ * how many sessions one core sustains when every client asks for no video (`video=0`: the session's audio
+ * and the animation track; the browser draws the avatar). Each session is watched by one such client and
+ * talks half of the time (1.2 s tone bursts, 1.2 s gaps, from the V0 bench engine in real time, so the
+ * lip-sync engine classifies audio: its most expensive source).
+ *
+ * The service runs as its own process pinned to one core with `taskset` (as the video run's); the engine
+ * and the clients run on the other cores. Per step: CPU of the service's process tree per session, its RSS
+ * per session, and at the clients:
+ *
+ * - **audio underruns**: audio units missing on the timeline (a gap between consecutive units) or arriving
+ *   later than `BUDGET_MS` after their presentation time is due on the media clock (a player that plays
+ *   `BUDGET_MS` behind the clock would have had nothing to play);
+ * - **late animation messages**: viseme, face and head messages arriving later than `BUDGET_MS` after their
+ *   `t_ms` is due (the sound they go with would be heard before the mouth gets them);
+ * - **downstream**: bytes received per second (WebSocket frame headers counted), in kbit/s.
+ *
+ * Each client places the media clock on its own clock with `clock_sync` (the exchange with the shortest
+ * round trip of four, as the SDK player does).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { generateEngineTls } from "../engine/mod.ts";
+import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
+import { coreTicks, createSession, endSession, startServiceProcess, treeUsage } from "./service_child.ts";
+
+/** How far behind the media clock a player may play (the SDK's WebCodecs player runs ≈ 45–60 ms). */
+export const BUDGET_MS = 60;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const r1 = (n: number) => Math.round(n * 10) / 10;
+const r2 = (n: number) => Math.round(n * 100) / 100;
+
+/** A video-free client that records what it receives and when. */
+class FreeClient {
+  readonly ws: WebSocket;
+  /** Wall clock − media clock (ms), from the best clock_sync exchange. */
+  offset: number | null = null;
+  #bestRtt = Infinity;
+  readonly audio: { pts: number; dur: number; at: number }[] = [];
+  readonly anim: { t: number; at: number; type: string }[] = [];
+  /** [arrival, bytes including the frame header] of every message. */
+  readonly bytes: [number, number][] = [];
+  readonly opened: Promise<void>;
+  readonly closed: Promise<void>;
+
+  constructor(url: string, token: string) {
+    this.ws = new WebSocket(`${url}?video=0`, ["avatar-media.v0", `bearer.${token}`]);
+    this.ws.binaryType = "arraybuffer";
+    this.opened = new Promise((r) => this.ws.addEventListener("open", () => r(), { once: true }));
+    this.closed = new Promise((r) => this.ws.addEventListener("close", () => r(), { once: true }));
+    this.ws.addEventListener("error", () => {});
+    this.ws.addEventListener("message", (e) => {
+      const at = wallNow();
+      if (typeof e.data === "string") {
+        const n = new TextEncoder().encode(e.data).length;
+        this.bytes.push([at, n + (n < 126 ? 2 : 4)]);
+        const m = JSON.parse(e.data);
+        if (m.type === "clock_sync") {
+          const rtt = at - m.t;
+          if (rtt < this.#bestRtt) {
+            this.#bestRtt = rtt;
+            this.offset = (m.t + at) / 2 - m.timeline_ms;
+          }
+        } else if (m.type === "viseme" || m.type === "face" || m.type === "head") {
+          this.anim.push({ t: m.t_ms, at, type: m.type });
+        }
+        return;
+      }
+      const b = new Uint8Array(e.data as ArrayBuffer);
+      this.bytes.push([at, b.length + (b.length < 126 ? 2 : 4)]);
+      const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+      if (b[0] === 2) {
+        this.audio.push({ pts: Number(dv.getBigInt64(4)) / 1000, dur: dv.getUint32(12) / 1000, at });
+      } else throw new Error(`a video-free client got a unit of kind ${b[0]}`);
+    });
+  }
+
+  /** Four clock_sync exchanges, 50 ms apart. */
+  async sync(): Promise<void> {
+    await this.opened;
+    for (let i = 0; i < 4; i++) {
+      if (this.ws.readyState !== WebSocket.OPEN) return;
+      this.ws.send(JSON.stringify({ type: "clock_sync", t: wallNow() }));
+      await sleep(50);
+    }
+  }
+
+  /** Underruns, late animation messages, lateness samples and bytes within [from, to). */
+  window(from: number, to: number) {
+    let underruns = 0, late = 0, messages = 0;
+    const lateness: number[] = [];
+    const off = this.offset ?? NaN;
+    const audio = this.audio.filter((a) => a.pts + off >= from && a.pts + off < to);
+    for (let i = 0; i < audio.length; i++) {
+      const lag = audio[i].at - (audio[i].pts + off);
+      lateness.push(lag);
+      if (lag > BUDGET_MS) underruns++;
+      if (i > 0 && Math.abs(audio[i].pts - (audio[i - 1].pts + audio[i - 1].dur)) > 0.5) underruns++;
+    }
+    for (const m of this.anim) {
+      const due = m.t + off;
+      if (due < from || due >= to) continue;
+      messages++;
+      if (m.at - due > BUDGET_MS) late++;
+    }
+    const bytes = this.bytes.filter(([at]) => at >= from && at < to).reduce((n, [, b]) => n + b, 0);
+    return { underruns, late, messages, lateness, bytes, audioMs: audio.reduce((n, a) => n + a.dur, 0) };
+  }
+
+  async close(): Promise<void> {
+    if (this.ws.readyState <= WebSocket.OPEN) this.ws.close();
+    await this.closed;
+  }
+}
+
+/** One step of the run. */
+export interface VideoFreeStep {
+  sessions: number;
+  audio_underruns: number;
+  audio_received_share: number;
+  late_animation_messages: number;
+  animation_messages: number;
+  audio_lateness_p99_ms: number;
+  downstream_kbit_s_per_session: number;
+  cpu_core_share: number;
+  cpu_per_session_pct: number;
+  rss_mb: number;
+  rss_per_session_mb: number;
+  video_encoders: number;
+  core_busy_share: number;
+  load_average: string;
+}
+
+/** What the run found. */
+export interface VideoFreeResult {
+  sustained_sessions: number;
+  budget_ms: number;
+  idle_cpu_core_share: number;
+  idle_rss_mb: number;
+  steps: VideoFreeStep[];
+}
+
+function pct(values: number[], p: number): number {
+  if (!values.length) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+/** Runs the video-free capacity steps on a service process of its own, pinned to `core`. */
+export async function benchVideoFree(options: {
+  caFile: string;
+  dir: string;
+  core: number;
+  engine: BenchEngine;
+  quick: boolean;
+  steps?: number[];
+  seconds?: number;
+}): Promise<VideoFreeResult> {
+  const svc = await startServiceProcess(options.caFile, options.dir, options.core, {
+    SVC_RENDER_CAPACITY: "1000",
+    SVC_MAX_CONCURRENT_SESSIONS: "2000",
+  });
+  const seconds = options.seconds ?? (options.quick ? 5 : 10);
+  const stepsN = options.steps ?? (options.quick ? [50, 100] : [50, 100, 150, 200, 250, 300]);
+  const steps: VideoFreeStep[] = [];
+  let sustained = 0;
+  try {
+    await sleep(1000);
+    const i0 = treeUsage(svc.pid);
+    await sleep(2000);
+    const i1 = treeUsage(svc.pid);
+    const idleCpu = (i1.cpuS - i0.cpuS) / 2;
+    const idleRss = i1.rssKb / 1024;
+    for (const n of stepsN) {
+      const sessions = [];
+      // Created four at a time (each create checks the video encoder once).
+      for (let i = 0; i < n; i += 4) {
+        sessions.push(
+          ...await Promise.all(
+            Array.from({ length: Math.min(4, n - i) }, () => createSession(svc, options.engine)),
+          ),
+        );
+      }
+      const clients = sessions.map((s) => new FreeClient(s.wsUrl, s.token));
+      await Promise.all(clients.map((c) => c.sync()));
+      const talking = sessions.map((s, i) =>
+        sleep((i % 24) * 100).then(() =>
+          options.engine.talk(s.id, { burstMs: 1200, gapMs: 1200, bursts: Math.ceil((seconds + 8) / 2.4) })
+        )
+      );
+      await sleep(3000); // warm-up
+      const from = wallNow();
+      const u0 = treeUsage(svc.pid);
+      const k0 = coreTicks(options.core);
+      await sleep(seconds * 1000);
+      const u1 = treeUsage(svc.pid);
+      const k1 = coreTicks(options.core);
+      const to = wallNow();
+      const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+      // Messages due near the window's end may still be on their way: read a little later.
+      await sleep(300);
+      let underruns = 0, late = 0, messages = 0, bytes = 0, audioMs = 0;
+      const lateness: number[] = [];
+      for (const c of clients) {
+        const w = c.window(from, to - BUDGET_MS - 200);
+        underruns += w.underruns;
+        late += w.late;
+        messages += w.messages;
+        bytes += w.bytes;
+        audioMs += w.audioMs;
+        lateness.push(...w.lateness);
+      }
+      const span = (to - BUDGET_MS - 200 - from) / 1000;
+      const cpu = (u1.cpuS - u0.cpuS) / ((to - from) / 1000);
+      const row: VideoFreeStep = {
+        sessions: n,
+        audio_underruns: underruns,
+        audio_received_share: r2(audioMs / (n * span * 1000)),
+        late_animation_messages: late,
+        animation_messages: messages,
+        audio_lateness_p99_ms: r1(pct(lateness, 99)),
+        downstream_kbit_s_per_session: r1(bytes * 8 / 1000 / span / n),
+        cpu_core_share: Math.round(cpu * 1000) / 1000,
+        cpu_per_session_pct: r2((cpu - idleCpu) / n * 100),
+        rss_mb: Math.round(u1.rssKb / 1024),
+        rss_per_session_mb: r2((u1.rssKb / 1024 - idleRss) / n),
+        video_encoders: u1.procs - 1,
+        core_busy_share: Math.round((k1.busy - k0.busy) / Math.max(1, k1.total - k0.total) * 1000) / 1000,
+        load_average: load,
+      };
+      steps.push(row);
+      console.log(
+        `bench (video-free): ${n} sessions: ${underruns} underruns, ${late}/${messages} late animation ` +
+          `messages, cpu ${r1(cpu * 100)}% of a core (${row.cpu_per_session_pct}%/session), rss ` +
+          `${row.rss_mb} MB (${row.rss_per_session_mb} MB/session), ${row.downstream_kbit_s_per_session} ` +
+          `kbit/s/session, audio lateness p99 ${row.audio_lateness_p99_ms} ms, load ${load}`,
+      );
+      await Promise.all(sessions.map((s) => endSession(svc, s.id)));
+      await Promise.all(clients.map((c) => c.close()));
+      await Promise.all(talking);
+      const ok = underruns === 0 && late === 0 && row.audio_received_share >= 0.98 &&
+        row.video_encoders === 0;
+      // Sustained: every step up to this one passed. The steps go on while the core has room, so a shared
+      // machine's hiccup at one step does not hide the next ones.
+      if (
+        ok && steps.length === (sustained === 0 ? 1 : steps.findIndex((x) => x.sessions === sustained) + 2)
+      ) {
+        sustained = n;
+      }
+      if (cpu > 0.9 || row.audio_received_share < 0.9) break;
+      await sleep(1500);
+    }
+    return {
+      sustained_sessions: sustained,
+      budget_ms: BUDGET_MS,
+      idle_cpu_core_share: Math.round(idleCpu * 1000) / 1000,
+      idle_rss_mb: Math.round(idleRss),
+      steps,
+    };
+  } finally {
+    await svc.child.stdin.close().catch(() => {});
+    const exited = await Promise.race([svc.child.status.then(() => true), sleep(15000).then(() => false)]);
+    if (!exited) svc.child.kill("SIGKILL");
+  }
+}
+
+/** A markdown table of the run. */
+export function videoFreeTable(r: VideoFreeResult): string {
+  const rows = r.steps.map((s) =>
+    `| ${s.sessions} | ${s.audio_underruns} | ${s.late_animation_messages}/${s.animation_messages} | ${
+      r1(s.cpu_core_share * 100)
+    }% | ${s.cpu_per_session_pct}% | ${s.rss_mb} MB | ${s.rss_per_session_mb} MB | ${s.downstream_kbit_s_per_session} kbit/s | ${s.video_encoders} | ${s.load_average} |`
+  );
+  return [
+    "| video-free sessions | audio underruns | late animation msgs | CPU (core share) | CPU/session | RSS | RSS/session (over idle) | downstream/session | video encoders | load |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...rows,
+    `\nsustained on one core, video-free, with 0 underruns and 0 late animation messages: ${r.sustained_sessions} sessions`,
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  const args = parseArgs({
+    args: Deno.args,
+    options: {
+      core: { type: "string" },
+      steps: { type: "string" },
+      seconds: { type: "string", default: "10" },
+      quick: { type: "boolean", default: false },
+    },
+  }).values;
+  const nproc = navigator.hardwareConcurrency;
+  const core = Number(args.core ?? nproc - 1);
+  const dir = await Deno.makeTempDir({ prefix: "svc-bench-free-" });
+  const tls = await generateEngineTls();
+  const caFile = `${dir}/engine-ca.pem`;
+  await Deno.writeTextFile(caFile, tls.caPem);
+  if (nproc > 1) {
+    const others = [...Array(nproc).keys()].filter((c) => c !== core).join(",");
+    await new Deno.Command("taskset", { args: ["-a", "-p", "-c", others, String(Deno.pid)], stdout: "null" })
+      .output();
+  }
+  const engine = startBenchEngine(tls);
+  try {
+    const result = await benchVideoFree({
+      caFile,
+      dir,
+      core,
+      engine,
+      quick: args.quick!,
+      steps: args.steps?.split(",").map(Number),
+      seconds: Number(args.seconds),
+    });
+    console.log(videoFreeTable(result));
+    console.log(JSON.stringify(result));
+  } finally {
+    await engine.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}

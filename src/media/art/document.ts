@@ -1,0 +1,61 @@
+/**
+ * The art of one avatar as a document for clients that draw the avatar themselves (video-free clients):
+ * the very SVG layers the server's renderer rasterises (`avatars.ts`, `backgrounds.ts`, `mouth.ts`), so the
+ * server and the browser draw from one source. Served at `GET /media/v0/art/{avatar_id}`; its format is
+ * documented in docs/media-plane.md.
+ *
+ * Pure code (no Deno API).
+ *
+ * @module
+ */
+import type { Catalog } from "../catalog.ts";
+import { VISEMES } from "../lipsync/visemes.ts";
+import { bodySvg, EYE_STATES, eyesSvg, headSvg, LOOKS, mouthSvg } from "./avatars.ts";
+import { TRANSPARENT_FALLBACK } from "./backgrounds.ts";
+import { MOUTH_BOX, VISEME_POSES } from "./mouth.ts";
+
+/** The art document's format version. */
+export const ART_FORMAT = "avatar-art.v0";
+
+/** One avatar's art (every SVG on the same 512×512 view box). */
+export interface ArtDocument {
+  format: typeof ART_FORMAT;
+  avatar_id: string;
+  view_box: [number, number];
+  /** Layers in drawing order: background, body, head, eyes, mouth; head, eyes and mouth move with the head. */
+  body: string;
+  head: string;
+  /** Eyes and brows by eye state, then by look. */
+  eyes: Record<string, Record<string, string>>;
+  /** The mouth of each of the 15 visemes (the pose the server's renderer blends from). */
+  mouths: Record<string, string>;
+  /** Where the mouth is drawn (view-box px), for clients that redraw only it. */
+  mouth_box: { x: number; y: number; width: number; height: number };
+  /** Each background of the catalog; null for a transparent one (the page shows through). */
+  backgrounds: Record<string, string | null>;
+  /** What a transparent background becomes where there is no alpha (video frames). */
+  transparent_fallback: string;
+}
+
+/** The art document of `avatarId`, or null when the catalog has no such avatar. */
+export function artDocument(catalog: Catalog, avatarId: string): ArtDocument | null {
+  const a = catalog.avatars.find((x) => x.id === avatarId);
+  if (!a) return null;
+  const eyes: Record<string, Record<string, string>> = {};
+  for (const s of EYE_STATES) {
+    eyes[s] = {};
+    for (const l of LOOKS) eyes[s][l] = eyesSvg(a.style, s, l);
+  }
+  return {
+    format: ART_FORMAT,
+    avatar_id: a.id,
+    view_box: [512, 512],
+    body: bodySvg(a.style),
+    head: headSvg(a.style),
+    eyes,
+    mouths: Object.fromEntries(VISEMES.map((v) => [v, mouthSvg(a.style, VISEME_POSES[v])])),
+    mouth_box: { ...MOUTH_BOX },
+    backgrounds: Object.fromEntries(catalog.backgrounds.map((b) => [b.id, b.transparent ? null : b.svg()])),
+    transparent_fallback: TRANSPARENT_FALLBACK,
+  };
+}
