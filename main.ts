@@ -6,8 +6,7 @@
  * @module
  */
 import { compose } from "./src/app/compose.ts";
-import { ConfigError, loadConfigFromEnv } from "./src/config.ts";
-import { FfmpegUnavailableError } from "./src/media/ffmpeg.ts";
+import { loadConfigFromEnv, StartupError } from "./src/config.ts";
 
 if (import.meta.main) {
   let service;
@@ -16,7 +15,8 @@ if (import.meta.main) {
     config = loadConfigFromEnv();
     service = await compose(config);
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof FfmpegUnavailableError) {
+    // An invalid environment (`ConfigError`), or what it names unusable (a missing ffmpeg): one line.
+    if (err instanceof StartupError) {
       console.error(err.message);
       Deno.exit(1);
     }

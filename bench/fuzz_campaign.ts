@@ -30,6 +30,10 @@ import { createApiKey, revokeApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import { PROVIDER_TYPES } from "../src/vocabulary/provider_types.ts";
 import { compose, openKv, type Service } from "../src/app/compose.ts";
+// The worker side, loaded with this module rather than by compose()'s `await import()`: its lip-sync module
+// opens libespeak-ng when first imported, which a test's resource sanitizer (tests/api/fuzz_test.ts) would
+// count as the test's own.
+import "../src/app/worker_side.ts";
 
 /** The token signing secret of the fuzzed service (the campaign forges tokens with and without it). */
 const SECRET = "fuzz-secret-0123456789abcdef0123456789abcdef";

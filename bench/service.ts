@@ -14,12 +14,16 @@ import { loadConfigFromEnv } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import { compose } from "../src/app/compose.ts";
+import { workerOverrides } from "../src/app/worker_side.ts";
 import { stampingReferenceRenderer } from "./stamp.ts";
 
 if (import.meta.main) {
   const config = loadConfigFromEnv();
   const renderer = Deno.args.includes("--stamp") ? await stampingReferenceRenderer(config.media) : undefined;
-  const service = await compose(config, { logger: createLogger({ level: "warn" }), media: { renderer } });
+  const service = await compose(config, {
+    logger: createLogger({ level: "warn" }),
+    worker: workerOverrides({ media: { renderer } }),
+  });
   const { plaintext } = await createApiKey(service.kv, {
     projectId: "proj_bench",
     name: "bench",

@@ -28,6 +28,7 @@ import type { SessionRecord } from "../src/vocabulary/session_record.ts";
 import { LIVE_STATUSES } from "../src/vocabulary/session_states.ts";
 import { createLogger } from "../src/log.ts";
 import { compose as startService } from "../src/app/compose.ts";
+import { workerOverrides } from "../src/app/worker_side.ts";
 import { startFakeEngine } from "../testing/fake_engine.ts";
 import { testMedia } from "../testing/test_media.ts";
 import { startWebhookReceiver } from "../testing/webhook_receiver.ts";
@@ -153,16 +154,18 @@ for (const p of PROJECTS) {
 }
 const service = await startService(config, {
   clock,
-  ...(REAL_MEDIA
-    ? {
-      media: {
-        observer: {
-          encoderStarted: (sid: string, pid: number) =>
-            encoderPids.set(sid, [...encoderPids.get(sid) ?? [], pid]),
+  worker: workerOverrides(
+    REAL_MEDIA
+      ? {
+        media: {
+          observer: {
+            encoderStarted: (sid: string, pid: number) =>
+              encoderPids.set(sid, [...encoderPids.get(sid) ?? [], pid]),
+          },
         },
-      },
-    }
-    : { mediaFactory: media.factory }),
+      }
+      : { mediaFactory: media.factory },
+  ),
   tickMs: 50,
   logger: createLogger({ level: "warn", sink: (l) => warnings.push(l) }),
 });

@@ -6,7 +6,8 @@
  * @module
  */
 import type { CreateSessionRequest } from "@avatar-svc/sdk";
-import { type CliField, PROVIDERS } from "../src/providers/registry.ts";
+import { PROVIDERS } from "../src/providers/catalog/catalog.ts";
+import type { CliField } from "../src/providers/catalog/definition.ts";
 import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../src/vocabulary/provider_types.ts";
 import { UsageError } from "./usage_error.ts";
 

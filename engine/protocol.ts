@@ -1,7 +1,7 @@
 /**
  * The external conversation engine protocol V0 (docs/engine-protocol-v0.md): its constants and the
  * message shapes of both directions, shared by the reference engine and the service's bridge
- * (`src/providers/external_engine.ts`), plus the engine side's parsing and validation.
+ * (`src/providers/external_engine/bridge.ts`), plus the engine side's parsing and validation.
  *
  * @module
  */

@@ -185,8 +185,16 @@ export interface SfuConfig {
   turnSecret: string | null;
 }
 
+/**
+ * Raised when a process cannot start as configured (e.g. the ffmpeg it names is missing: the media
+ * plane's `FfmpegUnavailableError`); the message is one line. `main.ts` prints it and exits 1.
+ */
+export class StartupError extends Error {
+  override name = "StartupError";
+}
+
 /** Raised for an invalid environment; the message is one line and names the variable. */
-export class ConfigError extends Error {
+export class ConfigError extends StartupError {
   override name = "ConfigError";
 }
 

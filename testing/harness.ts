@@ -6,19 +6,20 @@
  * @module
  */
 import { compose } from "../src/app/compose.ts";
+import { workerOverrides } from "../src/app/worker_side.ts";
 import type { Scope } from "../src/auth/scopes.ts";
 import type { TokenService } from "../src/auth/tokens.ts";
 import { OffsetClock } from "../src/clock.ts";
 import { type Config, loadConfig } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
-import type { ProviderConnector } from "../src/providers/types.ts";
+import type { ProviderBridge } from "../src/providers/types.ts";
 import type { ProviderType } from "../src/vocabulary/provider_types.ts";
-import type { SessionMediaFactory, SessionRuntime } from "../src/runtime/session_runtime.ts";
+import type { SessionMediaFactory, SessionRuntime } from "../src/worker/session_runtime.ts";
 import type { SessionService } from "../src/sessions/service.ts";
 import type { Lifecycle } from "../src/app/lifecycle.ts";
 import type { Resolver } from "../src/webhooks/url_guard.ts";
-import type { MediaPlane } from "../src/media/plane.ts";
+import type { MediaPlane } from "../src/media/media_plane.ts";
 import type { SessionWorker } from "../src/worker/session_worker.ts";
 
 /** Options of {@link createHarness}. */
@@ -35,7 +36,7 @@ export interface HarnessOptions {
   /** Margin a remote end waits for the owning process (default 5 s). */
   remoteEndMarginMs?: number;
   idempotencyWaitMs?: number;
-  connectors?: Partial<Record<ProviderType, ProviderConnector>>;
+  bridges?: Partial<Record<ProviderType, ProviderBridge>>;
   media?: SessionMediaFactory;
   /** Id of this "process" (default: a fresh one; share a KV between harnesses to model processes). */
   instanceId?: string;
@@ -133,9 +134,11 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     lifecycle: options.lifecycle === true,
     caCerts: options.caCerts,
     webhookCaCerts: options.webhookCaCerts,
-    connectors: options.connectors,
-    mediaFactory: options.media,
-    mediaPlane: options.mediaPlane,
+    worker: workerOverrides({
+      bridges: options.bridges,
+      mediaFactory: options.media,
+      mediaPlane: options.mediaPlane,
+    }),
     tokenSecret: secret,
     fetch: options.fetch,
     resolve: options.resolve ?? noDns,
@@ -148,9 +151,11 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     journal: options.journal,
   });
   const { app, tokens } = service;
-  const runtime = service.runtime!;
+  // The composed process names its worker side through ports (src/app/worker_side_port.ts); these are
+  // the classes behind them.
+  const runtime = service.runtime as SessionRuntime;
   const sessions = service.sessions!;
-  const worker = service.worker!;
+  const worker = service.worker as SessionWorker;
   const lifecycle = service.lifecycle;
   const fetch = async (req: Request) => await app.fetch(req);
   let server: Deno.HttpServer<Deno.NetAddr> | null = null;

@@ -8,12 +8,12 @@ import { loadConfig, type MediaConfig } from "../src/config.ts";
 import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { FrameCache } from "../src/media/frame_cache.ts";
-import { MediaPlane, type MediaPlaneOptions } from "../src/media/plane.ts";
+import { MediaPlane, type MediaPlaneOptions } from "../src/media/media_plane.ts";
 import { ReferenceRenderer } from "../src/media/reference_renderer.ts";
 import type { Renderer } from "../src/media/renderer.ts";
 import type { AvatarSessionMedia } from "../src/media/session_media.ts";
 import { createLogger } from "../src/log.ts";
-import { FakeConnector } from "./fake_connector.ts";
+import { FakeBridge } from "./fake_bridge.ts";
 import { engineBody } from "./fixtures.ts";
 import { DEADLINE_MS } from "./deadline.ts";
 import { createHarness, type Harness } from "./harness.ts";
@@ -32,7 +32,7 @@ export function smallRenderer(): Promise<Renderer> {
 export interface MediaContext {
   h: Harness;
   plane: MediaPlane;
-  fake: FakeConnector;
+  fake: FakeBridge;
   /** Base http URL of the served app. */
   base: string;
   key: string;
@@ -67,10 +67,10 @@ export async function withMedia(
     renderer: options.plane?.renderer ?? await smallRenderer(),
     limits: options.plane?.limits,
   });
-  const fake = new FakeConnector();
+  const fake = new FakeBridge();
   const h = await createHarness({
     mediaPlane: plane,
-    connectors: { external_engine: fake },
+    bridges: { external_engine: fake },
     env: options.env,
   });
   try {

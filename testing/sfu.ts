@@ -7,9 +7,9 @@
  */
 import { loadConfig, type SfuConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
-import { MediaPlane } from "../src/media/plane.ts";
+import { MediaPlane } from "../src/media/media_plane.ts";
 import type { AvatarSessionMedia } from "../src/media/session_media.ts";
-import { FakeConnector } from "./fake_connector.ts";
+import { FakeBridge } from "./fake_bridge.ts";
 import { engineBody } from "./fixtures.ts";
 import { createHarness, type Harness } from "./harness.ts";
 import { type JanusProcess, startJanus, startTurn, type TurnProcess } from "./janus.ts";
@@ -22,7 +22,7 @@ export interface SfuContext {
   plane: MediaPlane;
   janus: JanusProcess;
   turn: TurnProcess | null;
-  fake: FakeConnector;
+  fake: FakeBridge;
   /** Base http URL of the served app (also the plane's public URL). */
   base: string;
   key: string;
@@ -75,16 +75,16 @@ export async function withSfu(
     const config = loadConfig(env);
     plane = await MediaPlane.create({
       config: { ...config.media, width: 256, height: 256 },
-      sfu: { ...config.sfu!, ...options.sfu },
+      transports: { sfu: { ...config.sfu!, ...options.sfu } },
       publicUrl: "http://localhost:8787",
       logger: createLogger({ level: "debug", sink: (l) => logs.push(l) }),
       renderer: options.renderer ?? await smallRenderer(),
       gopFrames: options.gopFrames,
     });
-    const fake = new FakeConnector();
+    const fake = new FakeBridge();
     h = await createHarness({
       mediaPlane: plane,
-      connectors: { external_engine: fake },
+      bridges: { external_engine: fake },
       env: options.env,
       lifecycle: options.lifecycle,
     });

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SessionMedia, SessionMediaFactory } from "../src/runtime/session_runtime.ts";
+import type { SessionMedia, SessionMediaFactory } from "../src/worker/session_runtime.ts";
 
 /** Controls of one session's stand-in media plane. */
 export interface MediaControls {

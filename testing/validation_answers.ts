@@ -1,5 +1,5 @@
 /**
- * Runs create-session bodies (bytes) through a checkout's API (its own harness, with connectors that
+ * Runs create-session bodies (bytes) through a checkout's API (its own harness, with bridges that
  * answer every start with `503 SVC_PROVIDER_UNAVAILABLE`) and returns each answer's status, code and
  * message — to compare the validation of two checkouts (tests/api/credential_validation_test.ts).
  *
@@ -10,11 +10,11 @@ import { FIXED_NOW } from "./credential_bodies.ts";
 /** One answer: status, code and message (what a client sees of a refusal). */
 export type Answer = [status: number, code: string, message: string];
 
-/** A checkout's test harness and its always-unavailable connector (its own modules). */
+/** A checkout's test harness and its always-unavailable bridge (its own modules). */
 export interface Checkout {
   // deno-lint-ignore no-explicit-any
   createHarness(options: any): Promise<any>;
-  UnavailableConnector: new () => unknown;
+  UnavailableBridge: new () => unknown;
 }
 
 /** The harness modules of the checkout at `root` (an absolute path), imported dynamically. */
@@ -28,26 +28,36 @@ export async function checkoutAt(root: string): Promise<Checkout> {
     harness = new URL("tests/helpers/harness.ts", base);
   }
   const { createHarness } = await import(harness.href);
-  const { UnavailableConnector } = await import(new URL("src/providers/unavailable.ts", base).href);
-  return { createHarness, UnavailableConnector };
+  // The always-unavailable bridge moved from src/providers/unavailable.ts (and was a "connector") in issue 19.
+  let bridge = new URL("testing/unavailable_bridge.ts", base);
+  try {
+    await Deno.stat(bridge);
+  } catch {
+    bridge = new URL("src/providers/unavailable.ts", base);
+  }
+  const module = await import(bridge.href);
+  return { createHarness, UnavailableBridge: module.UnavailableBridge ?? module.UnavailableConnector };
 }
 
 /** The answers of a checkout to `bodies`, in order. */
 export async function answersFor(checkout: Checkout, bodies: Uint8Array<ArrayBuffer>[]): Promise<Answer[]> {
-  const { createHarness, UnavailableConnector } = checkout;
-  const unavailable = new UnavailableConnector();
+  const { createHarness, UnavailableBridge } = checkout;
+  const unavailable = new UnavailableBridge();
+  const all = {
+    vendor1_realtime: unavailable,
+    vendor2: unavailable,
+    vendor3: unavailable,
+    external_engine: unavailable,
+  };
   const h = await createHarness({
     env: {
       SVC_RATE_LIMIT_PER_MINUTE: "0",
       SVC_MAX_CONCURRENT_SESSIONS: "100000",
       SVC_VENDOR3_SIGNED_URL_HOSTS: "api.elevenlabs.io,api.eu.residency.elevenlabs.io,localhost,127.0.0.1",
     },
-    connectors: {
-      vendor1_realtime: unavailable,
-      vendor2: unavailable,
-      vendor3: unavailable,
-      external_engine: unavailable,
-    },
+    // `bridges` since issue 19 part two, `connectors` before: each checkout's harness reads its own.
+    bridges: all,
+    connectors: all,
   });
   try {
     // The generated signatures were minted relative to FIXED_NOW (with minutes of margin either way).

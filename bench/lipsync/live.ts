@@ -14,7 +14,7 @@ import { createLogger } from "../../src/log.ts";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
 import { FrameCache } from "../../src/media/frame_cache.ts";
-import { MediaPlane } from "../../src/media/plane.ts";
+import { MediaPlane } from "../../src/media/media_plane.ts";
 import { ReferenceRenderer } from "../../src/media/reference_renderer.ts";
 import { phonemeVisemes, VISEME_INDEX } from "../../src/media/lipsync/visemes.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";

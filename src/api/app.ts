@@ -1,6 +1,8 @@
 /**
- * The application factory: every dependency (KV, clock, config, tokens, logger, the session service and
- * the worker) is passed in; the composition root (`src/app/compose.ts`) builds them.
+ * The application factory: every dependency (KV, clock, config, tokens, logger, the session service, the
+ * worker and its transports' sockets) is passed in; the composition root (`src/app/compose.ts`) builds
+ * them. The worker side comes through ports (`WorkerPort`, `TransportSockets`), so this module loads
+ * nothing of the session runtime, the bridges or the media plane (`tests/architecture/` checks it).
  *
  * @module
  */
@@ -11,7 +13,6 @@ import type { Config } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { SessionService } from "../sessions/service.ts";
-import type { SessionWorker } from "../worker/session_worker.ts";
 import { registerInternalRoutes } from "./routes/internal.ts";
 import type { InternalAuth } from "../fleet/internal_auth.ts";
 import { INTERNAL_PATHS } from "../fleet/internal_api.ts";
@@ -34,11 +35,12 @@ import { registerWebhookRoutes } from "./routes/webhooks.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerSessionMetricsRoutes } from "./routes/session_metrics.ts";
-import { registerMediaRoutes } from "./routes/media.ts";
-import { registerSfuRoutes } from "./routes/sfu.ts";
-import type { MediaPlane } from "../media/plane.ts";
-import { AVATAR_CATALOG } from "../vocabulary/avatar_catalog.ts";
-import { type DemoDeps, registerDemoRoutes } from "../demo/routes.ts";
+import { registerTransportSockets } from "./transport_socket.ts";
+import { type ArtLookup, registerArtRoute } from "./routes/art.ts";
+import { AVATAR_CATALOG, type AvatarCatalog } from "../vocabulary/avatar_catalog.ts";
+import type { TransportSockets } from "../vocabulary/transports.ts";
+import type { WorkerPort } from "../fleet/worker_port.ts";
+import { type DemoDeps, registerDemoRoutes } from "./routes/demo.ts";
 import { telemetry } from "../telemetry/state.ts";
 import { apiMetrics } from "./middleware/api_metrics.ts";
 
@@ -63,11 +65,18 @@ export interface AppDeps {
     /** The demo page's backend (its API key and engine); the page is served only when given. */
     demo?: Omit<DemoDeps, "call">;
   };
-  /** The worker side (`SVC_ROLE` all or worker): the media WebSocket and the internal API. */
+  /** The worker side (`SVC_ROLE` all or worker): the transports' client sockets and the internal API. */
   worker?: {
-    worker: SessionWorker;
-    /** The media plane, when this process renders (its WebSocket route is registered then). */
-    media?: MediaPlane;
+    worker: WorkerPort;
+    /**
+     * The client sockets of the transports the media plane serves, when this process renders (one route
+     * each).
+     */
+    sockets?: readonly TransportSockets[];
+    /** The media plane's avatar catalog (the art it renders), served by `GET /v1/catalog`. */
+    catalog?: AvatarCatalog;
+    /** The avatars' art documents (`GET /media/v0/art/{avatar_id}`), when this process renders. */
+    art?: ArtLookup;
     /** Signs the internal API; without it (an `all` process no one calls) the internal API is not served. */
     auth?: InternalAuth;
   };
@@ -170,11 +179,11 @@ export function createApp(deps: AppDeps): App {
     registerSessionMetricsRoutes(app, { kv, live: deps.worker?.worker.metrics.snapshotOf });
     registerWebhookRoutes(app, { kv, clock });
     registerWebhookDocs(app);
-    registerCatalogRoutes(app, { catalog: deps.worker?.media?.catalog ?? AVATAR_CATALOG });
+    registerCatalogRoutes(app, { catalog: deps.worker?.catalog ?? AVATAR_CATALOG });
   }
-  if (deps.worker?.media) registerMediaRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
-  if (deps.worker?.media?.sfu) {
-    registerSfuRoutes(app, { tokens: deps.tokens, plane: deps.worker.media, logger });
+  if (deps.worker?.art) registerArtRoute(app, { art: deps.worker.art });
+  if (deps.worker?.sockets) {
+    registerTransportSockets(app, { tokens: deps.tokens, sockets: deps.worker.sockets, logger });
   }
   if (deps.worker?.auth) {
     registerInternalRoutes(app, {

@@ -9,7 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import type { Hook } from "@hono/zod-openapi";
 import { ApiError, errorBody } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { containsProviderConnectionId } from "../providers/config_schema.ts";
+import { containsProviderConnectionId } from "../providers/catalog/config_schema.ts";
 import { PROVIDER_TYPES } from "../vocabulary/provider_types.ts";
 import type { AppEnv } from "./app_env.ts";
 

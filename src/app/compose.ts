@@ -14,7 +14,10 @@
  * | demo page (in `api`: vendor engines only) | ✓ | ✓ | |
  *
  * An `api` process starts no subprocess, writes no file, loads no FFI and opens no engine connection, so
- * it runs on Deno Deploy (see docs/deployment.md).
+ * it runs on Deno Deploy (see docs/deployment.md). It does not even load that code: the worker side (media
+ * plane, bridges, session runtime and worker: `worker_side.ts`) and the embedded engine are loaded with
+ * `await import()` on the roles that run sessions only, and this module names them through
+ * `worker_side_port.ts` (`tests/architecture/module_graph_test.ts` checks it on `main.ts`).
  *
  * @module
  */
@@ -27,7 +30,7 @@ import type { Config } from "../config.ts";
 import { openKv } from "../kv/open.ts";
 import { setReadHandle, sharesDatabase } from "../kv/read_handle.ts";
 import { setSessionRetention } from "../kv/session_retention.ts";
-import { DEMO_PROJECT_ID } from "../demo/constants.ts";
+import { DEMO_PROJECT_ID } from "../api/demo_project.ts";
 import { InternalAuth } from "../fleet/internal_auth.ts";
 import { LocalWorkerClient } from "../fleet/local_worker_client.ts";
 import { RemoteWorkerClient } from "../fleet/remote_worker_client.ts";
@@ -37,15 +40,16 @@ import { randomBase62 } from "../ids.ts";
 import { createApiKey, revokeApiKey } from "../kv/api_keys.ts";
 import { Lifecycle } from "./lifecycle.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { MediaPlane, type MediaPlaneOptions } from "../media/plane.ts";
-import { createConnectors } from "../providers/connectors.ts";
-import type { ProviderConnector } from "../providers/types.ts";
-import type { ProviderType } from "../vocabulary/provider_types.ts";
-import { type SessionMediaFactory, SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
+import { TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
 import { SessionService } from "../sessions/service.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
-import { SessionWorker } from "../worker/session_worker.ts";
-import type { EndJournalOptions } from "../worker/end_journal.ts";
+import type {
+  ComposedMedia,
+  ComposedRuntime,
+  ComposedWorker,
+  WorkerOverrides,
+  WorkerSide,
+} from "./worker_side_port.ts";
 import { ConfigError } from "../config.ts";
 import { telemetry } from "../telemetry/state.ts";
 import { samplerHonoursParent } from "../telemetry/tracing.ts";
@@ -68,14 +72,11 @@ export interface ComposeOptions {
   listen?: boolean;
   /** Start the lifecycle machinery (lease, reaper, lifetimes, webhooks; default true). */
   lifecycle?: boolean;
-  /** Overrides of the media plane's options (tests and the bench). */
-  media?: Partial<Pick<MediaPlaneOptions, "renderer" | "limits" | "observer">>;
-  /** A media plane built by the caller (tests share one); not closed by the service. */
-  mediaPlane?: MediaPlane;
-  /** A media factory used instead of a media plane (tests and the soak); no ffmpeg is started then. */
-  mediaFactory?: SessionMediaFactory;
-  /** Bridges replacing the configured ones (tests; the option keeps the port's name until part two). */
-  connectors?: Partial<Record<ProviderType, ProviderConnector>>;
+  /**
+   * Overrides of the worker side (tests and benches: bridges, a media plane or factory, renderer options),
+   * made with `workerOverrides()` of `worker_side.ts`.
+   */
+  worker?: WorkerOverrides;
   /** CA certificates trusted for engine connections, beyond `SVC_ENGINE_CA_FILE`. */
   caCerts?: string[];
   /** CA certificates trusted for webhook deliveries, beyond `SVC_WEBHOOK_CA_FILE`. */
@@ -98,8 +99,8 @@ export interface ComposeOptions {
   idempotencyWaitMs?: number;
   /** How long an end answer waits for storage before answering 503. */
   endRecordWaitMs?: number;
-  /** Retry settings of the end journal. */
-  journal?: EndJournalOptions;
+  /** Retry settings of the end journal (`EndJournalOptions` of src/worker/end_journal.ts). */
+  journal?: { firstDelayMs?: number; maxDelayMs?: number };
 }
 
 /** The reference engine running in this process (the embedded default). */
@@ -130,12 +131,12 @@ export interface Service {
   url: string | null;
   /** The API side (roles all and api). */
   sessions: SessionService | null;
-  /** The session worker (roles all and worker). */
-  worker: SessionWorker | null;
-  /** The session runtime of the worker. */
-  runtime: SessionRuntime | null;
-  /** The media plane, when this process renders. */
-  media: MediaPlane | null;
+  /** The session worker (roles all and worker; a `SessionWorker`). */
+  worker: ComposedWorker | null;
+  /** The session runtime of the worker (a `SessionRuntime`). */
+  runtime: ComposedRuntime | null;
+  /** The media plane, when this process renders (a `MediaPlane`). */
+  media: ComposedMedia | null;
   /** Lease, reaper, lifetimes, reconcile and webhook delivery. */
   lifecycle: Lifecycle;
   /** The reference engine, when this process runs one. */
@@ -174,29 +175,13 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
         "invalid configuration: OTEL_TRACES_SAMPLER must be parentbased_always_on (or parentbased_traceidratio, parentbased_always_off, always_off) when tracing is on in a process that runs sessions: the URLs of engine connections and webhook deliveries carry credentials, and only a parent-based sampler keeps Deno's spans of them out of the export",
       );
     }
+    // The worker side's code, loaded only by the roles that run sessions.
+    const workerSide = runsSessions ? await import("./worker_side.ts") : null;
     // First, so that a missing ffmpeg stops start-up before anything is opened.
-    const ownsMedia = runsSessions && config.media.enabled && !o.mediaFactory && !o.mediaPlane;
-    const media = ownsMedia
-      ? await MediaPlane.create({
-        config: config.media,
-        sfu: config.sfu,
-        publicUrl: config.publicUrl,
-        logger,
-        clock,
-        ...o.media,
-      })
-      : runsSessions
-      ? o.mediaPlane ?? null
-      : null;
-    if (media && ownsMedia) {
-      logger.info("media plane ready", {
-        ffmpeg: media.ffmpegVersion,
-        format: media.renderer.format,
-        capacity: media.capacity,
-      });
-    }
-
-    if (media && ownsMedia) cleanup.push(() => media.close());
+    const { plane, owned } = workerSide
+      ? await workerSide.startMediaPlane({ config, logger, clock, overrides: o.worker })
+      : { plane: null, owned: false };
+    if (plane && owned) cleanup.push(() => plane.close());
     const tokens = new TokenService(tokenSecrets(config, o.tokenSecret, logger), clock);
     const kv = o.kv ?? await openKv(config.kv);
     if (!o.kv) cleanup.push(() => kv.close());
@@ -228,31 +213,24 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     if (workerHttpClient) cleanup.push(() => workerHttpClient.close());
 
     // The worker side.
-    let runtime: SessionRuntime | null = null;
-    let worker: SessionWorker | null = null;
-    if (runsSessions) {
-      runtime = new SessionRuntime({
-        connectors: {
-          ...createConnectors({ config, logger, clock, caCerts: engineCa }),
-          ...o.connectors,
-        },
-        logger,
-        media: o.mediaFactory ?? media?.factory,
-        clock,
-      });
-      worker = new SessionWorker({
+    const side: WorkerSide | null = workerSide
+      ? workerSide.createWorkerSide({
         kv,
         clock,
         config,
         logger,
         instanceId,
-        runtime,
-        media: media ?? undefined,
+        media: plane,
+        engineCa,
+        overrides: o.worker,
         teardownTimeoutMs: o.teardownTimeoutMs,
         endRecordWaitMs: o.endRecordWaitMs,
         journal: o.journal,
-      });
-    }
+      })
+      : null;
+    const runtime = side?.runtime ?? null;
+    const worker = side?.worker ?? null;
+    const media = side?.media ?? null;
 
     // The API side, and how it reaches sessions.
     const auth = config.internalSecret ? new InternalAuth(config.internalSecret, clock) : null;
@@ -319,8 +297,14 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       api: sessions
         ? { sessions, demo: demo ? { apiKey: demo.apiKey, engine: demo.engine } : undefined }
         : undefined,
-      worker: worker
-        ? { worker, media: media ?? undefined, auth: auth && config.workerUrl ? auth : undefined }
+      worker: side
+        ? {
+          worker: side.worker,
+          sockets: side.sockets,
+          catalog: side.catalog,
+          art: side.art,
+          auth: auth && config.workerUrl ? auth : undefined,
+        }
         : undefined,
     });
     // The control plane's background KV reads and writes settle before the KV handle closes.
@@ -342,7 +326,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
           public_url: publicUrl,
           capacity,
           free_slots: Math.max(0, capacity - worker!.size),
-          transports: worker!.transports,
+          transports: [...worker!.transports],
           signature: auth && config.workerUrl
             ? await auth.signAdvert(instanceId, config.workerUrl, publicUrl)
             : null,

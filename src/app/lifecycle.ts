@@ -20,11 +20,31 @@ import type { WorkerAdvert } from "../kv/owner_leases.ts";
 import type { Role } from "../config.ts";
 import { OwnerLeaseKeeper } from "../fleet/owner_lease_keeper.ts";
 import { Reaper } from "../fleet/reaper.ts";
-import type { SessionWorker } from "../worker/session_worker.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
 import { WebhookDelivery } from "../webhooks/webhook_delivery.ts";
 
 /** Dependencies of the lifecycle machinery. */
+/**
+ * What the loops drive of the session worker (the port, with its consumer; `SessionWorker` implements it):
+ * its lifetime checks, reconcile passes, and the ends of a shutdown.
+ */
+export interface WorkerLoops {
+  /** Sessions running here. */
+  readonly size: number;
+  /** The lifetime checks (max duration, idle, no client). */
+  readonly lifetimes: { start(tickMs: number): void; stop(): void };
+  /** The journal of ends not yet recorded in KV. */
+  readonly journal: { flush(deadline: number): Promise<number> };
+  /** Compares what runs here with KV (ends sessions ended elsewhere; with `staleStartMs`, stale starts). */
+  reconcile(options?: { staleStartMs?: number }): Promise<void>;
+  /** Ends every session (`reason`), waiting at most `timeoutMs`. */
+  endAll(reason: "service_shutdown", timeoutMs: number): Promise<void>;
+  /** Resolves once the background work under way has settled. */
+  settled(): Promise<void>;
+  /** Lets every session go without ending it (this process's lease was reaped: others own them now). */
+  abandonAll(): Promise<void>;
+}
+
 export interface LifecycleDeps {
   kv: Deno.Kv;
   clock: Clock;
@@ -33,7 +53,7 @@ export interface LifecycleDeps {
   instanceId: string;
   role: Role;
   /** This process's session worker (roles all and worker). */
-  worker?: SessionWorker;
+  worker?: WorkerLoops;
   /** What the lease advertises of the worker at each renewal (roles all and worker). */
   advert?: () => Promise<WorkerAdvert | null>;
   /** HTTP client for webhook deliveries (e.g. trusting `SVC_WEBHOOK_CA_FILE`). */

@@ -10,12 +10,12 @@
  * | `/internal/v1/sessions/stream` | `{project_id, session_id}` | {@link StreamEndpoints} |
  *
  * The start body carries the provider credentials after the spec, as their holder's encoding (bytes; see
- * `src/runtime/credential_holder.ts`): the worker copies them into its own holder, and both sides zero
+ * `src/auth/credential_holder.ts`): the worker copies them into its own holder, and both sides zero
  * their buffers.
  *
  * @module
  */
-import { CredentialHolder } from "../runtime/credential_holder.ts";
+import { CredentialHolder } from "../auth/credential_holder.ts";
 import type { StartSpec } from "../vocabulary/host_requests.ts";
 
 /** Paths of the internal API. */

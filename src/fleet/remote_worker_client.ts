@@ -6,7 +6,7 @@
  */
 import { ApiError, ERROR_CATALOG, type ErrorCode } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { encodeStart, INTERNAL_PATHS } from "./internal_api.ts";
 import type { InternalAuth } from "./internal_auth.ts";

@@ -9,17 +9,15 @@
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { MEDIA_PATH } from "../media/plane.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import { TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
-import type { TransportKind } from "../vocabulary/transports.ts";
+import { emptyEndpoints, socketUrl, type TransportKind } from "../vocabulary/transports.ts";
 import { endThroughKv } from "./end_through_kv.ts";
 import type { LocalWorkerClient } from "./local_worker_client.ts";
 import { type RemoteWorkerClient, WorkerUnreachableError } from "./remote_worker_client.ts";
 import type { Placement, SessionHost } from "../sessions/session_host.ts";
 import { notActiveError } from "../vocabulary/not_active_error.ts";
-import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import { type EndOptions, type StartSpec, TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
 import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { WorkerDirectory } from "./worker_directory.ts";
 import { listLiveInstances } from "../kv/owner_leases.ts";
@@ -45,10 +43,12 @@ export interface SessionRouterDeps {
 export class SessionRouter implements SessionHost {
   constructor(readonly deps: SessionRouterDeps) {}
 
-  async sfuAvailable(): Promise<boolean> {
+  async availableTransports(): Promise<TransportKind[]> {
     const { local, remote } = this.deps;
-    if (local) return local.worker.transports.includes("webrtc_sfu");
-    return (await remote?.directory.live() ?? []).some((w) => w.transports.includes("webrtc_sfu"));
+    if (local) return [...local.worker.transports];
+    const served = new Set<TransportKind>();
+    for (const w of await remote?.directory.live() ?? []) for (const t of w.transports) served.add(t);
+    return [...served];
   }
 
   async place(exclude: ReadonlySet<string>, transport: TransportKind): Promise<Placement> {
@@ -120,11 +120,9 @@ export class SessionRouter implements SessionHost {
       l.instance_id === record.owner
     );
     if (lease?.worker && record.transport === "websocket_fmp4") {
-      const base = lease.worker.public_url.replace(/\/+$/, "").replace(/^http/, "ws");
       return {
-        media_url: base + MEDIA_PATH.replace("{session_id}", record.session_id),
-        sfu_endpoint: null,
-        ice_servers: [],
+        ...emptyEndpoints(),
+        media_url: socketUrl("websocket_fmp4", lease.worker.public_url, record.session_id),
       };
     }
     throw new ApiError("SVC_SESSION_STATE_UNAVAILABLE");

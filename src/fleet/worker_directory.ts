@@ -13,7 +13,7 @@ import { ownerLoads } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
 import type { InternalAuth } from "./internal_auth.ts";
 import type { Placement } from "../sessions/session_host.ts";
-import type { TransportKind } from "../vocabulary/transports.ts";
+import { alwaysServed, type TransportKind } from "../vocabulary/transports.ts";
 
 /** A worker API processes can call. */
 export interface LiveWorker {
@@ -71,7 +71,7 @@ export class WorkerDirectory {
    */
   async pick(
     exclude: ReadonlySet<string>,
-    transport: TransportKind = "websocket_fmp4",
+    transport: TransportKind = alwaysServed()[0],
   ): Promise<Placement & { url: string }> {
     const now = this.deps.clock.now();
     const candidates = (await this.live()).filter((w) =>
@@ -116,7 +116,8 @@ export class WorkerDirectory {
         url: w.url,
         publicUrl: w.public_url,
         capacity: w.capacity,
-        transports: w.transports ?? ["websocket_fmp4"],
+        // An advert without the list (a worker older than it) serves what every worker serves.
+        transports: w.transports ?? alwaysServed(),
       }
       : null;
   }

@@ -10,10 +10,11 @@
  *
  * @module
  */
+import { StartupError } from "../config.ts";
 import type { VideoFormat } from "./renderer.ts";
 
 /** Raised when ffmpeg is missing or unusable at start-up; the message is one line. */
-export class FfmpegUnavailableError extends Error {
+export class FfmpegUnavailableError extends StartupError {
   override name = "FfmpegUnavailableError";
 }
 

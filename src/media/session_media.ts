@@ -29,7 +29,7 @@
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ProviderConnection, ToolCall } from "../providers/types.ts";
-import type { SessionMedia } from "../runtime/session_runtime.ts";
+import type { SessionMedia } from "../worker/session_runtime.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { AUDIO_RATE, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
 import { FlvDemuxer } from "./flv.ts";
@@ -43,12 +43,7 @@ import type { TimelineViseme } from "./lipsync/timeline.ts";
 import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
-import type {
-  AnimationMessage,
-  MediaTransport,
-  TransportFactory,
-  TransportKind,
-} from "./transports/transport.ts";
+import type { AnimationMessage, MediaTransport, TransportFactory } from "./transports/transport.ts";
 import { ClientMessages } from "./client_messages.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import { registerPlayerMessages } from "./transports/player_messages.ts";
@@ -781,11 +776,6 @@ export class AvatarSessionMedia implements SessionMedia {
   /** The session's transport (the media routes attach their clients to it). */
   get transport(): MediaTransport | null {
     return this.#transport;
-  }
-
-  /** Which transport the session uses. */
-  get transportKind(): TransportKind | null {
-    return this.#transport?.kind ?? null;
   }
 
   // ---- SessionMedia ----

@@ -1,7 +1,7 @@
 /**
- * The runtime's provider interface: one connector per provider type, one connection per live session.
+ * The runtime's provider interface: one bridge per provider type, one connection per live session.
  *
- * A connector turns a session's credentials into a live connection to its conversation engine (or fails
+ * A bridge turns a session's credentials into a live connection to its conversation engine (or fails
  * with an {@link import("../errors.ts").ApiError} carrying the mapped code). The connection then carries
  * user audio to the engine and engine events back to the session runtime until it is closed.
  *
@@ -10,7 +10,7 @@
 import type { Clock } from "../clock.ts";
 import type { VendorEndpoints } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 
 /** Why a provider connection ended on its own. */
 export type ProviderClosure =
@@ -76,7 +76,7 @@ export interface ProviderEvents {
   onClosed(closure: ProviderClosure): void;
 }
 
-/** What the session tells a connector when connecting. */
+/** What the session tells a bridge when connecting. */
 export interface ConnectRequest {
   sessionId: string;
   credentials: CredentialHolder;
@@ -115,12 +115,12 @@ export interface ProviderConnection {
 }
 
 /** Connects sessions of one provider type. */
-export interface ProviderConnector {
+export interface ProviderBridge {
   connect(request: ConnectRequest): Promise<ProviderConnection>;
 }
 
-/** What a connector is built from (see `createConnectors` in `connectors.ts`). */
-export interface ConnectorDeps {
+/** What a bridge is built from (see `createBridges` in `bridges.ts`). */
+export interface BridgeDeps {
   logger: Logger;
   /** Clock of connect deadlines, keepalive and teardown waits. */
   clock: Clock;

@@ -1,23 +1,25 @@
 /**
- * Transport resolution: `auto` prefers the SFU when one is configured and otherwise uses fMP4 over
- * WebSocket; `webrtc_sfu` without an SFU fails closed (no fallback).
+ * Transport resolution, from the transport registry (`src/vocabulary/transports.ts`): `auto` takes the
+ * served transport it ranks first (the SFU when a worker serves it, else fMP4 over WebSocket); a transport
+ * only some workers serve, asked for while none does, fails closed with its entry's refusal (no fallback).
  *
  * @module
  */
 import { ApiError } from "../errors.ts";
-import type { RequestedTransport, TransportKind } from "../vocabulary/transports.ts";
+import {
+  autoTransport,
+  type RequestedTransport,
+  transportEntry,
+  type TransportKind,
+} from "../vocabulary/transports.ts";
 
-/** Resolves the requested transport against whether an SFU is configured. */
-export function resolveTransport(requested: RequestedTransport, sfuConfigured: boolean): TransportKind {
-  if (requested === "webrtc_sfu") {
-    if (!sfuConfigured) {
-      throw new ApiError(
-        "SVC_SFU_NOT_CONFIGURED",
-        "The webrtc_sfu transport is not configured on this deployment; use websocket_fmp4 or auto.",
-      );
-    }
-    return "webrtc_sfu";
-  }
-  if (requested === "auto" && sfuConfigured) return "webrtc_sfu";
-  return "websocket_fmp4";
+/** Resolves the requested transport against the transports some worker serves. */
+export function resolveTransport(
+  requested: RequestedTransport,
+  served: readonly TransportKind[],
+): TransportKind {
+  if (requested === "auto") return autoTransport(served);
+  const unavailable = transportEntry(requested).unavailable;
+  if (unavailable && !served.includes(requested)) throw new ApiError(unavailable.code, unavailable.message);
+  return requested;
 }

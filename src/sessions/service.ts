@@ -31,9 +31,9 @@ import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import { generateWebhookSecret } from "../webhooks/sign.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
-import { checkProviderConfigShape } from "../providers/config_schema.ts";
+import { checkProviderConfigShape } from "../providers/catalog/config_schema.ts";
 import type { ProviderType } from "../vocabulary/provider_types.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { SessionHost } from "./session_host.ts";
 import type {
@@ -49,6 +49,7 @@ import { isEnded } from "../vocabulary/session_states.ts";
 import { toView } from "../vocabulary/session_view.ts";
 import { notActiveError } from "../vocabulary/not_active_error.ts";
 import { resolveTransport } from "./resolve_transport.ts";
+import { alwaysServed } from "../vocabulary/transports.ts";
 import type { RequestedTransport } from "../vocabulary/transports.ts";
 import { AVATAR_CATALOG, resolveAvatarConfig } from "../vocabulary/avatar_catalog.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
@@ -140,9 +141,12 @@ export class SessionService {
       credentials,
     });
     if (shapeError) throw new ApiError("SVC_PROVIDER_MISCONFIGURED", shapeError);
-    // `auto` prefers the SFU when a worker serves it; `webrtc_sfu` without one fails closed.
-    const sfu = input.transport === "websocket_fmp4" ? false : await host.sfuAvailable();
-    const transport = resolveTransport(input.transport, sfu);
+    // `auto` prefers the SFU when a worker serves it; `webrtc_sfu` without one fails closed. A transport
+    // every worker serves needs no look-up.
+    const served = input.transport !== "auto" && alwaysServed().includes(input.transport)
+      ? []
+      : await host.availableTransports();
+    const transport = resolveTransport(input.transport, served);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
     const avatar = resolveAvatarConfig(AVATAR_CATALOG, input.avatar_config);
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");

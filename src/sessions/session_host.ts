@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
 import type { EndedSession, StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
@@ -28,8 +28,11 @@ export interface Placement {
 
 /** The port. Every method throws an {@link import("../errors.ts").ApiError} with the mapped code. */
 export interface SessionHost {
-  /** Whether some worker serves `webrtc_sfu` (an SFU is configured): `auto` then prefers it. */
-  sfuAvailable(): Promise<boolean>;
+  /**
+   * The transports some live worker serves (`webrtc_sfu` where an SFU is configured): `auto` picks among
+   * them, and an explicit request for one no worker serves is refused.
+   */
+  availableTransports(): Promise<TransportKind[]>;
   /**
    * Picks a worker serving `transport` for a new session, skipping `exclude` (workers found full). Throws 503
    * SVC_RENDER_CAPACITY.

@@ -20,6 +20,9 @@ export interface StartSpec {
   bgId: string | null;
 }
 
+/** Teardown timeout of a graceful end (the interface specification's 10 s). */
+export const TEARDOWN_TIMEOUT_MS = 10_000;
+
 /** How to end a session. */
 export interface EndOptions {
   force: boolean;

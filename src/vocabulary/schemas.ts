@@ -16,7 +16,7 @@ import { SESSION_ID_PATTERN } from "../ids.ts";
 import { END_REASONS } from "./end_reasons.ts";
 import { PROVIDER_TYPES } from "./provider_types.ts";
 import { SESSION_STATUSES } from "./session_states.ts";
-import { REQUESTED_TRANSPORTS, TRANSPORT_KINDS } from "./transports.ts";
+import { REQUESTED_TRANSPORTS, TRANSPORT_KINDS, transportsFilling } from "./transports.ts";
 
 /** Unix epoch milliseconds. */
 export const epochMs = () =>
@@ -51,7 +51,11 @@ export const StreamMetadata = z.object({
     description:
       "Purpose-scoped media-plane token (5 minutes), distinct from the API key and the client token.",
   }),
-  sfu_endpoint: z.string().nullable().openapi({ description: "Null for websocket_fmp4 sessions." }),
+  sfu_endpoint: z.string().nullable().openapi({
+    description: `Null for ${
+      TRANSPORT_KINDS.filter((k) => !transportsFilling("sfu_endpoint").includes(k)).join(", ")
+    } sessions.`,
+  }),
   media_url: z.string().nullable().openapi({
     description:
       "Added by this service: the media WebSocket of a websocket_fmp4 session (`ws(s)://…/media/v0/sessions/{session_id}`), authorised by `client_token` or `session_token` (see docs/media-plane.md). Null when this deployment runs no media plane.",

@@ -11,7 +11,7 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
-import type { SessionRuntime } from "../runtime/session_runtime.ts";
+import type { SessionRuntime } from "./session_runtime.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 
 /** The limits (from the configuration). */

@@ -18,10 +18,9 @@ import { ownedSessionKey, sessionKey } from "../kv/keys.ts";
 import { listOwnedSessions } from "../kv/owner_leases.ts";
 import { getSession, transitionSession } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
-import type { MediaPlaneInfo } from "../media/plane.ts";
-import type { CredentialHolder } from "../runtime/credential_holder.ts";
-import { type SelfEnded, type SessionRuntime, TEARDOWN_TIMEOUT_MS } from "../runtime/session_runtime.ts";
-import type { EndOptions, StartSpec } from "../vocabulary/host_requests.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
+import type { SelfEnded, SessionRuntime } from "./session_runtime.ts";
+import { type EndOptions, type StartSpec, TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
 import type { EndedSession, SessionMetricsSnapshot, StreamEndpoints } from "../vocabulary/schemas.ts";
 import { endAnswer } from "../vocabulary/end_answer.ts";
 import { notActiveError } from "../vocabulary/not_active_error.ts";
@@ -29,7 +28,12 @@ import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { durationS } from "../vocabulary/lifecycle_events.ts";
 import { LifetimeMonitor } from "./lifetime_monitor.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
-import { TRANSPORT_KINDS, type TransportKind } from "../vocabulary/transports.ts";
+import {
+  emptyEndpoints,
+  TRANSPORT_KINDS,
+  transportEntry,
+  type TransportKind,
+} from "../vocabulary/transports.ts";
 import { isEnded, type SessionStatus } from "../vocabulary/session_states.ts";
 import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journal.ts";
 import { claimUnansweredEnd, type TransitionResult, UNANSWERED_END_TTL_MS } from "../kv/sessions.ts";
@@ -43,6 +47,19 @@ import { recordSessionFigures } from "../telemetry/figures.ts";
 export const END_RECORD_WAIT_MS = 2500;
 
 /** Dependencies of a worker. */
+/** The media plane, as the session worker needs it (its port; `MediaPlane` of src/media/ implements it). */
+export interface MediaPlaneInfo {
+  /** Whether a render slot is free now (a cheap early check; the factory enforces the limit). */
+  hasCapacity(): boolean;
+  /** Whether this plane serves `kind` (a transport that needs a media server: when it is configured). */
+  serves(kind: TransportKind): boolean;
+  /**
+   * The connection metadata of a session running here: `media_url` (fMP4), or `sfu_endpoint` and
+   * `ice_servers` with TURN credentials minted now for the client token's lifetime (webrtc_sfu).
+   */
+  endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints>;
+}
+
 export interface SessionWorkerDeps {
   kv: Deno.Kv;
   clock: Clock;
@@ -101,9 +118,9 @@ export class SessionWorker {
     return this.deps.instanceId;
   }
 
-  /** The transports this worker serves (webrtc_sfu when its media plane has an SFU). */
+  /** The transports this worker serves (those needing a media server: when its media plane has it). */
   get transports(): TransportKind[] {
-    return TRANSPORT_KINDS.filter((t) => t !== "webrtc_sfu" || this.deps.media?.sfuConfigured);
+    return TRANSPORT_KINDS.filter((t) => !transportEntry(t).unavailable || this.deps.media?.serves(t));
   }
 
   /** Whether a render slot is free (always true without a media plane). */
@@ -237,8 +254,7 @@ export class SessionWorker {
 
   /** The media endpoints of a session running here (fresh TURN credentials for a webrtc_sfu session). */
   async endpoints(sessionId: string, transport: SessionRecord["transport"]): Promise<StreamEndpoints> {
-    return await this.deps.media?.endpoints(sessionId, transport) ??
-      { media_url: null, sfu_endpoint: null, ice_servers: [] };
+    return await this.deps.media?.endpoints(sessionId, transport) ?? emptyEndpoints();
   }
 
   /** The endpoints of an `active` session of this worker (for a fresh client token). */

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { parseBootstrapInput } from "../../cli/bootstrap.ts";
 import { PROVIDER_TYPES } from "../../src/vocabulary/provider_types.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
-import { FakeConnector } from "../../testing/fake_connector.ts";
+import { FakeBridge } from "../../testing/fake_bridge.ts";
 import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
 import { createHarness } from "../../testing/harness.ts";
 
@@ -38,8 +38,8 @@ function tainted(url: string): [string, string][] {
 }
 
 Deno.test("URL fields: any whitespace or control character is refused (400), the valid URL is accepted as sent", async () => {
-  const fake = new FakeConnector();
-  const h = await createHarness({ connectors: { external_engine: fake }, resolve: publicDns });
+  const fake = new FakeBridge();
+  const h = await createHarness({ bridges: { external_engine: fake }, resolve: publicDns });
   try {
     const key = await h.key("proj_a");
     const fields: [string, (u: string) => unknown, string, string][] = [
@@ -169,7 +169,7 @@ Deno.test("validation messages name fields, never a provider type value or a hea
 });
 
 Deno.test("Cache-Control: no-store on every answer carrying a token, a key or a secret (and every /v1 answer)", async () => {
-  const h = await createHarness({ connectors: { external_engine: new FakeConnector() } });
+  const h = await createHarness({ bridges: { external_engine: new FakeBridge() } });
   try {
     const key = await h.key("proj_a");
     const noStore = (res: { status: number; headers: Headers; text: string }, what: string) => {

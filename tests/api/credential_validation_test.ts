@@ -1,6 +1,6 @@
 /**
  * The credential fields are read from the body's bytes and the schema sees stand-ins in their place
- * (src/providers/credential_reader.ts): the answers must be exactly what they were when the schema read the
+ * (src/providers/catalog/credential_reader.ts): the answers must be exactly what they were when the schema read the
  * values themselves. Thousands of generated bodies (testing/credential_bodies.ts: every credential
  * field malformed in every way, and valid) go through this checkout; each answer (status, code, message)
  * must equal the one recorded from the main branch before the change
@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { bodiesDigest, generateBodies } from "../../testing/credential_bodies.ts";
 import { type Answer, answersFor } from "../../testing/validation_answers.ts";
 import { createHarness } from "../../testing/harness.ts";
-import { UnavailableConnector } from "../../src/providers/unavailable.ts";
+import { UnavailableBridge } from "../../testing/unavailable_bridge.ts";
 
 /** The generator's seed and the number of bodies (the recorded answers are for these). */
 export const SEED = 23;
@@ -28,7 +28,7 @@ Deno.test("credential validation: thousands of generated bodies get exactly the 
     recorded.digest,
     "the generator changed: record the answers of main again (tests/fixtures/record_validation_answers.ts)",
   );
-  const answers = await answersFor({ createHarness, UnavailableConnector }, bodies);
+  const answers = await answersFor({ createHarness, UnavailableBridge }, bodies);
   const differ: string[] = [];
   answers.forEach((a, i) => {
     const want = recorded.answers[recorded.index[i]];

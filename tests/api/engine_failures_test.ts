@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHarness } from "../../testing/harness.ts";
 import { type FakeEngineBehavior, startFakeEngine } from "../../testing/fake_engine.ts";
 import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
-import { mapStartFailure } from "../../src/providers/external_engine.ts";
+import { mapStartFailure } from "../../src/providers/external_engine/bridge.ts";
 
 Deno.test("engine failure mapping from the WebSocket client's messages", () => {
   const net = (message: string) => mapStartFailure({ kind: "network", message }).code;

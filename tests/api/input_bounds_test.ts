@@ -4,7 +4,7 @@
  * storage: each answers its 4xx with the flat error body, never a 500 or a retryable 503.
  */
 import assert from "node:assert/strict";
-import { DEMO_PROJECT_ID } from "../../src/demo/constants.ts";
+import { DEMO_PROJECT_ID } from "../../src/api/demo_project.ts";
 import { checkErrorBody } from "../../testing/fixtures.ts";
 import { createHarness } from "../../testing/harness.ts";
 import { withMedia } from "../../testing/media.ts";

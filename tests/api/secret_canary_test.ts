@@ -6,10 +6,10 @@
  */
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { ExternalEngineConnector } from "../../src/providers/external_engine.ts";
-import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
-import { UnavailableConnector } from "../../src/providers/unavailable.ts";
-import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import { ExternalEngineBridge } from "../../src/providers/external_engine/bridge.ts";
+import type { ConnectRequest, ProviderBridge } from "../../src/providers/types.ts";
+import { UnavailableBridge } from "../../testing/unavailable_bridge.ts";
+import type { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import { silentLogger } from "../../src/log.ts";
 import { createHarness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
@@ -18,8 +18,8 @@ import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 
 const CANARY = `canary${crypto.randomUUID().replaceAll("-", "")}`;
 
-class Recording implements ProviderConnector {
-  constructor(readonly inner: ProviderConnector, readonly holders: CredentialHolder[]) {}
+class Recording implements ProviderBridge {
+  constructor(readonly inner: ProviderBridge, readonly holders: CredentialHolder[]) {}
   connect(request: ConnectRequest) {
     this.holders.push(request.credentials);
     return this.inner.connect(request);
@@ -32,17 +32,17 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
   const slow = await startFakeEngine(testTls, "ignore_end");
   const holders: CredentialHolder[] = [];
   const external = new Recording(
-    new ExternalEngineConnector({ caCerts: [testTls.caPem], logger: silentLogger }),
+    new ExternalEngineBridge({ caCerts: [testTls.caPem], logger: silentLogger }),
     holders,
   );
-  const unavailable = new Recording(new UnavailableConnector(), holders);
+  const unavailable = new Recording(new UnavailableBridge(), holders);
   const receiver = startWebhookReceiver(testTls);
   const h = await createHarness({
     teardownTimeoutMs: 300,
     webhookCaCerts: [testTls.caPem],
     lifecycle: true,
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true" },
-    connectors: {
+    bridges: {
       external_engine: external,
       vendor1_realtime: unavailable,
       vendor2: unavailable,

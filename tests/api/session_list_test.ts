@@ -16,7 +16,7 @@ import { ownerLeaseKey } from "../../src/kv/keys.ts";
 import { setSessionRetention } from "../../src/kv/session_retention.ts";
 import { type IndexValue, viewOf } from "../../src/kv/session_index.ts";
 import { createHarness, type Harness, type JsonResponse } from "../../testing/harness.ts";
-import { FakeConnector } from "../../testing/fake_connector.ts";
+import { FakeBridge } from "../../testing/fake_bridge.ts";
 import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";
 import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
 import { eventually } from "../../testing/webhook_receiver.ts";
@@ -246,9 +246,9 @@ Deno.test("list sessions: another project's sessions never appear, with any filt
 });
 
 Deno.test("list sessions: pages stay stable while sessions are created (no repeat, no gap)", async () => {
-  const fake = new FakeConnector();
+  const fake = new FakeBridge();
   const h = await createHarness({
-    connectors: { external_engine: fake },
+    bridges: { external_engine: fake },
     env: { SVC_MAX_CONCURRENT_SESSIONS: "200", SVC_RATE_LIMIT_PER_MINUTE: "0" },
   });
   try {
@@ -297,10 +297,10 @@ Deno.test("list sessions: pages stay stable while sessions are created (no repea
 Deno.test("list sessions: the index follows the record through the API's, the worker's and the journal's transitions", async () => {
   const real = await Deno.openKv(":memory:");
   const faults = new KvFaults();
-  const fake = new FakeConnector();
+  const fake = new FakeBridge();
   let failNext = false;
-  const connector = {
-    connect(req: Parameters<FakeConnector["connect"]>[0]) {
+  const bridge = {
+    connect(req: Parameters<FakeBridge["connect"]>[0]) {
       if (failNext) {
         failNext = false;
         req.credentials.zero();
@@ -311,7 +311,7 @@ Deno.test("list sessions: the index follows the record through the API's, the wo
   };
   const h = await createHarness({
     kv: faultyKv(real, faults),
-    connectors: { external_engine: connector },
+    bridges: { external_engine: bridge },
     lifecycle: true,
     tickMs: 20,
     endRecordWaitMs: 300,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import type { SessionStatus } from "../../src/vocabulary/session_states.ts";
-import { TEARDOWN_TIMEOUT_MS } from "../../src/runtime/session_runtime.ts";
+import { TEARDOWN_TIMEOUT_MS } from "../../src/vocabulary/host_requests.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";

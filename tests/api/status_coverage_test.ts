@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { transitionSession } from "../../src/kv/sessions.ts";
-import type { ConnectRequest, ProviderConnection, ProviderConnector } from "../../src/providers/types.ts";
+import type { ConnectRequest, ProviderBridge, ProviderConnection } from "../../src/providers/types.ts";
 import { createHarness } from "../../testing/harness.ts";
 import { checkErrorBody } from "../../testing/fixtures.ts";
 
@@ -26,10 +26,10 @@ function idleConnection(): ProviderConnection {
 }
 
 Deno.test("500 SVC_INTERNAL_ERROR: an unexpected failure is logged, answered generically, and fails the session", async () => {
-  const broken: ProviderConnector = {
+  const broken: ProviderBridge = {
     connect: () => Promise.reject(new TypeError("boom: unexpected bug at engine.example:1234")),
   };
-  const h = await createHarness({ connectors: { vendor1_realtime: broken } });
+  const h = await createHarness({ bridges: { vendor1_realtime: broken } });
   try {
     const key = await h.key("proj_a");
     const res = await h.req("POST", "/v1/sessions", { key, body: vendor1 });
@@ -54,7 +54,7 @@ Deno.test("500 SVC_INTERNAL_ERROR: an unexpected failure is logged, answered gen
 
 Deno.test("409 SVC_SESSION_CANCELLED: a session cancelled while it starts is not answered as active", async () => {
   const kv = await Deno.openKv(":memory:");
-  const cancelling: ProviderConnector = {
+  const cancelling: ProviderBridge = {
     async connect(req: ConnectRequest) {
       // Someone (a shutdown, a reaper) moves the session on while its engine connects.
       await transitionSession(kv, "proj_a", req.sessionId, ["activating"], "failed", {
@@ -63,7 +63,7 @@ Deno.test("409 SVC_SESSION_CANCELLED: a session cancelled while it starts is not
       return idleConnection();
     },
   };
-  const h = await createHarness({ kv, connectors: { vendor1_realtime: cancelling } });
+  const h = await createHarness({ kv, bridges: { vendor1_realtime: cancelling } });
   try {
     const key = await h.key("proj_a");
     const res = await h.req("POST", "/v1/sessions", { key, body: vendor1 });

@@ -12,8 +12,8 @@
  * - the floors: the session vocabulary imports nothing of the service but the platform's leaves, and no
  *   `src/` file imports one on a higher floor.
  *
- * Assertions marked `ignore` need part two of issue 19 (the transport registry, the provider catalog): each
- * says what part two must do to turn it on.
+ * The API app's and the `api` process's assertions came with part two of issue 19 (the transport registry,
+ * the worker side behind ports and a dynamic import).
  */
 import assert from "node:assert/strict";
 import {
@@ -23,15 +23,15 @@ import {
   importPath,
   loadedBy,
   type ModuleGraph,
+  mutualFolders,
   readModuleGraph,
   upwardImports,
 } from "../../scripts/module_graph.ts";
 
 /** What the API process and the CLI must never load (statically). */
 const FORBIDDEN_NPM = ["npm:ws", "npm:@resvg/resvg-wasm", "node:dgram"];
-/** The modules of `src/providers/` the API side may load: the registry of schemas and the bridge port. */
-const PROVIDER_CATALOG =
-  /^src\/providers\/(registry\.ts|config_schema\.ts|types\.ts|tool_calls\.ts|credential_reader\.ts|[^/]+\/schema\.ts|vendor3\/signed_url\.ts)$/;
+/** The modules of `src/providers/` the API side may load: the provider catalog (`src/providers/catalog/`). */
+const PROVIDER_CATALOG = /^src\/providers\/catalog\/[^/]+\.ts$/;
 
 /** Why `name` must not be loaded by an API-side entry point, or null when it may be. */
 function forbidden(name: string): string | null {
@@ -72,25 +72,29 @@ Deno.test("module graph: the CLI loads no media, no vendor bridge, no npm:ws, re
 
 Deno.test({
   name: "module graph: the API app loads no media, no vendor bridge, no npm:ws, resvg or dgram",
-  // Part two: app.ts still loads the media plane through the media and SFU socket routes
-  // (api/routes/media.ts, sfu.ts → media/plane.ts), the internal API routes (api/routes/internal.ts →
-  // worker/session_worker.ts → media/plane.ts, runtime/session_runtime.ts) and its `media` option's type.
-  // The transport registry gives each transport's socket route to the worker side, which registers them
-  // (and the internal API) on the app through an option, so app.ts imports no worker-side module.
-  ignore: true,
+  // The worker side reaches the app through ports: the transports' client sockets (`TransportSockets` of
+  // the transport registry, served by the one upgrade helper `api/transport_socket.ts`) and the worker
+  // (`fleet/worker_port.ts`, for the internal API).
   fn: () => assertLoadsNoMediaNorBridge("src/api/app.ts"),
 });
 
 Deno.test({
   name: "module graph: an SVC_ROLE=api process loads the worker side only through a dynamic import",
-  // Part two: main.ts → app/compose.ts loads the media plane, the runtime and the bridges statically. The
-  // composition root must import the worker side (media plane, bridges, session worker, the embedded
-  // engine) with `await import()` on the roles that run sessions, so an `api` process never loads them.
-  ignore: true,
+  // The composition root imports the worker side (`app/worker_side.ts`: media plane, bridges, session
+  // runtime and worker) and the embedded engine with `await import()` on the roles that run sessions only,
+  // and names them through `app/worker_side_port.ts`.
   fn: async () => {
     const g = await theGraph();
     const offenders = [...loadedBy(g, "main.ts", { types: true })].filter((n) => forbidden(n) !== null);
-    assert.deepEqual(offenders, []);
+    const paths = offenders.slice(0, 5).map((n) =>
+      `${forbidden(n)}: ${importPath(g, "main.ts", n)!.join(" → ")}`
+    );
+    assert.deepEqual(paths, [], `main.ts loads ${offenders.length} module(s) statically it must not`);
+    // …and the roles that run sessions do load them, through the dynamic import (the test is not vacuous).
+    const withDynamic = loadedBy(g, "main.ts", { types: true, dynamic: true });
+    for (const m of ["src/app/worker_side.ts", "src/media/media_plane.ts", "src/providers/bridges.ts"]) {
+      assert.ok(withDynamic.has(m), `main.ts reaches ${m} through a dynamic import`);
+    }
   },
 });
 
@@ -150,4 +154,8 @@ Deno.test("module graph: no src/ file imports one on a higher floor", async () =
   // Every src/ file has a floor (a new folder must be given one in scripts/module_graph.ts).
   for (const name of g.imports.keys()) if (name.startsWith("src/")) floorOf(name);
   assert.deepEqual(upwardImports(g), []);
+});
+
+Deno.test("module graph: no two src/ folders import each other (ports live with their consumers)", async () => {
+  assert.deepEqual(mutualFolders(await theGraph()), []);
 });

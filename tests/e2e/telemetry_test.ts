@@ -21,9 +21,9 @@ import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
 import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
 import { type ReceivedPoint, type ReceivedSpan, startOtlpReceiver } from "../../testing/otlp_receiver.ts";
-import { MEDIA_CLOSE } from "../../src/media/close_codes.ts";
+import { MEDIA_CLOSE } from "../../src/vocabulary/close_codes.ts";
 import { MediaClientRecorder } from "../../testing/media.ts";
-import { tone } from "../../testing/fake_connector.ts";
+import { tone } from "../../testing/fake_bridge.ts";
 
 /** Generous: two service processes and ffmpeg on a shared 2-core machine. */
 const DEADLINE_MS = 90_000;

@@ -6,6 +6,10 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import { compose } from "../../src/app/compose.ts";
+// The worker side, loaded with this module rather than by compose()'s `await import()` during a test: its
+// lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
+// test's own.
+import "../../src/app/worker_side.ts";
 import { createApiKey, revokeApiKey } from "../../src/kv/api_keys.ts";
 import { readHandleOf, setReadHandle } from "../../src/kv/read_handle.ts";
 import { forgetSession, readSessionCached } from "../../src/kv/session_cache.ts";

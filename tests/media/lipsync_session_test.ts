@@ -22,7 +22,7 @@ import {
   until,
   withMedia,
 } from "../../testing/media.ts";
-import { MediaPlane } from "../../src/media/plane.ts";
+import { MediaPlane } from "../../src/media/media_plane.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { testTls, withVendors } from "../providers/_helpers.ts";

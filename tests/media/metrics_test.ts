@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { LifecycleEvent, SessionMetrics } from "../../src/vocabulary/schemas.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
-import { MediaPlane } from "../../src/media/plane.ts";
+import { MediaPlane } from "../../src/media/media_plane.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
-import { FakeConnector, tone } from "../../testing/fake_connector.ts";
+import { FakeBridge, tone } from "../../testing/fake_bridge.ts";
 import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
 import { MediaClientRecorder, smallRenderer, until } from "../../testing/media.ts";
@@ -19,7 +19,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../../testing/webhoo
 
 interface Ctx {
   h: Harness;
-  fake: FakeConnector;
+  fake: FakeBridge;
   key: string;
   receiver: WebhookReceiver;
   wsUrl(sessionId: string): string;
@@ -34,11 +34,11 @@ async function withMetrics(fn: (ctx: Ctx) => Promise<void>): Promise<void> {
     logger: createLogger({ sink: () => {} }),
     renderer: await smallRenderer(),
   });
-  const fake = new FakeConnector();
+  const fake = new FakeBridge();
   const receiver = startWebhookReceiver(testTls);
   const h = await createHarness({
     mediaPlane: plane,
-    connectors: { external_engine: fake },
+    bridges: { external_engine: fake },
     webhookCaCerts: [testTls.caPem],
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true" },
     lifecycle: true,

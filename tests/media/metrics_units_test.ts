@@ -14,7 +14,7 @@ import { readSessionMetrics } from "../../src/kv/session_metrics.ts";
 import { emptySessionMetrics } from "../../src/vocabulary/session_metrics.ts";
 import { SessionMetrics as SessionMetricsSchema } from "../../src/vocabulary/schemas.ts";
 import { silentLogger } from "../../src/log.ts";
-import { tone } from "../../testing/fake_connector.ts";
+import { tone } from "../../testing/fake_bridge.ts";
 
 Deno.test("distribution: nearest-rank percentiles to the millisecond, clamped, null when empty", () => {
   const d = new Distribution(-100, 1000);

@@ -3,7 +3,7 @@
  * speech held until someone watches, and chunks_rendered.
  */
 import assert from "node:assert/strict";
-import { tone } from "../../testing/fake_connector.ts";
+import { tone } from "../../testing/fake_bridge.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import { MediaClientRecorder, until, withMedia } from "../../testing/media.ts";
 

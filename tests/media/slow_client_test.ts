@@ -3,7 +3,7 @@
  * renderer and the other clients go on.
  */
 import assert from "node:assert/strict";
-import { MEDIA_CLOSE } from "../../src/media/close_codes.ts";
+import { MEDIA_CLOSE } from "../../src/vocabulary/close_codes.ts";
 import { Fanout, type MediaClient } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";

@@ -15,7 +15,7 @@ import { OggOpusDemuxer, opusPacketSamples } from "../../src/media/ogg_opus.ts";
 import { PlayoutQueue } from "../../src/media/playout_queue.ts";
 import { LinearResampler } from "../../src/media/resample.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
-import { tone } from "../../testing/fake_connector.ts";
+import { tone } from "../../testing/fake_bridge.ts";
 import { readSegment } from "../../testing/media.ts";
 
 function flvTag(type: number, body: Uint8Array, ts: number): Uint8Array {

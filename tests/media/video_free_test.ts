@@ -13,7 +13,7 @@ import { espeakUtterance, frameLabels, type Segment } from "../../bench/lipsync/
 import { ratios, score } from "../../bench/lipsync/score.ts";
 import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
 import { phonemeVisemes, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
-import { MediaPlane } from "../../src/media/plane.ts";
+import { MediaPlane } from "../../src/media/media_plane.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
 import { Fanout } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import { loadConfig } from "../../src/config.ts";

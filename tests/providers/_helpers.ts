@@ -1,15 +1,15 @@
 /**
- * Helpers of the vendor bridge tests: a harness with the real connectors (pointed at the fakes through the
+ * Helpers of the vendor bridge tests: a harness with the real bridges (pointed at the fakes through the
  * `SVC_VENDOR*` variables, trusting the tests' CA) and, when asked, a real media plane; decoding what a
- * media client received; and a connector wrapper that keeps the sessions' credential holders.
+ * media client received; and a bridge wrapper that keeps the sessions' credential holders.
  *
  * @module
  */
 import { loadConfig } from "../../src/config.ts";
-import { MediaPlane } from "../../src/media/plane.ts";
+import { MediaPlane } from "../../src/media/media_plane.ts";
 import { createLogger } from "../../src/log.ts";
-import type { ConnectRequest, ProviderConnector } from "../../src/providers/types.ts";
-import type { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import type { ConnectRequest, ProviderBridge } from "../../src/providers/types.ts";
+import type { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import { testTls } from "../../testing/fixtures.ts";
 import {
   createHarness,
@@ -39,7 +39,7 @@ export interface VendorContext {
   get(sessionId: string): Promise<any>;
 }
 
-/** Runs `fn` with a harness whose connectors reach the fakes (and a media plane when `media` is true). */
+/** Runs `fn` with a harness whose bridges reach the fakes (and a media plane when `media` is true). */
 export async function withVendors(
   env: Record<string, string>,
   fn: (ctx: VendorContext) => Promise<void>,
@@ -124,10 +124,10 @@ export function loudMs(pcm: Int16Array): number {
   return loud;
 }
 
-/** A connector that keeps every session's credential holder (to check they are zeroed). */
-export class KeepingHolders implements ProviderConnector {
+/** A bridge that keeps every session's credential holder (to check they are zeroed). */
+export class KeepingHolders implements ProviderBridge {
   readonly holders: CredentialHolder[] = [];
-  constructor(readonly inner: ProviderConnector) {}
+  constructor(readonly inner: ProviderBridge) {}
   connect(request: ConnectRequest) {
     this.holders.push(request.credentials);
     return this.inner.connect(request);

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { startVendor1Fake } from "../../testing/fakes/vendor1_realtime.ts";
 import { startVendor2Fake } from "../../testing/fakes/vendor2.ts";
 import { startVendor3Fake } from "../../testing/fakes/vendor3.ts";
-import { createConnectors } from "../../src/providers/connectors.ts";
+import { createBridges } from "../../src/providers/bridges.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
 import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
@@ -37,7 +37,7 @@ Deno.test("vendor canary: credentials reach no KV entry, log line, response or w
     SVC_VENDOR3_SIGNED_URL_HOSTS: "localhost",
     SVC_WEBHOOK_ALLOW_PRIVATE: "true",
   };
-  const real = createConnectors({
+  const real = createBridges({
     config: loadConfig(env),
     logger: silentLogger,
     caCerts: [testTls.caPem],
@@ -141,7 +141,7 @@ Deno.test("vendor canary: credentials reach no KV entry, log line, response or w
       );
     }, {
       harness: {
-        connectors: keep,
+        bridges: keep,
         lifecycle: true,
         webhookCaCerts: [testTls.caPem],
         teardownTimeoutMs: 1000,

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { Hono } from "hono";
 import type { AppEnv } from "../../src/api/app_env.ts";
-import { registerDemoRoutes } from "../../src/demo/routes.ts";
-import { DEMO_APP_JS, DEMO_PAGE_HTML } from "../../src/demo/page.ts";
+import { registerDemoRoutes } from "../../src/api/routes/demo.ts";
+import { DEMO_APP_JS, DEMO_PAGE_HTML } from "../../src/api/demo_page.ts";
 
 Deno.test("demo: the page offers every provider type; its backend forwards only the browser-safe fields", async () => {
   const sent: Record<string, unknown>[] = [];

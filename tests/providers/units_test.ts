@@ -10,7 +10,7 @@ import { parseRateFormat, UserAudioEncoder } from "../../src/providers/audio/for
 import {
   signedUrlMintedAt as mintedAtOf,
   signedUrlProblem as problemOf,
-} from "../../src/providers/vendor3/signed_url.ts";
+} from "../../src/providers/catalog/vendor3_signed_url.ts";
 import {
   classifyNativeFailure,
   endpointOf,
@@ -21,10 +21,10 @@ import {
 import { splitUrl } from "../../src/auth/credential_url.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
-import { createConnectors } from "../../src/providers/connectors.ts";
+import { createBridges } from "../../src/providers/bridges.ts";
 import { loadConfig } from "../../src/config.ts";
 import { silentLogger } from "../../src/log.ts";
-import { CredentialHolder } from "../../src/runtime/credential_holder.ts";
+import { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import type { ProviderClosure, ProviderEvents } from "../../src/providers/types.ts";
 import { ApiError } from "../../src/errors.ts";
 import { rms, tone, toneHz } from "../../testing/fakes/server.ts";
@@ -253,7 +253,7 @@ Deno.test("keepalive: a vendor that stops answering pings is declared dead and t
     audio: { input_format: "pcm_24000" },
   });
   const server = silentServer(ready);
-  const connectors = createConnectors({
+  const bridges = createBridges({
     config: loadConfig({ SVC_VENDOR2_URL: server.url }),
     logger: silentLogger,
     caCerts: [testTls.caPem],
@@ -261,7 +261,7 @@ Deno.test("keepalive: a vendor that stops answering pings is declared dead and t
   });
   const { closures, events } = recorder();
   try {
-    const connection = await connectors.vendor2.connect({
+    const connection = await bridges.vendor2.connect({
       sessionId: "session:test",
       credentials: CredentialHolder.fromObject({ access_token: "t", agent_id: "a" }),
       timeoutMs: 5000,
@@ -277,13 +277,13 @@ Deno.test("keepalive: a vendor that stops answering pings is declared dead and t
 
 Deno.test("connect deadline: a vendor that accepts TCP and TLS but never answers the upgrade → 504", async () => {
   const server = silentServer(null, false);
-  const connectors = createConnectors({
+  const bridges = createBridges({
     config: loadConfig({ SVC_VENDOR2_URL: server.url }),
     logger: silentLogger,
     caCerts: [testTls.caPem],
   });
   try {
-    const err = await connectors.vendor2.connect({
+    const err = await bridges.vendor2.connect({
       sessionId: "session:test",
       credentials: CredentialHolder.fromObject({ access_token: "t", agent_id: "a" }),
       timeoutMs: 300,

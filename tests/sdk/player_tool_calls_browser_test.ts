@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../testing/browser.ts";
-import { PLAYER_FILES } from "../../src/demo/routes.ts";
+import { PLAYER_FILES } from "../../src/api/routes/demo.ts";
 
 const DEADLINE_MS = 30_000;
 // deno-lint-ignore no-explicit-any

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import { createHarness, type Harness } from "../../testing/harness.ts";
-import { FakeConnector } from "../../testing/fake_connector.ts";
+import { FakeBridge } from "../../testing/fake_bridge.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { checkErrorBody, engineBody, testTls } from "../../testing/fixtures.ts";
 import { faultyKv, KvFaults } from "../../testing/faulty_kv.ts";
@@ -20,7 +20,7 @@ interface Outage {
   h: Harness;
   real: Deno.Kv;
   faults: KvFaults;
-  fake: FakeConnector;
+  fake: FakeBridge;
   key: string;
   create(): Promise<string>;
   record(sid: string): Promise<SessionRecord>;
@@ -33,10 +33,10 @@ interface Outage {
 async function outage(env: Record<string, string> = {}): Promise<Outage> {
   const real = await Deno.openKv(":memory:");
   const faults = new KvFaults();
-  const fake = new FakeConnector();
+  const fake = new FakeBridge();
   const h = await createHarness({
     kv: faultyKv(real, faults),
-    connectors: { external_engine: fake },
+    bridges: { external_engine: fake },
     env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", ...env },
     lifecycle: true,
     tickMs: 20,

@@ -5,6 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { compose } from "../../src/app/compose.ts";
+// The worker side, loaded with this module rather than by compose()'s `await import()` during a test: its
+// lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
+// test's own.
+import "../../src/app/worker_side.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { launchChromium } from "../../testing/browser.ts";

@@ -17,11 +17,11 @@ import { isTransportKind } from "../../vocabulary/transports.ts";
 import { isEndReason } from "../../vocabulary/end_reasons.ts";
 import { SESSION_ID_PATTERN } from "../../ids.ts";
 import type { AppEnv } from "../app_env.ts";
-import type { SessionWorker } from "../../worker/session_worker.ts";
+import type { WorkerPort } from "../../fleet/worker_port.ts";
 
 /** Dependencies of the internal routes. */
 export interface InternalRouteDeps {
-  worker: SessionWorker;
+  worker: WorkerPort;
   auth: InternalAuth;
   /** Largest accepted body (the public body limit plus the spec). */
   maxBodyBytes: number;

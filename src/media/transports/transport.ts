@@ -16,10 +16,8 @@
  * @module
  */
 import type { EndReason } from "../../vocabulary/end_reasons.ts";
+import type { TransportKind } from "../../vocabulary/transports.ts";
 import type { OpusHead } from "../ogg_opus.ts";
-
-/** Transports of the media plane (the resolved values of a session's `transport`). */
-export type TransportKind = "websocket_fmp4" | "webrtc_sfu";
 
 /** The stream's codec configuration, known once both encoders have written their headers. */
 export interface StreamConfig {

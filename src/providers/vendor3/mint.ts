@@ -15,7 +15,7 @@ import { pathIs, splitUrl, urlHost } from "../../auth/credential_url.ts";
 import { mentionsQuota, startErrors } from "../wire/handshake.ts";
 import { endpointOf, type HttpAnswer, httpRequest, parseRetryAfter, WireError } from "../wire/socket.ts";
 import { DeadlineExceeded } from "../wire/wait.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "./schema.ts";
+import { VENDOR3_SIGNED_URL_PATH } from "../catalog/vendor3_signed_url.ts";
 
 /** The REST path that mints signed URLs. */
 export const SIGNED_URL_MINT_PATH = "/v1/convai/conversation/get-signed-url";

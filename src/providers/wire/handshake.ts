@@ -15,7 +15,7 @@ import type {
   EngineSocket,
   Frame,
   HeaderLine,
-  SocketTransport,
+  VendorSocket,
   WireFailure,
 } from "./socket.ts";
 import { WireError } from "./socket.ts";
@@ -34,7 +34,7 @@ export type HandshakeStep<R> = { ready: R } | { fail: ApiError } | undefined;
 
 /** One bridge's handshake. */
 export interface HandshakeSpec<R> {
-  transport: SocketTransport;
+  transport: VendorSocket;
   clock: Clock;
   /** The whole deadline: connection, upgrade and handshake... */
   timeoutMs: number;

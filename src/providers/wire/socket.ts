@@ -92,7 +92,7 @@ export interface OpenOptions {
 }
 
 /** A WebSocket client. */
-export interface SocketTransport {
+export interface VendorSocket {
   /** Opens a connection (resolves once the upgrade completed). */
   open(options: OpenOptions): Promise<EngineSocket>;
 }
@@ -398,7 +398,7 @@ export interface TransportOptions {
 }
 
 /** The WebSocket client every bridge uses. */
-export function engineTransport(options: TransportOptions = {}): SocketTransport {
+export function engineTransport(options: TransportOptions = {}): VendorSocket {
   const caCerts = options.caCerts ?? [];
   const clock = options.clock ?? systemClock;
   return {

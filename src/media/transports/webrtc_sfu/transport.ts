@@ -8,7 +8,7 @@
  * - **Upstream**: one VideoRoom room per session (private, random pin). A client publishes its microphone
  *   (audio only); the newest publisher's audio is forwarded (`rtp_forward`) to this worker's
  *   {@link MicReceiver}, decoded to PCM and sent to the engine.
- * - **Signalling**: each client holds a WebSocket to the worker (`src/api/routes/sfu.ts`), authorized by
+ * - **Signalling**: each client holds a WebSocket to the worker (`src/api/transport_socket.ts`), authorized by
  *   the session's `session_token`; the worker speaks to Janus for it (see docs/media-plane.md, "WebRTC").
  *   A client counts as connected while its subscriber PeerConnection is up (Janus `webrtcup`).
  * - **Janus lost**: the session's clients are told nothing is lost yet; when Janus is back (within
@@ -18,7 +18,7 @@
  * @module
  */
 import type { Logger } from "../../../log.ts";
-import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 import type { VideoFormat } from "../../renderer.ts";
 import type {
   AnimationMessage,
@@ -177,11 +177,6 @@ export class WebRtcSfuTransport implements MediaTransport {
   #objectsSpec(): SfuObjectsSpec {
     const { sfu, format, sessionId, maxClients } = this.#d;
     return { sfu, format, sessionId, publishers: maxClients };
-  }
-
-  /** Microphone packets received and PCM bytes sent to the engine (for tests and the bench). */
-  micStats(): MicReceiver["stats"] {
-    return this.#mic.stats;
   }
 
   // ---- downstream ----

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 
 /** Audio fragments kept for joiners while no video is cached (20 ms each: 320 ms). */
 const AUDIO_ONLY_CACHE = 16;

@@ -1,6 +1,7 @@
 /**
  * The media WebSocket's lighter framing, for clients that decode the elementary streams themselves (the
- * SDK's WebCodecs player) and ask for it with the subprotocol {@link FRAMES_SUBPROTOCOL}: one binary frame
+ * SDK's WebCodecs player) and ask for it with the subprotocol `FRAMES_SUBPROTOCOL` (the transport registry,
+ * `src/vocabulary/transports.ts`): one binary frame
  * per encoded unit — one H.264 access unit or one Opus packet — behind a 16-byte header, instead of a
  * `moof`+`mdat` fragment; the codec configuration rides in the `hello` message instead of an init segment.
  * fMP4 stays the default (`avatar-media.v0`). Layout: docs/media-plane.md, "The lighter framing".
@@ -8,8 +9,6 @@
  * @module
  */
 
-/** Subprotocol a client offers (before `avatar-media.v0`) to get this framing. */
-export const FRAMES_SUBPROTOCOL = "avatar-media.frames.v0";
 /** Bytes of a frame's header. */
 export const FRAME_HEADER_BYTES = 16;
 

@@ -1,12 +1,12 @@
 /**
  * The `websocket_fmp4` transport: the encoded frames are muxed into fragmented MP4 in-process (one
  * `moof`+`mdat` per video frame, audio in fragments of about 20 ms) and fanned out to the session's media
- * WebSockets (`src/api/routes/media.ts`), which send the microphone back as PCM16 frames. Protocol:
+ * WebSockets (`src/api/transport_socket.ts`, attached by `../registry.ts`), which send the microphone back as PCM16 frames. Protocol:
  * docs/media-plane.md.
  *
  * @module
  */
-import { MEDIA_CLOSE } from "../../close_codes.ts";
+import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 import { avcCodecString } from "../../flv.ts";
 import { VISEMES } from "../../lipsync/visemes.ts";
 import type {

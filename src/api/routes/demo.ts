@@ -16,9 +16,11 @@
  * @module
  */
 import type { Context, Hono } from "hono";
-import type { AppEnv } from "../api/app_env.ts";
-import { ApiError, ERROR_CATALOG, type ErrorCode } from "../errors.ts";
-import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "./page.ts";
+import type { AppEnv } from "../app_env.ts";
+import { ApiError, ERROR_CATALOG, type ErrorCode } from "../../errors.ts";
+import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "../demo_page.ts";
+import { demoOffers } from "../../providers/catalog/catalog.ts";
+import { TRANSPORT_KINDS, transportEntry } from "../../vocabulary/transports.ts";
 
 /** What the demo backend needs. */
 export interface DemoDeps {
@@ -35,11 +37,12 @@ export interface DemoDeps {
 
 /**
  * The SDK's browser modules served to pages: `player.js` and the modules it imports (a page that serves the
- * player itself must serve them all side by side, sdk/README.md).
+ * player itself must serve them all side by side, sdk/README.md); a transport's own player module comes from
+ * the transport registry (`browserModule`).
  */
 export const PLAYER_FILES: readonly string[] = [
   "player.js",
-  "player_webrtc.js",
+  ...TRANSPORT_KINDS.flatMap((k) => transportEntry(k).browserModule ?? []),
   "player_webcodecs.js",
   "player_clock.js",
   "player_demux.js",
@@ -49,14 +52,12 @@ export const PLAYER_FILES: readonly string[] = [
 ];
 
 /**
- * The vendor engines the page offers, with the fields it takes for each: browser-safe, short-lived
- * credentials only (a vendor API key never goes through a browser).
+ * The vendor engines the page offers, with the fields it takes for each (the provider catalog's `demo`):
+ * browser-safe, short-lived credentials only (a vendor API key never goes through a browser).
  */
-const VENDOR_FIELDS: Record<string, string[]> = {
-  vendor1_realtime: ["client_secret"],
-  vendor2: ["access_token", "agent_id"],
-  vendor3: ["agent_id", "signed_url"],
-};
+const VENDOR_FIELDS: Record<string, string[]> = Object.fromEntries(
+  demoOffers().map((o) => [o.type, o.fields.map((f) => f.field)]),
+);
 
 /** The `provider_type` and `provider_config` of the page's choice (the reference engine by default). */
 function providerOf(
@@ -96,7 +97,7 @@ const REFERENCE_OPTION = /<option value="reference"[^>]*>[^<]*<\/option>\s*/;
  */
 export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined): void {
   for (const file of PLAYER_FILES) {
-    const url = new URL(`../../sdk/${file}`, import.meta.url);
+    const url = new URL(`../../../sdk/${file}`, import.meta.url);
     app.get(`/sdk/${file}`, async (c) =>
       c.body(await Deno.readFile(url), 200, {
         "content-type": "text/javascript; charset=utf-8",

@@ -8,27 +8,26 @@
  *
  * @module
  */
+import { TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import type {
+  ProviderBridge,
   ProviderClosure,
   ProviderConnection,
-  ProviderConnector,
   ProviderEvents,
   ToolCall,
 } from "../providers/types.ts";
 import type { ProviderType } from "../vocabulary/provider_types.ts";
 import { TOOL_ERRORS } from "../providers/tool_calls.ts";
-import type { CredentialHolder } from "./credential_holder.ts";
+import type { CredentialHolder } from "../auth/credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordEngineConnect } from "../telemetry/metrics.ts";
 import { errorType, inSpan, SpanKind, untraced } from "../telemetry/tracing.ts";
 import type { SessionMetrics } from "../metrics/session_metrics.ts";
 
-/** The spec's teardown timeout for a graceful end. */
-export const TEARDOWN_TIMEOUT_MS = 10_000;
 /**
  * Engine events kept while the media plane starts (the engine may speak right after its handshake);
  * ≈ 30 s of 20 ms audio frames. Later ones are dropped.
@@ -116,7 +115,7 @@ interface LiveSession {
 
 /** Dependencies of the runtime. */
 export interface SessionRuntimeDeps {
-  connectors: Record<ProviderType, ProviderConnector>;
+  bridges: Record<ProviderType, ProviderBridge>;
   logger: Logger;
   /** Media plane factory; without one, sessions run their engine connection only. */
   media?: SessionMediaFactory;
@@ -177,7 +176,7 @@ export class SessionRuntime {
    * mapped {@link import("../errors.ts").ApiError} is thrown.
    */
   async start(req: StartRequest): Promise<void> {
-    const connector = this.deps.connectors[req.providerType];
+    const bridge = this.deps.bridges[req.providerType];
     let session: LiveSession | null = null;
     // Events that arrive before the media plane is up are replayed to it once it is.
     let early: ((m: SessionMedia) => void)[] | null = this.deps.media ? [] : null;
@@ -228,7 +227,7 @@ export class SessionRuntime {
         { kind: SpanKind.CLIENT, attributes: { [ATTR.providerType]: req.providerType } },
         () =>
           untraced(() =>
-            connector.connect({
+            bridge.connect({
               sessionId: req.sessionId,
               credentials: req.credentials,
               timeoutMs: req.timeoutMs,

@@ -6,6 +6,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { urlField } from "../../text_fields.ts";
+import { defineProvider } from "./definition.ts";
 
 /** Headers that cannot be set on the engine upgrade request. */
 const RESERVED_HEADERS = /^(host|connection|upgrade|content-length|transfer-encoding|sec-websocket-.*)$/i;
@@ -46,3 +47,27 @@ export const ExternalEngineConfig = z.strictObject({
     default: 24000,
   }),
 }).openapi("ExternalEngineConfig");
+
+/** The catalog's entry of `external_engine` (the demo page offers its own reference engine instead). */
+export const EXTERNAL_ENGINE = defineProvider({
+  schema: ExternalEngineConfig,
+  cli: [
+    { flag: "engine-url", field: "url", arg: "<wss://…>", help: "the engine's wss:// URL", secret: false },
+    {
+      flag: "engine-header",
+      field: "auth_headers",
+      arg: "<'Name: value'>",
+      help: "a header of the engine's upgrade request",
+      secret: true,
+      value: "headers",
+    },
+    {
+      flag: "sample-rate",
+      field: "user_sample_rate",
+      arg: "<hz>",
+      help: "user audio rate, 8000..48000",
+      secret: false,
+      value: "hz",
+    },
+  ],
+});

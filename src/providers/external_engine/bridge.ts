@@ -23,15 +23,15 @@ import {
   PREFERRED_OUTPUT_SAMPLE_RATE,
   PROTOCOL_VERSION,
   SUBPROTOCOL,
-} from "../../engine/protocol.ts";
-import { type Clock, systemClock } from "../clock.ts";
-import type { ApiError } from "../errors.ts";
-import type { Logger } from "../log.ts";
-import { pcmSamples } from "./audio/format.ts";
-import { toolCall } from "./tool_calls.ts";
-import type { ConnectRequest, ProviderClosure, ProviderConnection, ProviderConnector } from "./types.ts";
-import { BridgeConnection, type ConnectionContext, KEEPALIVE_CLOSE_CODE } from "./wire/connection.ts";
-import { handshake, type HandshakeStep, startErrors, type StartFailure } from "./wire/handshake.ts";
+} from "../../../engine/protocol.ts";
+import { type Clock, systemClock } from "../../clock.ts";
+import type { ApiError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import { pcmSamples } from "../audio/format.ts";
+import { toolCall } from "../tool_calls.ts";
+import type { ConnectRequest, ProviderBridge, ProviderClosure, ProviderConnection } from "../types.ts";
+import { BridgeConnection, type ConnectionContext, KEEPALIVE_CLOSE_CODE } from "../wire/connection.ts";
+import { handshake, type HandshakeStep, startErrors, type StartFailure } from "../wire/handshake.ts";
 import {
   classifyNativeFailure,
   type Closed,
@@ -39,16 +39,16 @@ import {
   type EngineSocket,
   engineTransport,
   type Frame,
-  type SocketTransport,
-} from "./wire/socket.ts";
+  type VendorSocket,
+} from "../wire/socket.ts";
 
 /** The subprotocol the bridge offers. */
 export const ENGINE_SUBPROTOCOL = SUBPROTOCOL;
 /** Default user audio sample rate (Hz). */
 export const DEFAULT_USER_SAMPLE_RATE = DEFAULT_INPUT_SAMPLE_RATE;
 
-/** Options of the external engine connector. */
-export interface ExternalEngineConnectorOptions {
+/** Options of the external engine bridge. */
+export interface ExternalEngineBridgeOptions {
   /** Extra CA certificates (PEM) trusted for engine connections besides the bundled roots. */
   caCerts?: readonly string[];
   logger: Logger;
@@ -113,10 +113,10 @@ function mapV0Failure(f: StartFailure): ApiError {
 }
 
 /** Connects sessions to customer engines speaking protocol V0. */
-export class ExternalEngineConnector implements ProviderConnector {
-  readonly #transport: SocketTransport;
+export class ExternalEngineBridge implements ProviderBridge {
+  readonly #transport: VendorSocket;
 
-  constructor(readonly options: ExternalEngineConnectorOptions) {
+  constructor(readonly options: ExternalEngineBridgeOptions) {
     this.#transport = engineTransport({ caCerts: options.caCerts, clock: options.clock });
   }
 

@@ -7,9 +7,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import { urlField } from "../../text_fields.ts";
-
-/** Path a vendor3 `signed_url` must have. */
-export const VENDOR3_SIGNED_URL_PATH = "/v1/convai/conversation";
+import { defineProvider } from "./definition.ts";
+import { signedUrlProblem, VENDOR3_SIGNED_URL_PATH } from "./vendor3_signed_url.ts";
 
 /** `provider_config.vendor3`. */
 export const Vendor3Config = z.strictObject({
@@ -33,3 +32,36 @@ export const Vendor3Config = z.strictObject({
       format: "uri",
     }),
 }).openapi("Vendor3Config");
+
+/** The catalog's entry of `vendor3`. */
+export const VENDOR3 = defineProvider({
+  schema: Vendor3Config,
+  check: (_config, { vendors, now, credentials }) => {
+    const signed = credentials.secret("signed_url");
+    return signed ? signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, now) : null;
+  },
+  cli: [
+    { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
+    {
+      flag: "provider-api-key",
+      field: "api_key",
+      arg: "<key>",
+      help: "the vendor's API key",
+      secret: true,
+    },
+    {
+      flag: "signed-url",
+      field: "signed_url",
+      arg: "<wss://…>",
+      help: "a pre-minted signed URL",
+      secret: true,
+    },
+  ],
+  demo: {
+    label: "agent (public, or signed URL)",
+    fields: [
+      { field: "agent_id", label: "Agent id", input: "text" },
+      { field: "signed_url", label: "Signed URL (private agents)", input: "password" },
+    ],
+  },
+});

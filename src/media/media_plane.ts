@@ -1,22 +1,29 @@
 /**
  * The media plane of one service process: the renderer shared by every session, the render slots
- * (capacity), the session factory the runtime calls, the SFU connection of the `webrtc_sfu` transport,
- * the lookup the media routes use, and each session's connection metadata (`stream_metadata`).
+ * (capacity), the session factory the runtime calls, the media servers of the transports that need one
+ * (the SFU of `webrtc_sfu`), the client sockets of the sessions running here, and each session's
+ * connection metadata (`stream_metadata`). What differs by transport is read from the transport registry
+ * (`transports/registry.ts`): this module names no transport.
  *
- * Public surface (what the rest of the service uses): {@link MediaPlaneInfo} (capacity, whether the SFU is
- * configured, a session's endpoints) for the session worker, {@link MediaPlane.factory} (a
- * `SessionMediaFactory`) for the runtime, and {@link MediaPlane.get} for the media routes.
+ * Public surface (what the rest of the service uses): the session worker's `MediaPlaneInfo` port (capacity, the transports
+ * served, a session's endpoints) for the session worker, {@link MediaPlane.factory} (a
+ * `SessionMediaFactory`) for the runtime, {@link MediaPlane.sockets} for the app's socket routes.
  *
  * @module
  */
-import { TOKEN_TTL_MS } from "../auth/tokens.ts";
-import { type Clock, systemClock } from "../clock.ts";
-import type { MediaConfig, SfuConfig } from "../config.ts";
+import { systemClock } from "../clock.ts";
+import type { MediaConfig } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { StreamEndpoints } from "../vocabulary/schemas.ts";
 import type { Logger } from "../log.ts";
-import type { SessionMediaFactory } from "../runtime/session_runtime.ts";
-import type { TransportKind } from "../vocabulary/transports.ts";
+import type { SessionMediaFactory } from "../worker/session_runtime.ts";
+import type { MediaPlaneInfo } from "../worker/session_worker.ts";
+import {
+  emptyEndpoints,
+  transportEntry,
+  type TransportKind,
+  type TransportSockets,
+} from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";
 import { checkFfmpeg } from "./ffmpeg.ts";
@@ -24,17 +31,10 @@ import { FrameCache } from "./frame_cache.ts";
 import { ReferenceRenderer } from "./reference_renderer.ts";
 import type { Renderer } from "./renderer.ts";
 import { AvatarSessionMedia, type MediaObserver } from "./session_media.ts";
-import type { TransportFactory } from "./transports/transport.ts";
-import { JanusSfu } from "./transports/webrtc_sfu/sfu.ts";
-import { WebRtcSfuTransport } from "./transports/webrtc_sfu/transport.ts";
-import { iceServersFor } from "./transports/webrtc_sfu/turn.ts";
+import { type MediaServer, TRANSPORT_IMPLEMENTATIONS, type TransportConfig } from "./transports/registry.ts";
+import type { JanusSfu } from "./transports/webrtc_sfu/sfu.ts";
 import type { FanoutLimits } from "./transports/ws_fmp4/fanout.ts";
-import { WsFmp4Transport } from "./transports/ws_fmp4/transport.ts";
-
-/** Path of the media WebSocket (`websocket_fmp4`); `{session_id}` is the session's id. */
-export const MEDIA_PATH = "/media/v0/sessions/{session_id}";
-/** Path of the SFU signalling WebSocket (`webrtc_sfu`, the session's `sfu_endpoint`). */
-export const SFU_PATH = "/sfu/v0/sessions/{session_id}";
+import type { Clock } from "../clock.ts";
 
 /** Default per-client limits. */
 export const DEFAULT_LIMITS: FanoutLimits = { maxBufferedBytes: 1024 * 1024, maxClients: 4 };
@@ -47,24 +47,11 @@ export const VIDEO_CRF = 28;
  */
 export const AUDIO_BITRATE = 24_000;
 
-/** What the session worker needs to know of the media plane. */
-export interface MediaPlaneInfo {
-  /** Whether a render slot is free now (a cheap early check; the factory enforces the limit). */
-  hasCapacity(): boolean;
-  /** Whether the `webrtc_sfu` transport is available (an SFU is configured). */
-  readonly sfuConfigured: boolean;
-  /**
-   * The connection metadata of a session running here: `media_url` (fMP4), or `sfu_endpoint` and
-   * `ice_servers` with TURN credentials minted now for the client token's lifetime (webrtc_sfu).
-   */
-  endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints>;
-}
-
 /** Options of {@link MediaPlane.create}. */
 export interface MediaPlaneOptions {
   config: MediaConfig;
-  /** The SFU of the `webrtc_sfu` transport (none: only `websocket_fmp4`). */
-  sfu?: SfuConfig | null;
+  /** The transports' settings (the SFU of `webrtc_sfu`; none: only `websocket_fmp4`). */
+  transports?: TransportConfig;
   /** Public origin of the service (http or https), for media URLs. */
   publicUrl: string;
   logger: Logger;
@@ -92,8 +79,8 @@ export class MediaPlane implements MediaPlaneInfo {
   readonly #videoConfigs = new Map<string, Uint8Array>();
   #active = 0;
   #publicUrl: string;
-  /** The SFU connection (null without SFU configuration). */
-  readonly sfu: JanusSfu | null;
+  /** The media servers of the transports that need one and have it configured. */
+  readonly #servers = new Map<TransportKind, MediaServer>();
 
   private constructor(
     readonly options: MediaPlaneOptions,
@@ -102,12 +89,38 @@ export class MediaPlane implements MediaPlaneInfo {
     readonly ffmpegVersion: string,
   ) {
     this.#publicUrl = options.publicUrl;
-    const sfu = options.sfu;
-    this.sfu = sfu?.adminSecret ? new JanusSfu(sfu, options.logger) : null;
+    for (const [kind, implementation] of Object.entries(TRANSPORT_IMPLEMENTATIONS)) {
+      const server = implementation.connect?.(options);
+      if (server) this.#servers.set(kind as TransportKind, server);
+    }
   }
 
+  serves(kind: TransportKind): boolean {
+    return !TRANSPORT_IMPLEMENTATIONS[kind].connect || this.#servers.has(kind);
+  }
+
+  /** The SFU connection of `webrtc_sfu` (null without SFU configuration). */
+  get sfu(): JanusSfu | null {
+    return (this.#servers.get("webrtc_sfu") as JanusSfu | undefined) ?? null;
+  }
+
+  /** Whether the `webrtc_sfu` transport is served here (an SFU is configured). */
   get sfuConfigured(): boolean {
-    return this.sfu !== null;
+    return this.serves("webrtc_sfu");
+  }
+
+  /** The client sockets of the transports served here (the app registers one route per entry). */
+  sockets(): TransportSockets[] {
+    return (Object.keys(TRANSPORT_IMPLEMENTATIONS) as TransportKind[]).filter((k) => this.serves(k)).map((
+      kind,
+    ) => ({
+      kind,
+      find: (sessionId, projectId) => {
+        const live = this.#live.get(sessionId);
+        if (!live || live.projectId !== projectId) return null;
+        return TRANSPORT_IMPLEMENTATIONS[kind].attach(live.media.transport, live.media.clientMessages);
+      },
+    }));
   }
 
   /** Changes the origin media URLs are built from (when the port is only known after listening). */
@@ -145,33 +158,27 @@ export class MediaPlane implements MediaPlaneInfo {
     return this.#active < this.capacity;
   }
 
-  /** The media WebSocket URL of a session (`websocket_fmp4`). */
-  urlFor(sessionId: string): string {
-    const base = this.#publicUrl.replace(/^http/, "ws");
-    return base + MEDIA_PATH.replace("{session_id}", sessionId);
-  }
-
-  /** The SFU signalling URL of a session (`webrtc_sfu`): its `sfu_endpoint`. */
-  sfuUrlFor(sessionId: string): string {
-    const base = (this.options.sfu?.publicUrl ?? this.#publicUrl).replace(/^http/, "ws");
-    return base + SFU_PATH.replace("{session_id}", sessionId);
-  }
-
   async endpoints(sessionId: string, transport: TransportKind): Promise<StreamEndpoints> {
-    if (transport !== "webrtc_sfu" || !this.sfu) {
-      return { media_url: this.urlFor(sessionId), sfu_endpoint: null, ice_servers: [] };
-    }
-    const expiresAt = (this.options.clock ?? systemClock).now() + TOKEN_TTL_MS;
-    return {
-      media_url: null,
-      sfu_endpoint: this.sfuUrlFor(sessionId),
-      ice_servers: await iceServersFor(this.sfu.config, sessionId, expiresAt),
-    };
+    // A transport not served here (its media server is gone from the configuration) answers with the
+    // always-served one's endpoints, as a session of it would be reached.
+    const kind = this.serves(transport)
+      ? transport
+      : (Object.keys(TRANSPORT_IMPLEMENTATIONS) as TransportKind[]).find((k) =>
+        !transportEntry(k).unavailable
+      );
+    if (!kind) return emptyEndpoints();
+    return await TRANSPORT_IMPLEMENTATIONS[kind].endpoints({
+      server: this.#servers.get(kind) ?? null,
+      sessionId,
+      publicUrl: this.#publicUrl,
+      options: this.options,
+      clock: this.options.clock ?? systemClock,
+    });
   }
 
-  /** Closes the SFU connection (process shutdown; sessions are ended before). */
+  /** Closes the media servers' connections (process shutdown; sessions are ended before). */
   async close(): Promise<void> {
-    await this.sfu?.close();
+    for (const server of this.#servers.values()) await server.close();
   }
 
   /** The media of a session running here (with its project), if any. */
@@ -192,26 +199,18 @@ export class MediaPlane implements MediaPlaneInfo {
     };
     const { config, logger } = this.options;
     const limits = { ...DEFAULT_LIMITS, ...this.options.limits };
-    let transport: TransportFactory;
-    if (s.transport === "webrtc_sfu") {
-      const sfu = this.sfu;
-      if (!sfu) {
-        release();
-        throw new ApiError("SVC_SFU_NOT_CONFIGURED");
-      }
-      transport = (hooks) =>
-        WebRtcSfuTransport.open({
-          sfu,
-          sessionId: s.sessionId,
-          format: this.renderer.format,
-          inputSampleRate: s.connection.inputSampleRate,
-          maxClients: limits.maxClients,
-          logger,
-          hooks,
-        });
-    } else {
-      transport = (hooks) => Promise.resolve(new WsFmp4Transport(s.sessionId, limits, hooks));
+    if (!this.serves(s.transport)) {
+      release();
+      throw new ApiError(transportEntry(s.transport).unavailable?.code ?? "SVC_SFU_NOT_CONFIGURED");
     }
+    const transport = TRANSPORT_IMPLEMENTATIONS[s.transport].open({
+      server: this.#servers.get(s.transport) ?? null,
+      sessionId: s.sessionId,
+      format: this.renderer.format,
+      inputSampleRate: s.connection.inputSampleRate,
+      limits,
+      logger,
+    });
     const media = await AvatarSessionMedia.start({
       sessionId: s.sessionId,
       avatarId: s.avatarId ?? this.catalog.defaultAvatarId,

@@ -7,8 +7,9 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
-import { type CheckContext, checkProviderConfig, PROVIDERS } from "./registry.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../../vocabulary/provider_types.ts";
+import { checkProviderConfig, PROVIDERS } from "./catalog.ts";
+import type { CheckContext } from "./definition.ts";
 
 type Schemas = { [K in ProviderType]: z.ZodOptional<(typeof PROVIDERS)[K]["schema"]> };
 

@@ -23,8 +23,8 @@
  *
  * @module
  */
-import { CredentialHolder } from "../runtime/credential_holder.ts";
-import { ByteBuffer, decodeJsonString, urlForbidden } from "../auth/credential_bytes.ts";
+import { CredentialHolder } from "../../auth/credential_holder.ts";
+import { ByteBuffer, decodeJsonString, urlForbidden } from "../../auth/credential_bytes.ts";
 import {
   COMMA,
   isJson,
@@ -39,9 +39,9 @@ import {
   RBRACKET,
   stringEnd,
   ws,
-} from "../auth/credential_json.ts";
-import { urlSkeleton } from "../auth/credential_url.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "./vendor3/schema.ts";
+} from "../../auth/credential_json.ts";
+import { urlSkeleton } from "../../auth/credential_url.ts";
+import { VENDOR3_SIGNED_URL_PATH } from "./vendor3_signed_url.ts";
 
 /** How a credential field's value is checked by the schema (and so how its stand-in is made). */
 type FieldKind = "secret" | "signed_url" | "engine_url" | "headers";

@@ -7,12 +7,12 @@
 import type {
   CloseResult,
   ConnectRequest,
+  ProviderBridge,
   ProviderConnection,
-  ProviderConnector,
   ProviderEvents,
 } from "../src/providers/types.ts";
 
-/** One connection made through the fake connector. */
+/** One connection made through the fake bridge. */
 export interface FakeConnection extends ProviderConnection {
   events: ProviderEvents;
   sessionId: string;
@@ -21,8 +21,8 @@ export interface FakeConnection extends ProviderConnection {
   closed: boolean;
 }
 
-/** A connector whose connections the test controls. */
-export class FakeConnector implements ProviderConnector {
+/** A bridge whose connections the test controls. */
+export class FakeBridge implements ProviderBridge {
   readonly connections: FakeConnection[] = [];
 
   constructor(readonly rates = { input: 24000, output: 24000 }) {}

@@ -1,15 +1,15 @@
 /**
- * A connector that starts no session: for wirings that run no engine (the OpenAPI emitter builds the app
+ * A bridge that starts no session: for wirings that run no engine (the OpenAPI emitter builds the app
  * with it). Starting a session through it answers the retryable `503 SVC_PROVIDER_UNAVAILABLE`, and the
  * credentials are released.
  *
  * @module
  */
-import { ApiError } from "../errors.ts";
-import type { ConnectRequest, ProviderConnection, ProviderConnector } from "./types.ts";
+import { ApiError } from "../src/errors.ts";
+import type { ConnectRequest, ProviderBridge, ProviderConnection } from "../src/providers/types.ts";
 
-/** A connector that refuses every session with `SVC_PROVIDER_UNAVAILABLE`. */
-export class UnavailableConnector implements ProviderConnector {
+/** A bridge that refuses every session with `SVC_PROVIDER_UNAVAILABLE`. */
+export class UnavailableBridge implements ProviderBridge {
   connect(_request: ConnectRequest): Promise<ProviderConnection> {
     return Promise.reject(
       new ApiError(

@@ -37,28 +37,16 @@ import {
 import { AgentTurns } from "../agent_turns.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
 import { SILENCE_CHUNK_MS, SilenceFeeder } from "../feeder.ts";
-import type {
-  ConnectorDeps,
-  ConnectRequest,
-  ProviderClosure,
-  ProviderConnection,
-  ProviderConnector,
-} from "../types.ts";
-import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
-import {
-  handshake,
-  type HandshakeStep,
-  mentionsQuota,
-  refineByClose,
-  startErrors,
-  vendorStartFailure,
-} from "../wire/handshake.ts";
-import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
-import { endpointOf, endpointOfBytes, engineTransport } from "../wire/socket.ts";
+import type { ConnectRequest, ProviderClosure } from "../types.ts";
+import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
+import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
+import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
+import type { Closed, Endpoint, EngineSocket, Frame } from "../wire/socket.ts";
+import { endpointOf, endpointOfBytes } from "../wire/socket.ts";
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
 import { MintError, mintSignedUrl } from "./mint.ts";
-import { signedUrlProblem } from "./signed_url.ts";
+import { signedUrlProblem } from "../catalog/vendor3_signed_url.ts";
 import { ApiError } from "../../errors.ts";
 
 /** The subprotocol the vendor's own client offers. */
@@ -84,19 +72,9 @@ export function vendor3PublicUrl(base: string, agentId: string): string {
 }
 
 /** Connects sessions to vendor3 agents. */
-export class Vendor3Connector implements ProviderConnector {
-  readonly #transport: SocketTransport;
-
-  constructor(readonly deps: ConnectorDeps) {
-    this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
-  }
-
-  async connect(request: ConnectRequest): Promise<ProviderConnection> {
-    const { logger, clock, vendors } = this.deps;
-    const failed = (err: ApiError, kind: string): ApiError => {
-      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
-      return err;
-    };
+export class Vendor3Bridge extends VendorBridge<Formats> {
+  protected async prepare(request: ConnectRequest, failed: FailStart): Promise<VendorHandshake<Formats>> {
+    const { clock, vendors } = this.deps;
     const due = deadline(clock, request.timeoutMs);
     // Where to connect: the caller's signed URL, one minted with the caller's key, or the public agent. A
     // signed URL stays bytes (from the holder, or the mint's answer) down to the upgrade request.
@@ -128,31 +106,32 @@ export class Vendor3Connector implements ProviderConnector {
       } else {
         where = { endpoint: endpointOf(vendor3PublicUrl(vendors.vendor3Url, agentId)), zero: () => {} };
       }
-      const { socket, ready } = await handshake<Formats>({
-        transport: this.#transport,
-        clock,
+      const used = where;
+      return {
         timeoutMs: request.timeoutMs,
         deadline: due.signal,
-        endpoint: where.endpoint,
+        endpoint: used.endpoint,
         // The vendor's client offers `convai`; servers that select no subprotocol are accepted too.
         protocols: [VENDOR3_SUBPROTOCOL],
         protocolOptional: true,
         opened: (s) => s.send(JSON.stringify({ type: "conversation_initiation_client_data" })),
         message: (frame, s) => initiationMetadata(frame, s),
-        // Logged once the close that follows the vendor's error is known (its reason may say quota).
-        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
-        mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
-      });
-      const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
-      return new Vendor3Connection(socket, ctx, ready).attach({
-        ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
-        ping: () => socket.ping(),
-      });
-    } finally {
+        release: () => {
+          used.zero();
+          minted?.zero();
+          due.stop();
+        },
+      };
+    } catch (err) {
       where?.zero();
       minted?.zero();
       due.stop();
+      throw err;
     }
+  }
+
+  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: Formats): Vendor3Connection {
+    return new Vendor3Connection(socket, ctx, ready);
   }
 }
 

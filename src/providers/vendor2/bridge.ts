@@ -34,24 +34,12 @@ import {
 import { AgentTurns } from "../agent_turns.ts";
 import { SilenceFeeder } from "../feeder.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
-import type {
-  ConnectorDeps,
-  ConnectRequest,
-  ProviderClosure,
-  ProviderConnection,
-  ProviderConnector,
-} from "../types.ts";
-import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
-import {
-  handshake,
-  type HandshakeStep,
-  mentionsQuota,
-  refineByClose,
-  startErrors,
-  vendorStartFailure,
-} from "../wire/handshake.ts";
-import type { Closed, Endpoint, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
-import { endpointOf, engineTransport } from "../wire/socket.ts";
+import type { ConnectRequest, ProviderClosure } from "../types.ts";
+import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
+import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
+import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
+import type { Closed, Endpoint, EngineSocket, Frame } from "../wire/socket.ts";
+import { endpointOf } from "../wire/socket.ts";
 import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 
 /** The API version whose protocol this bridge speaks. */
@@ -92,50 +80,28 @@ export function vendor2Endpoint(
 }
 
 /** Connects sessions to vendor2 agents. */
-export class Vendor2Connector implements ProviderConnector {
-  readonly #transport: SocketTransport;
-
-  constructor(readonly deps: ConnectorDeps) {
-    this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
-  }
-
-  async connect(request: ConnectRequest): Promise<ProviderConnection> {
-    const { logger, clock } = this.deps;
-    const failed = <E extends { code: string }>(err: E, kind: string): E => {
-      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
-      return err;
-    };
+export class Vendor2Bridge extends VendorBridge<WireAudioFormat> {
+  protected prepare(request: ConnectRequest, fail: FailStart): VendorHandshake<WireAudioFormat> {
     // The token goes from its holder into the upgrade's query as bytes.
     const token = request.credentials.secret("access_token");
-    if (!token) throw failed(startErrors.unusable(), "invalid");
+    if (!token) throw fail(startErrors.unusable(), "invalid");
     const where = vendor2Endpoint(
       this.deps.vendors.vendor2Url,
       request.credentials.text("agent_id") ?? "",
       token,
     );
-    let started;
-    try {
-      started = await handshake<WireAudioFormat>({
-        transport: this.#transport,
-        clock,
-        timeoutMs: request.timeoutMs,
-        endpoint: where.endpoint,
-        opened: (s) =>
-          s.send(JSON.stringify({ type: "session_create", audio: { input_format: VENDOR2_INPUT_FORMAT } })),
-        message: (frame) => sessionReady(frame),
-        // Logged once the close that follows the vendor's error is known (its reason may say quota).
-        afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
-        mapFailure: (f) => failed(vendorStartFailure(f), f.kind),
-      });
-    } finally {
-      where.zero();
-    }
-    const { socket, ready } = started;
-    const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
-    return new Vendor2Connection(socket, ctx, ready).attach({
-      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
-      ping: () => socket.ping(),
-    });
+    return {
+      timeoutMs: request.timeoutMs,
+      endpoint: where.endpoint,
+      opened: (s) =>
+        s.send(JSON.stringify({ type: "session_create", audio: { input_format: VENDOR2_INPUT_FORMAT } })),
+      message: (frame) => sessionReady(frame),
+      release: () => where.zero(),
+    };
+  }
+
+  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: WireAudioFormat): Vendor2Connection {
+    return new Vendor2Connection(socket, ctx, ready);
   }
 }
 

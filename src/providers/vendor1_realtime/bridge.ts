@@ -29,26 +29,18 @@
 import { decodeAgentAudio, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
 import { parseArguments, toolCall, toolOutputText } from "../tool_calls.ts";
-import type {
-  ConnectorDeps,
-  ConnectRequest,
-  ProviderClosure,
-  ProviderConnection,
-  ProviderConnector,
-  ToolResult,
-} from "../types.ts";
-import { BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "../wire/connection.ts";
+import type { ConnectRequest, ProviderClosure, ToolResult } from "../types.ts";
+import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
+import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import {
-  handshake,
   type HandshakeStep,
   mentionsQuota,
-  refineByClose,
   startErrors,
   type StartFailure,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, EngineSocket, Frame, SocketTransport } from "../wire/socket.ts";
-import { endpointOf, engineTransport } from "../wire/socket.ts";
+import type { Closed, EngineSocket, Frame } from "../wire/socket.ts";
+import { endpointOf } from "../wire/socket.ts";
 import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
 
 type Json = Record<string, unknown>;
@@ -76,25 +68,12 @@ function startFailure(f: StartFailure) {
 }
 
 /** Connects sessions to the vendor1 realtime engine. */
-export class Vendor1RealtimeConnector implements ProviderConnector {
-  readonly #transport: SocketTransport;
-
-  constructor(readonly deps: ConnectorDeps) {
-    this.#transport = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
-  }
-
-  async connect(request: ConnectRequest): Promise<ProviderConnection> {
-    const { logger, clock } = this.deps;
-    const failed = <E extends { code: string }>(err: E, kind: string): E => {
-      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
-      return err;
-    };
+export class Vendor1RealtimeBridge extends VendorBridge<SessionFacts> {
+  protected prepare(request: ConnectRequest, fail: FailStart): VendorHandshake<SessionFacts> {
     // The secret goes from its holder into the upgrade's Authorization header as bytes.
     const secret = request.credentials.secret("client_secret");
-    if (!secret) throw failed(startErrors.unusable(), "invalid");
-    const { socket, ready } = await handshake<SessionFacts>({
-      transport: this.#transport,
-      clock,
+    if (!secret) throw fail(startErrors.unusable(), "invalid");
+    return {
       timeoutMs: request.timeoutMs,
       endpoint: endpointOf(
         vendor1Url(this.deps.vendors.vendor1RealtimeUrl, this.deps.vendors.vendor1RealtimeModel),
@@ -102,15 +81,15 @@ export class Vendor1RealtimeConnector implements ProviderConnector {
       headers: [{ name: "Authorization", value: ["Bearer ", secret] }],
       opened: () => {},
       message: (frame) => sessionCreated(frame),
-      // Logged once the close that follows the vendor's error is known (its reason may say quota).
-      afterClose: (err, closed) => failed(refineByClose(err, closed), "error"),
-      mapFailure: (f) => failed(startFailure(f), f.kind),
-    });
-    const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
-    return new Vendor1Connection(socket, ctx, ready).attach({
-      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
-      ping: () => socket.ping(),
-    });
+    };
+  }
+
+  protected override startFailure(f: StartFailure) {
+    return startFailure(f);
+  }
+
+  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: SessionFacts): Vendor1Connection {
+    return new Vendor1Connection(socket, ctx, ready);
   }
 }
 

@@ -1,9 +1,35 @@
 /**
  * The demo page's HTML and script (served at `/demo` and `/demo/app.js`). The script uses only the
- * demo backend's routes and the SDK's player; it never sees an API key.
+ * demo backend's routes and the SDK's player; it never sees an API key. The vendor engines it offers, and
+ * the fields it asks for each, come from the provider catalog (`demo` of each entry).
  *
  * @module
  */
+import { demoOffers } from "../providers/catalog/catalog.ts";
+import { TRANSPORT_KINDS, transportEntry } from "../vocabulary/transports.ts";
+
+/** The engine menu's vendor options, from the catalog. */
+const VENDOR_OPTIONS = demoOffers().map((o) =>
+  `      <option value="${o.type}">${o.type}: ${o.label}</option>`
+)
+  .join("\n");
+
+/** The transport menu's options after `auto`, from the transport registry. */
+const TRANSPORT_OPTIONS = TRANSPORT_KINDS.map((k) =>
+  `      <option value="${k}">${transportEntry(k).label}</option>`
+).join("\n");
+
+/** The fields each engine takes on the page, as the script's object literal (from the catalog). */
+const ENGINE_FIELDS_SOURCE = [
+  "  reference: [],",
+  ...demoOffers().map((o) =>
+    `  ${o.type}: [${
+      o.fields.map((f) =>
+        `[${JSON.stringify(f.field)}, ${JSON.stringify(f.label)}, ${JSON.stringify(f.input)}]`
+      ).join(", ")
+    }],`
+  ),
+].join("\n");
 
 /** The page. */
 export const DEMO_PAGE_HTML = `<!doctype html>
@@ -49,9 +75,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
     <label for="engine">Conversation engine</label>
     <select id="engine">
       <option value="reference" selected>Reference engine (built in)</option>
-      <option value="vendor1_realtime">vendor1_realtime: ephemeral client secret</option>
-      <option value="vendor2">vendor2: access token and agent</option>
-      <option value="vendor3">vendor3: agent (public, or signed URL)</option>
+${VENDOR_OPTIONS}
     </select>
     <div id="creds"></div>
     <label for="avatar">Avatar</label><select id="avatar"></select>
@@ -64,8 +88,7 @@ export const DEMO_PAGE_HTML = `<!doctype html>
     <label for="transport">Transport</label>
     <select id="transport">
       <option value="auto" selected>auto (WebRTC when the service has an SFU)</option>
-      <option value="websocket_fmp4">fMP4 over WebSocket</option>
-      <option value="webrtc_sfu">WebRTC through the SFU</option>
+${TRANSPORT_OPTIONS}
     </select>
     <label><input type="checkbox" id="mic" checked> Use my microphone</label>
     <button id="start" class="primary">Start</button>
@@ -128,10 +151,7 @@ const api = async (method, path, body) => {
 
 /** The fields each vendor engine takes on this page (browser-safe credentials only: never an API key). */
 const ENGINE_FIELDS = {
-  reference: [],
-  vendor1_realtime: [["client_secret", "Client secret (ek_…)", "password"]],
-  vendor2: [["access_token", "Access token (agent grant)", "password"], ["agent_id", "Agent id", "text"]],
-  vendor3: [["agent_id", "Agent id", "text"], ["signed_url", "Signed URL (private agents)", "password"]],
+${ENGINE_FIELDS_SOURCE}
 };
 const showFields = () => {
   $("creds").textContent = "";

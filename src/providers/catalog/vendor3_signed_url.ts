@@ -13,7 +13,9 @@
  */
 import { bytesEqual } from "../../auth/credential_bytes.ts";
 import { eachQueryPair, pathIs, splitUrl, urlHost, type UrlSplit } from "../../auth/credential_url.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "./schema.ts";
+
+/** Path a vendor3 `signed_url` must have. */
+export const VENDOR3_SIGNED_URL_PATH = "/v1/convai/conversation";
 
 /** How long a signed URL may be used to start a conversation. */
 export const SIGNED_URL_VALIDITY_MS = 15 * 60_000;

@@ -1,0 +1,31 @@
+/**
+ * `provider_config.vendor2`: a short-lived access token with an agent grant, and the agent's id.
+ *
+ * @module
+ */
+import { z } from "@hono/zod-openapi";
+import { defineProvider } from "./definition.ts";
+
+/** `provider_config.vendor2`. */
+export const Vendor2Config = z.strictObject({
+  access_token: z.string().min(1).max(8192).openapi({
+    description: "Short-lived token minted by the customer backend with an agent grant.",
+  }),
+  agent_id: z.string().min(1).max(256),
+}).openapi("Vendor2Config");
+
+/** The catalog's entry of `vendor2`. */
+export const VENDOR2 = defineProvider({
+  schema: Vendor2Config,
+  cli: [
+    { flag: "access-token", field: "access_token", arg: "<token>", help: "access token", secret: true },
+    { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },
+  ],
+  demo: {
+    label: "access token and agent",
+    fields: [
+      { field: "access_token", label: "Access token (agent grant)", input: "password" },
+      { field: "agent_id", label: "Agent id", input: "text" },
+    ],
+  },
+});

@@ -1,0 +1,86 @@
+/**
+ * The skeleton of a vendor bridge: the `connect()` every vendor's bridge shares — the start-failure log
+ * line, the engine socket, the handshake with its failure maps, the connection's context and its keepalive
+ * — around the three things a vendor fills in: where and how it connects ({@link VendorBridge.prepare}:
+ * endpoint, headers, first message, the handshake's reading of the messages before ready), how its failures
+ * read ({@link VendorBridge.startFailure}), and the live connection it makes once ready
+ * ({@link VendorBridge.open}).
+ *
+ * @module
+ */
+import type { ApiError } from "../../errors.ts";
+import type { BridgeDeps, ConnectRequest, ProviderBridge, ProviderConnection } from "../types.ts";
+import { type BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "./connection.ts";
+import {
+  handshake,
+  type HandshakeSpec,
+  refineByClose,
+  type StartFailure,
+  vendorStartFailure,
+} from "./handshake.ts";
+import { type EngineSocket, engineTransport, type VendorSocket } from "./socket.ts";
+
+/** What a vendor fills in of the handshake (the skeleton adds the socket, the clock and the failure maps). */
+export type VendorHandshake<R> =
+  & Omit<HandshakeSpec<R>, "transport" | "clock" | "mapFailure" | "afterClose">
+  & {
+    /** Zeroes what the endpoint and headers borrowed, and stops what prepare started; run whatever happens. */
+    release?(): void;
+  };
+
+/** Logs a start that failed (once, with the error's code and a short kind) and returns its error. */
+export type FailStart = <E extends { code: string }>(err: E, kind: string) => E;
+
+/** A vendor's bridge: {@link VendorBridge.connect} is the skeleton; a vendor fills in the rest. */
+export abstract class VendorBridge<R> implements ProviderBridge {
+  readonly #socket: VendorSocket;
+
+  constructor(readonly deps: BridgeDeps) {
+    this.#socket = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
+  }
+
+  /**
+   * Where and how to connect for `request`: throw `fail(error, kind)` for a start that cannot be made
+   * (e.g. a credential missing), before anything is opened.
+   */
+  protected abstract prepare(
+    request: ConnectRequest,
+    fail: FailStart,
+  ): Promise<VendorHandshake<R>> | VendorHandshake<R>;
+
+  /** The service's error for a failure before ready (default: the vendors' common map). */
+  protected startFailure(failure: StartFailure): ApiError {
+    return vendorStartFailure(failure);
+  }
+
+  /** The live connection over the ready socket (`ready`: what the handshake read). */
+  protected abstract open(socket: EngineSocket, ctx: ConnectionContext, ready: R): BridgeConnection;
+
+  async connect(request: ConnectRequest): Promise<ProviderConnection> {
+    const { logger, clock } = this.deps;
+    const fail: FailStart = (err, kind) => {
+      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
+      return err;
+    };
+    const spec = await this.prepare(request, fail);
+    let started;
+    try {
+      started = await handshake<R>({
+        ...spec,
+        transport: this.#socket,
+        clock,
+        // Logged once the close that follows the vendor's error is known (its reason may say quota).
+        afterClose: (err, closed) => fail(refineByClose(err, closed), "error"),
+        mapFailure: (f) => fail(this.startFailure(f), f.kind),
+      });
+    } finally {
+      spec.release?.();
+    }
+    const { socket, ready } = started;
+    const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
+    return this.open(socket, ctx, ready).attach({
+      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
+      ping: () => socket.ping(),
+    });
+  }
+}
