@@ -381,7 +381,17 @@ export class AvatarSessionMedia implements SessionMedia {
     const now = performance.now();
     const due = Math.floor((now - this.#t0) / this.#frameMs);
     if (due >= this.#nextFrame) this.#renderDue(now);
-    else if (this.#lastFace) this.#renderOne(this.#lastFace.k, this.#lastFace.face);
+    else {
+      // The current frame was ticked already, perhaps with nobody watching (its face not computed then,
+      // and the last one kept may be from long ago): the keyframe must carry the current instant's time,
+      // else the frames after it are not contiguous with it and an MSE player drops them until the next
+      // keyframe (up to a GOP, 1 s, later).
+      const face = this.#lastFace?.k === due
+        ? this.#lastFace.face
+        : this.#face.faceAt((due + 0.5) * this.#frameMs);
+      this.#lastFace = { k: due, face: { ...face, visemes: face.visemes.slice() } };
+      this.#renderOne(due, face);
+    }
   }
 
   /** Stops the video encoder (no video client is connected); resolves once it has exited. */

@@ -181,6 +181,39 @@ Deno.test("video-free: a video client joining later starts the encoder and gets 
   });
 });
 
+Deno.test("video-free: the keyframe of an encoder started by a joining video client is stamped at the join instant, the frames after it follow on", async () => {
+  await withMedia(async ({ create, wsUrl, media }) => {
+    const s = await create();
+    const m = media(s.session_id);
+    // Nobody watches between the rounds: the session's clock runs on without computing faces. A keyframe
+    // stamped at a frame from before (the regression: the last face computed while a client watched) leaves
+    // a gap before the frames that follow it, and an MSE player drops them up to the next keyframe (1 s).
+    for (let round = 0; round < 2; round++) {
+      await until(() => m.encoderPids().length === 0, DEADLINE_MS, "no encoder while nobody watches");
+      await new Promise((r) => setTimeout(r, 600));
+      const v = new MediaClientRecorder(wsUrl(s.session_id), [
+        "avatar-media.frames.v0",
+        `bearer.${s.client_token}`,
+      ]);
+      await v.until(() => units(v).filter((u) => u.kind === 1).length >= 3, DEADLINE_MS, "video frames");
+      const joinedAt = v.texts[0].timeline_ms as number;
+      const video = units(v).filter((u) => u.kind === 1);
+      assert.ok(video[0].key, "the first video frame is a keyframe");
+      assert.ok(
+        Math.abs(video[0].ptsMs - joinedAt) <= 250,
+        `round ${round}: keyframe at ${video[0].ptsMs} ms, joined at ${joinedAt} ms`,
+      );
+      for (let i = 1; i < video.length; i++) {
+        assert.ok(
+          Math.abs(video[i].ptsMs - video[i - 1].ptsMs - video[i - 1].durMs) < 1,
+          `round ${round}: frame ${i} at ${video[i].ptsMs} ms after ${video[i - 1].ptsMs} ms`,
+        );
+      }
+      await v.close();
+    }
+  });
+});
+
 /** A synthesiser that remembers what it said with its timings. */
 class RecordingTts implements Tts {
   readonly said: TimedSpeech[] = [];
