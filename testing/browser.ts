@@ -42,3 +42,22 @@ export async function launchChromium(
     ],
   });
 }
+
+/** The fields of `player.stats()`, whatever the transport (sdk/player.d.ts `PlayerStats`), sorted. */
+export const PLAYER_STATS_KEYS: readonly string[] = [
+  "anchorMs",
+  "audioDecodedMs",
+  "audioUnderrunMs",
+  "avOffsetMs",
+  "bytesReceived",
+  "catchUps",
+  "framesDecoded",
+  "framesDropped",
+  "lastCatchUpMs",
+  "latencyMs",
+  "micFramesSent",
+  "playback",
+  "reconnects",
+  "skippedMs",
+  "stalls",
+];

@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../../testing/browser.ts";
+import { launchChromium, PLAYER_STATS_KEYS } from "../../testing/browser.ts";
 import { type Client, createClient, type CreatedSession } from "@avatar-svc/sdk";
 import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
@@ -376,23 +376,11 @@ Deno.test("sdk player (webcodecs): the sound on an AudioContext, frames shown ag
     );
     const st = await stats(page);
     assert.equal(st.playback, "webcodecs");
-    assert.deepEqual(Object.keys(st).sort(), [
-      "anchorMs",
-      "audioDecodedMs",
-      "audioUnderrunMs",
-      "avOffsetMs",
-      "bytesReceived",
-      "catchUps",
-      "framesDecoded",
-      "framesDropped",
-      "lastCatchUpMs",
-      "latencyMs",
-      "micFramesSent",
-      "playback",
-      "reconnects",
-      "skippedMs",
-      "stalls",
-    ], "the same stats on every transport (sdk/player.d.ts PlayerStats)");
+    assert.deepEqual(
+      Object.keys(st).sort(),
+      PLAYER_STATS_KEYS,
+      "the same stats on every transport (sdk/player.d.ts PlayerStats)",
+    );
     assert.ok(
       st.anchorMs !== null && st.anchorMs > 0,
       `the sound plays behind the service's clock: ${st.anchorMs}`,

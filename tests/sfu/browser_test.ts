@@ -10,7 +10,7 @@ import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
-import { launchChromium } from "../../testing/browser.ts";
+import { launchChromium, PLAYER_STATS_KEYS } from "../../testing/browser.ts";
 import { tone } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
@@ -18,25 +18,6 @@ import { type SfuContext, withSfu } from "../../testing/sfu.ts";
 import { smallRenderer } from "../../testing/media.ts";
 import { stampFrame } from "../../bench/stamp.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
-
-/** The fields of `player.stats()`, whatever the transport (sdk/player.d.ts `PlayerStats`). */
-const PLAYER_STATS_KEYS = [
-  "anchorMs",
-  "audioDecodedMs",
-  "audioUnderrunMs",
-  "avOffsetMs",
-  "bytesReceived",
-  "catchUps",
-  "framesDecoded",
-  "framesDropped",
-  "lastCatchUpMs",
-  "latencyMs",
-  "micFramesSent",
-  "playback",
-  "reconnects",
-  "skippedMs",
-  "stalls",
-];
 
 /** The box the default avatar's mouth is drawn in (256×256 frames), head motion included. */
 async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
