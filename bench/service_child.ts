@@ -1,7 +1,7 @@
 /**
  * The bench's service process: the service (`service.ts`) started as a child pinned to one core with
  * `taskset`, sessions created and ended over its API, and the CPU and memory of the process tree read
- * from `/proc`. Shared by `main.ts` (the video runs) and `video_free.ts`.
+ * from `/proc`. Shared by `main.ts` (the video runs), `video_free.ts` and `webrtc.ts`.
  *
  * @module
  */
@@ -62,6 +62,7 @@ export async function startServiceProcess(
   dir: string,
   core: number,
   env: Record<string, string> = {},
+  args: string[] = [],
 ): Promise<Service> {
   const script = new URL("./service.ts", import.meta.url).pathname;
   const child = new Deno.Command("taskset", {
@@ -73,6 +74,7 @@ export async function startServiceProcess(
       "-A",
       ...(Deno.env.get("BENCH_V8_PROF") ? ["--v8-flags=--prof"] : []),
       script,
+      ...args,
     ],
     env: {
       PORT: "0",

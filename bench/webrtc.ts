@@ -24,8 +24,9 @@ import { parseArgs } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { generateEngineTls } from "../engine/mod.ts";
 import { launchChromium } from "../testing/browser.ts";
-import { type JanusProcess, processCpuSeconds, startJanus } from "../testing/janus.ts";
+import { type JanusProcess, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
+import { type Service, startServiceProcess, treeUsage } from "./service_child.ts";
 
 /** Latency figures of one measure, ms. */
 export interface Figures {
@@ -91,62 +92,13 @@ async function run(cmd: string, args: string[]): Promise<void> {
   await new Deno.Command(cmd, { args, stdout: "null", stderr: "null" }).output().catch(() => {});
 }
 
-/** CPU seconds of a process and its children (the service and its ffmpeg encoders). */
-function treeCpu(pid: number): number {
-  let total = processCpuSeconds(pid);
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) {
-        total += processCpuSeconds(Number(e.name));
-      }
-    } catch { /* gone */ }
-  }
-  return total;
-}
-
-interface Service {
-  url: string;
-  apiKey: string;
-  pid: number;
-  child: Deno.ChildProcess;
-}
-
-async function startService(o: WebRtcBenchOptions, janus: JanusProcess, caFile: string): Promise<Service> {
-  const script = new URL("./service.ts", import.meta.url).pathname;
-  const child = new Deno.Command("taskset", {
-    args: ["-c", String(o.core), Deno.execPath(), "run", "-A", script, "--stamp"],
-    env: {
-      PORT: "0",
-      SVC_KV: `${o.dir}/webrtc.kv`,
-      SVC_REFERENCE_ENGINE: "false",
-      SVC_ENGINE_CA_FILE: caFile,
-      SVC_RENDER_CAPACITY: "500",
-      SVC_MAX_CONCURRENT_SESSIONS: "1000",
-      SVC_RATE_LIMIT_PER_MINUTE: "1000000",
-      SVC_RATE_LIMIT_BURST: "100000",
-      SVC_DEMO_PAGE: "false",
-      SVC_LOG_LEVEL: "warn",
-      SVC_SFU_JANUS_URL: janus.url,
-      SVC_SFU_ADMIN_SECRET: janus.secret,
-    },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  let info: { url: string; api_key: string; pid: number } | null = null;
-  while (!info) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("the service process exited before it was ready");
-    text += value;
-    for (const line of text.split("\n").slice(0, -1)) if (line.includes('"api_key"')) info = JSON.parse(line);
-  }
-  reader.releaseLock();
-  void child.stdout.cancel().catch(() => {});
-  return { url: info.url, apiKey: info.api_key, pid: info.pid, child };
+/** The service child for this bench: the SFU configured, frames stamped (`bench/service.ts --stamp`). */
+function startService(o: WebRtcBenchOptions, janus: JanusProcess, caFile: string): Promise<Service> {
+  return startServiceProcess(caFile, o.dir, o.core, {
+    SVC_KV: `${o.dir}/webrtc.kv`,
+    SVC_SFU_JANUS_URL: janus.url,
+    SVC_SFU_ADMIN_SECRET: janus.secret,
+  }, ["--stamp"]);
 }
 
 type Transport = "websocket_fmp4" | "webrtc_sfu";
@@ -402,12 +354,12 @@ async function measureCapacity(
       );
       await sleep(4000); // subscribers up, caches warm
       const v0 = await page.evaluate(`viewStats()`) as { frames: number; lost: number }[];
-      const c0 = treeCpu(svc.pid);
+      const c0 = treeUsage(svc.pid).cpuS;
       const j0 = janus.cpuSeconds();
       const t0 = wallNow();
       await sleep(seconds * 1000);
       const v1 = await page.evaluate(`viewStats()`) as { frames: number; lost: number }[];
-      const c1 = treeCpu(svc.pid);
+      const c1 = treeUsage(svc.pid).cpuS;
       const j1 = janus.cpuSeconds();
       const t1 = wallNow();
       const elapsed = (t1 - t0) / 1000;
