@@ -6,9 +6,13 @@
  * @module
  */
 import type { CreateSessionRequest } from "@avatar-svc/sdk";
-import { PROVIDERS } from "../src/providers/catalog/catalog.ts";
 import type { CliField } from "../src/providers/catalog/definition.ts";
-import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../src/vocabulary/provider_types.ts";
+import {
+  isProviderType,
+  PROVIDER_TYPES,
+  PROVIDERS,
+  type ProviderType,
+} from "../src/providers/catalog/catalog.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** The provider-related flags of `sessions create` (all optional; raw strings as typed). */

@@ -231,14 +231,18 @@ export function mutualFolders(graph: ModuleGraph): string[] {
 export function floorOf(name: string): number {
   const rest = name.slice("src/".length);
   const rules: [RegExp, number][] = [
-    // 0: words and leaves that import nothing of the service
+    // 0: words and leaves that import nothing of the service: the session vocabulary, the provider catalog
+    // (the providers' words: names, config schemas, credential fields, settings, flags), the platform's
+    // leaves and the capabilities that keep no state (secrets as bytes, tokens, API key format)
     [/^vocabulary\//, 0],
-    [/^(errors|ids|clock|log|text_fields)\.ts$/, 0],
+    [/^providers\/catalog\//, 0],
+    [/^(errors|ids|clock|log|text_fields|settings)\.ts$/, 0],
     [/^sessions\/(state|record|end_reasons|events|view)\.ts$/, 0],
-    // 1: the configuration, and capabilities that keep no state in storage
+    [/^auth\//, 0],
+    // 1: the configuration (it reads the catalog's settings), and telemetry
     [/^config\.ts$/, 1],
-    [/^(auth|telemetry)\//, 1],
-    [/^runtime\/credential_holder\.ts$/, 1],
+    [/^telemetry\//, 1],
+    [/^runtime\/credential_holder\.ts$/, 0],
     // 2: storage
     [/^kv\//, 2],
     // 3: webhook delivery (over the outbox in storage)

@@ -8,6 +8,8 @@
  * @module
  */
 import { z } from "zod";
+import { PROVIDER_TYPES, PROVIDERS, type ProviderSettings } from "./providers/catalog/catalog.ts";
+import { bool, int, type Settings, type SettingValues } from "./settings.ts";
 
 /**
  * The default delays of webhook deliveries after each failed attempt (Standard Webhooks' example schedule):
@@ -84,8 +86,11 @@ export interface Config {
   engineCaFile: string | null;
   /** The in-process reference engine of the embedded default. */
   referenceEngine: { enabled: boolean; port: number; dir: string };
-  /** Where the vendor conversation engines live (see docs/providers.md). */
-  vendors: VendorEndpoints;
+  /**
+   * Each provider type's settings (where its engine lives: `SVC_VENDOR*`), as its catalog entry declares
+   * them (`src/providers/catalog/<type>.ts`, `settings`; see docs/providers.md).
+   */
+  providers: ProviderSettings;
   /** Minimum level of log lines written. */
   logLevel: "debug" | "info" | "warn" | "error";
   /** Largest accepted request body, bytes. */
@@ -120,25 +125,6 @@ export interface Config {
   sfu: SfuConfig | null;
   /** Serve the demo page (needs the reference engine and the media plane). */
   demoPage: boolean;
-}
-
-/** Endpoints of the three vendor conversation engines (`SVC_VENDOR*`). */
-export interface VendorEndpoints {
-  /** vendor1_realtime: the realtime WebSocket URL (wss://). */
-  vendor1RealtimeUrl: string;
-  /**
-   * vendor1_realtime: the model sent as the URL's `model` query parameter (`SVC_VENDOR1_REALTIME_MODEL`),
-   * unless `vendor1RealtimeUrl` already has one.
-   */
-  vendor1RealtimeModel: string;
-  /** vendor2: the agents WebSocket base URL (wss://); the agent id is appended as a path segment. */
-  vendor2Url: string;
-  /** vendor3: the conversation WebSocket URL (wss://) of public agents. */
-  vendor3Url: string;
-  /** vendor3: the REST API base (https://) where signed URLs are minted with an `api_key`. */
-  vendor3ApiUrl: string;
-  /** vendor3: hosts a caller's `signed_url` may point at (lower case). */
-  vendor3SignedUrlHosts: string[];
 }
 
 /** Settings of the media plane. */
@@ -198,13 +184,6 @@ export class ConfigError extends StartupError {
   override name = "ConfigError";
 }
 
-const bool = z.enum(["true", "false", "1", "0", "on", "off", "yes", "no"]).transform((v) =>
-  ["true", "1", "on", "yes"].includes(v)
-);
-const int = (min: number, max: number) =>
-  z.string().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(
-    z.number().int().min(min).max(max),
-  );
 const secret = z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -base64 48`)");
 const evenSize = int(128, 1920).refine((n) => n % 2 === 0, "must be even");
 const fps = int(5, 60).refine(
@@ -212,26 +191,6 @@ const fps = int(5, 60).refine(
   "must divide 48000 and 90000 (e.g. 24, 25, 30, 50, 60)",
 );
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ""));
-/** Loopback hosts, where plain ws:// and http:// are accepted (tests and local fakes). */
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
-const urlOf = (u: string): URL | null => URL.canParse(u) ? new URL(u) : null;
-const secureUrl = (secure: "wss" | "https") =>
-  z.url({ protocol: secure === "wss" ? /^wss?$/ : /^https?$/, error: `must be a ${secure}:// URL` })
-    .refine((u) => {
-      const url = urlOf(u);
-      return !url || url.protocol === `${secure}:` || LOOPBACK.test(url.hostname);
-    }, `must be a ${secure}:// URL (plain ${secure.slice(0, -1)}:// on loopback only)`)
-    .refine((u) => !urlOf(u)?.hash, "must not have a fragment")
-    .transform((u) => u.replace(/\/+$/, ""));
-const wssUrl = secureUrl("wss");
-const httpsUrl = secureUrl("https").refine((u) => !urlOf(u)?.search, "must have no query");
-const hostList = z.string().transform((v) => v.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean))
-  .pipe(
-    z.array(
-      z.string().regex(/^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/, "must be a comma-separated list of host names"),
-    )
-      .min(1, "must name at least one host"),
-  );
 
 /** Each variable: its schema and its default (as the string a user would write). */
 const VARIABLES = {
@@ -267,21 +226,6 @@ const VARIABLES = {
   SVC_REFERENCE_ENGINE: { schema: bool, default: "true" },
   SVC_REFERENCE_ENGINE_PORT: { schema: int(0, 65535), default: "8788" },
   SVC_REFERENCE_ENGINE_DIR: { schema: z.string().min(1), default: ".data/reference-engine" },
-  SVC_VENDOR1_REALTIME_URL: { schema: wssUrl, default: "wss://api.openai.com/v1/realtime" },
-  SVC_VENDOR1_REALTIME_MODEL: {
-    schema: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
-      error: "must be a model name: 1-128 letters, digits, '.', '_', ':' or '-'",
-    }),
-    default: "gpt-realtime",
-  },
-  SVC_VENDOR2_URL: { schema: wssUrl, default: "wss://api.cartesia.ai/v1/agents/websocket" },
-  SVC_VENDOR3_URL: { schema: wssUrl, default: "wss://api.elevenlabs.io/v1/convai/conversation" },
-  SVC_VENDOR3_API_URL: { schema: httpsUrl, default: "https://api.elevenlabs.io" },
-  SVC_VENDOR3_SIGNED_URL_HOSTS: {
-    schema: hostList,
-    default:
-      "api.elevenlabs.io,api.us.elevenlabs.io,api.eu.residency.elevenlabs.io,api.in.residency.elevenlabs.io",
-  },
   SVC_LOG_LEVEL: { schema: z.enum(["debug", "info", "warn", "error"]), default: "info" },
   SVC_MAX_BODY_BYTES: { schema: int(1024, 1_048_576), default: "65536" },
   SVC_BODY_TIMEOUT_S: { schema: int(1, 600), default: "30" },
@@ -357,28 +301,55 @@ function isWorkerUrl(value: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-/** Names of every environment variable the service reads. */
-export const CONFIG_VARIABLES = Object.keys(VARIABLES) as (keyof typeof VARIABLES)[];
+/**
+ * Names of every environment variable the service reads: its own, then each provider type's (declared by
+ * its catalog entry).
+ */
+export const CONFIG_VARIABLES: readonly string[] = [
+  ...Object.keys(VARIABLES),
+  ...PROVIDER_TYPES.flatMap((t) => Object.values(PROVIDERS[t].settings as Settings).map((s) => s.env)),
+];
 
 type Parsed = { [K in keyof typeof VARIABLES]: z.output<(typeof VARIABLES)[K]["schema"]> | undefined };
 
+/** Parses one variable (unset or empty: its default; no default: undefined). */
+function parseVariable(
+  env: Record<string, string | undefined>,
+  name: string,
+  spec: { schema: z.ZodType; default: string | undefined },
+): unknown {
+  const raw = env[name] === undefined || env[name] === "" ? spec.default : env[name];
+  if (raw === undefined) return undefined;
+  const r = spec.schema.safeParse(raw);
+  if (!r.success) {
+    const reason = r.error.issues[0]?.message ?? "invalid value";
+    // Never echo the value: it may be a secret.
+    throw new ConfigError(`invalid configuration: ${name} ${reason}`);
+  }
+  return r.data;
+}
+
 function parseAll(env: Record<string, string | undefined>): Parsed {
   const out: Record<string, unknown> = {};
-  for (const [name, spec] of Object.entries(VARIABLES)) {
-    const raw = env[name] === undefined || env[name] === "" ? spec.default : env[name];
-    if (raw === undefined) {
-      out[name] = undefined;
-      continue;
-    }
-    const r = (spec.schema as z.ZodType).safeParse(raw);
-    if (!r.success) {
-      const reason = r.error.issues[0]?.message ?? "invalid value";
-      // Never echo the value: it may be a secret.
-      throw new ConfigError(`invalid configuration: ${name} ${reason}`);
-    }
-    out[name] = r.data;
-  }
+  for (const [name, spec] of Object.entries(VARIABLES)) out[name] = parseVariable(env, name, spec);
   return out as Parsed;
+}
+
+/** One provider type's settings, as its catalog entry declares them. */
+function settingsOf<T extends Settings>(
+  env: Record<string, string | undefined>,
+  settings: T,
+): SettingValues<T> {
+  const out: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(settings)) out[key] = parseVariable(env, s.env, s);
+  return out as SettingValues<T>;
+}
+
+/** Every provider type's settings. */
+function providerSettings(env: Record<string, string | undefined>): ProviderSettings {
+  return Object.fromEntries(
+    PROVIDER_TYPES.map((t) => [t, settingsOf(env, PROVIDERS[t].settings as Settings)]),
+  ) as ProviderSettings;
 }
 
 /**
@@ -452,14 +423,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       port: v.SVC_REFERENCE_ENGINE_PORT!,
       dir: v.SVC_REFERENCE_ENGINE_DIR!,
     },
-    vendors: {
-      vendor1RealtimeUrl: v.SVC_VENDOR1_REALTIME_URL!,
-      vendor1RealtimeModel: v.SVC_VENDOR1_REALTIME_MODEL!,
-      vendor2Url: v.SVC_VENDOR2_URL!,
-      vendor3Url: v.SVC_VENDOR3_URL!,
-      vendor3ApiUrl: v.SVC_VENDOR3_API_URL!,
-      vendor3SignedUrlHosts: v.SVC_VENDOR3_SIGNED_URL_HOSTS!,
-    },
+    providers: providerSettings(env),
     logLevel: v.SVC_LOG_LEVEL!,
     maxBodyBytes: v.SVC_MAX_BODY_BYTES!,
     bodyTimeoutMs: v.SVC_BODY_TIMEOUT_S! * 1000,

@@ -10,7 +10,7 @@ import type { Hook } from "@hono/zod-openapi";
 import { ApiError, errorBody } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { containsProviderConnectionId } from "../providers/catalog/config_schema.ts";
-import { PROVIDER_TYPES } from "../vocabulary/provider_types.ts";
+import { PROVIDER_TYPES } from "../providers/catalog/catalog.ts";
 import type { AppEnv } from "./app_env.ts";
 
 interface Issue {

@@ -214,7 +214,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
 
     // The worker side.
     const side: WorkerSide | null = workerSide
-      ? workerSide.createWorkerSide({
+      ? await workerSide.createWorkerSide({
         kv,
         clock,
         config,

@@ -13,7 +13,7 @@ import { MediaPlane, type MediaPlaneOptions } from "../media/media_plane.ts";
 import { artDocument } from "../media/art/document.ts";
 import { createBridges } from "../providers/bridges.ts";
 import type { ProviderBridge } from "../providers/types.ts";
-import type { ProviderType } from "../vocabulary/provider_types.ts";
+import type { ProviderType } from "../providers/catalog/catalog.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../worker/session_runtime.ts";
 import { SessionWorker } from "../worker/session_worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";
@@ -102,13 +102,16 @@ export interface WorkerSideArgs {
   journal?: EndJournalOptions;
 }
 
-/** The bridges, the session runtime and the session worker over the media plane. */
-export function createWorkerSide(a: WorkerSideArgs): WorkerSide {
+/**
+ * The bridges (each provider type's bridge module, loaded by its name), the session runtime and the
+ * session worker over the media plane.
+ */
+export async function createWorkerSide(a: WorkerSideArgs): Promise<WorkerSide> {
   const o = overridesOf(a.overrides);
   const { kv, clock, config, logger, instanceId, media } = a;
   const runtime = new SessionRuntime({
     bridges: {
-      ...createBridges({ config, logger, clock, caCerts: a.engineCa }),
+      ...await createBridges({ config, logger, clock, caCerts: a.engineCa }),
       ...o.bridges,
     },
     logger,

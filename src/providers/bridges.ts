@@ -1,34 +1,22 @@
 /**
  * The bridges: for each provider type, how a session connects to its engine (the runtime drives the
- * connection through the `ProviderBridge` port of `types.ts`). Only a process that runs sessions loads
- * this module (the bridges and their wire code, `wire/`); the API side and the CLI read the provider
- * registry (`registry.ts`) instead.
+ * connection through the `ProviderBridge` port of `types.ts`). Each type's bridge is its own module,
+ * `src/providers/<type>/bridge.ts`, exporting `createBridge` (a {@link BridgeFactory}); this module finds it
+ * by the type's name (the catalog's `PROVIDER_TYPES`), with a dynamic import: there is no list of bridges to
+ * keep. Only a process that runs sessions loads this module (the bridges and their wire code, `wire/`);
+ * the API side and the CLI read the provider catalog (`catalog/catalog.ts`) instead.
  *
  * @module
  */
 import { type Clock, systemClock } from "../clock.ts";
-import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../vocabulary/provider_types.ts";
-import { ExternalEngineBridge } from "./external_engine/bridge.ts";
-import type { BridgeDeps, ProviderBridge } from "./types.ts";
-import { Vendor1RealtimeBridge } from "./vendor1_realtime/bridge.ts";
-import { Vendor2Bridge } from "./vendor2/bridge.ts";
-import { Vendor3Bridge } from "./vendor3/bridge.ts";
-
-/** Builds the bridge of each provider type. */
-const BRIDGES: { [K in ProviderType]: (deps: BridgeDeps) => ProviderBridge } = {
-  vendor1_realtime: (deps) => new Vendor1RealtimeBridge(deps),
-  vendor2: (deps) => new Vendor2Bridge(deps),
-  external_engine: (deps) =>
-    new ExternalEngineBridge({ caCerts: deps.caCerts, logger: deps.logger, clock: deps.clock }),
-  vendor3: (deps) => new Vendor3Bridge(deps),
-};
+import { PROVIDER_TYPES, type ProviderSettings, type ProviderType } from "./catalog/catalog.ts";
+import type { BridgeDeps, BridgeFactory, ProviderBridge } from "./types.ts";
 
 /** What {@link createBridges} takes. */
 export interface BridgesOptions {
-  /** The service's configuration (the vendors' endpoints). */
-  config: Pick<Config, "vendors">;
+  /** The service's configuration: each provider type's settings (`Config.providers`). */
+  config: { providers: ProviderSettings };
   logger: Logger;
   /** Default: the wall clock. */
   clock?: Clock;
@@ -38,17 +26,36 @@ export interface BridgesOptions {
   keepalive?: BridgeDeps["keepalive"];
 }
 
-/** One bridge per provider type. */
-export function createBridges(options: BridgesOptions): Record<ProviderType, ProviderBridge> {
-  const deps: BridgeDeps = {
-    logger: options.logger,
-    clock: options.clock ?? systemClock,
-    vendors: options.config.vendors,
-    caCerts: options.caCerts ?? [],
-    keepalive: options.keepalive,
-  };
-  return Object.fromEntries(PROVIDER_TYPES.map((type) => [type, BRIDGES[type](deps)])) as Record<
-    ProviderType,
-    ProviderBridge
-  >;
+/**
+ * The `createBridge` of `type`'s bridge module, `./<type>/bridge.ts`. Throws, naming the file, when the
+ * module is missing or exports no `createBridge`.
+ */
+export async function bridgeFactory<K extends ProviderType>(type: K): Promise<BridgeFactory<K>> {
+  let module: { createBridge?: unknown };
+  try {
+    // A template literal Deno resolves to every `./*/bridge.ts` (they are this module's dynamic imports).
+    module = await import(`./${type}/bridge.ts`);
+  } catch (err) {
+    throw new Error(`provider type ${type}: cannot load src/providers/${type}/bridge.ts (${String(err)})`);
+  }
+  if (typeof module.createBridge !== "function") {
+    throw new Error(`provider type ${type}: src/providers/${type}/bridge.ts exports no createBridge`);
+  }
+  return module.createBridge as BridgeFactory<K>;
+}
+
+/** One bridge per provider type, each built by its module's `createBridge` with its type's settings. */
+export async function createBridges(options: BridgesOptions): Promise<Record<ProviderType, ProviderBridge>> {
+  const bridges: Partial<Record<ProviderType, ProviderBridge>> = {};
+  for (const type of PROVIDER_TYPES) {
+    const create = await bridgeFactory(type) as BridgeFactory<ProviderType>;
+    bridges[type] = create({
+      logger: options.logger,
+      clock: options.clock ?? systemClock,
+      settings: options.config.providers[type] as never,
+      caCerts: options.caCerts ?? [],
+      keepalive: options.keepalive,
+    });
+  }
+  return bridges as Record<ProviderType, ProviderBridge>;
 }

@@ -8,9 +8,9 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
-import type { VendorEndpoints } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
+import type { ProviderSettings, ProviderType } from "./catalog/catalog.ts";
 
 /** Why a provider connection ended on its own. */
 export type ProviderClosure =
@@ -119,13 +119,13 @@ export interface ProviderBridge {
   connect(request: ConnectRequest): Promise<ProviderConnection>;
 }
 
-/** What a bridge is built from (see `createBridges` in `bridges.ts`). */
-export interface BridgeDeps {
+/** What a bridge is built from (see `createBridges` in `bridges.ts`); `S`: its provider type's settings. */
+export interface BridgeDeps<S = unknown> {
   logger: Logger;
   /** Clock of connect deadlines, keepalive and teardown waits. */
   clock: Clock;
-  /** Where the vendor engines live. */
-  vendors: VendorEndpoints;
+  /** Its provider type's settings (where its engine lives: the catalog entry's `settings`, as configured). */
+  settings: S;
   /**
    * Extra CA certificates (PEM) trusted for engine connections and vendor REST calls, beyond the bundled
    * roots (every bridge connects through the client of `wire/socket.ts`).
@@ -134,3 +134,9 @@ export interface BridgeDeps {
   /** Keepalive of the vendor sockets (default: a ping every 15 s, the peer dead after 45 s of silence). */
   keepalive?: { intervalMs: number; deadAfterMs: number };
 }
+
+/**
+ * What a bridge module exports: `src/providers/<type>/bridge.ts` exports `createBridge`, found by the
+ * type's name (`bridges.ts`).
+ */
+export type BridgeFactory<K extends ProviderType> = (deps: BridgeDeps<ProviderSettings[K]>) => ProviderBridge;

@@ -32,7 +32,7 @@ import { generateWebhookSecret } from "../webhooks/sign.ts";
 import { readSessionCached } from "../kv/session_cache.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/catalog/config_schema.ts";
-import type { ProviderType } from "../vocabulary/provider_types.ts";
+import type { ProviderType } from "../providers/catalog/catalog.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { SessionHost } from "./session_host.ts";
@@ -78,7 +78,7 @@ export interface CreateSessionInput {
 export interface SessionServiceDeps {
   kv: Deno.Kv;
   clock: Clock;
-  config: Pick<Config, "maxConcurrentSessions" | "webhooks" | "vendors">;
+  config: Pick<Config, "maxConcurrentSessions" | "webhooks" | "providers">;
   /** Where sessions run. */
   host: SessionHost;
   tokens: TokenService;
@@ -136,7 +136,7 @@ export class SessionService {
   ): Promise<{ session: CreatedSession; replayed: boolean }> {
     const { kv, clock, config, tokens, host } = this.deps;
     const shapeError = checkProviderConfigShape(input.provider_type, input.provider_config, {
-      vendors: config.vendors,
+      providers: config.providers,
       now: clock.now(),
       credentials,
     });

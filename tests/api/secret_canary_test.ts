@@ -6,11 +6,12 @@
  */
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import assert from "node:assert/strict";
-import { ExternalEngineBridge } from "../../src/providers/external_engine/bridge.ts";
+import { createBridge } from "../../src/providers/external_engine/bridge.ts";
 import type { ConnectRequest, ProviderBridge } from "../../src/providers/types.ts";
 import { UnavailableBridge } from "../../testing/unavailable_bridge.ts";
 import type { CredentialHolder } from "../../src/auth/credential_holder.ts";
 import { silentLogger } from "../../src/log.ts";
+import { systemClock } from "../../src/clock.ts";
 import { createHarness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { engineBody, testTls } from "../../testing/fixtures.ts";
@@ -32,7 +33,7 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
   const slow = await startFakeEngine(testTls, "ignore_end");
   const holders: CredentialHolder[] = [];
   const external = new Recording(
-    new ExternalEngineBridge({ caCerts: [testTls.caPem], logger: silentLogger }),
+    createBridge({ caCerts: [testTls.caPem], logger: silentLogger, clock: systemClock, settings: {} }),
     holders,
   );
   const unavailable = new Recording(new UnavailableBridge(), holders);

@@ -9,7 +9,8 @@
  * - no import cycle among `src/` files;
  * - no `src/` file imports `tests/`, `testing/`, `bench/` or the composition root `src/app/compose.ts`;
  *   `bench/` loads no `tests/` file;
- * - the floors: the session vocabulary imports nothing of the service but the platform's leaves, and no
+ * - the floors: the session vocabulary and the provider catalog (whose list the vocabulary takes the
+ *   provider names from) load nothing of the service but each other and the platform's leaves, and no
  *   `src/` file imports one on a higher floor.
  *
  * The API app's and the `api` process's assertions came with part two of issue 19 (the transport registry,
@@ -128,22 +129,33 @@ Deno.test("module graph: bench/ loads no tests/ file (the fakes and helpers both
   assert.deepEqual(bad, []);
 });
 
-Deno.test("module graph: the session vocabulary imports nothing of the service but the platform's leaves", async () => {
+/**
+ * What the session vocabulary and the provider catalog may load: each other, the platform's leaves (errors,
+ * ids, URL text fields, the settings' shape) and the byte-level credential codecs the catalog's rules read
+ * secrets with; zod.
+ */
+const VOCABULARY_MAY_LOAD =
+  /^src\/(vocabulary\/|providers\/catalog\/|(errors|ids|text_fields|settings)\.ts$|auth\/credential_(bytes|url)\.ts$)|^npm:(@hono\/zod-openapi|zod)$/;
+
+Deno.test("module graph: the session vocabulary and the provider catalog load nothing of the service but the platform's leaves", async () => {
   const g = await theGraph();
   const bad: string[] = [];
-  for (const [from, edges] of g.imports) {
-    if (!from.startsWith("src/vocabulary/") || from.endsWith("_test.ts")) continue;
-    for (const e of edges) {
-      if (e.to.includes(":")) {
-        if (e.to !== "npm:@hono/zod-openapi") bad.push(`${from} → ${e.to}`);
-      } else if (!e.to.startsWith("src/vocabulary/") && !/^src\/(errors|ids)\.ts$/.test(e.to)) {
-        bad.push(`${from} → ${e.to}`);
+  for (const from of g.imports.keys()) {
+    if (!/^src\/vocabulary\/[^/]+\.ts$/.test(from) || from.endsWith("_test.ts")) continue;
+    // Everything the vocabulary loads, the provider catalog's list included (type-only imports too).
+    for (const n of loadedBy(g, from, { types: true })) {
+      if (!VOCABULARY_MAY_LOAD.test(n)) {
+        bad.push(`${n}: ${importPath(g, from, n)!.join(" → ")}`);
       }
     }
   }
-  assert.deepEqual(bad, []);
+  assert.deepEqual([...new Set(bad)], []);
+  // The provider catalog's list is what the vocabulary reads the provider names from (not vacuous).
+  assert.ok(
+    loadedBy(g, "src/vocabulary/schemas.ts", { types: true }).has("src/providers/catalog/catalog.ts"),
+  );
   // The platform's leaves import nothing of the service themselves.
-  for (const leaf of ["src/errors.ts", "src/ids.ts", "src/clock.ts", "src/log.ts"]) {
+  for (const leaf of ["src/errors.ts", "src/ids.ts", "src/clock.ts", "src/log.ts", "src/settings.ts"]) {
     const local = (g.imports.get(leaf) ?? []).filter((e) => !e.to.includes(":"));
     assert.deepEqual(local, [], `${leaf} imports nothing local`);
   }

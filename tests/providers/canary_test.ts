@@ -37,7 +37,7 @@ Deno.test("vendor canary: credentials reach no KV entry, log line, response or w
     SVC_VENDOR3_SIGNED_URL_HOSTS: "localhost",
     SVC_WEBHOOK_ALLOW_PRIVATE: "true",
   };
-  const real = createBridges({
+  const real = await createBridges({
     config: loadConfig(env),
     logger: silentLogger,
     caCerts: [testTls.caPem],

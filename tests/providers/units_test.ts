@@ -253,7 +253,7 @@ Deno.test("keepalive: a vendor that stops answering pings is declared dead and t
     audio: { input_format: "pcm_24000" },
   });
   const server = silentServer(ready);
-  const bridges = createBridges({
+  const bridges = await createBridges({
     config: loadConfig({ SVC_VENDOR2_URL: server.url }),
     logger: silentLogger,
     caCerts: [testTls.caPem],
@@ -277,7 +277,7 @@ Deno.test("keepalive: a vendor that stops answering pings is declared dead and t
 
 Deno.test("connect deadline: a vendor that accepts TCP and TLS but never answers the upgrade → 504", async () => {
   const server = silentServer(null, false);
-  const bridges = createBridges({
+  const bridges = await createBridges({
     config: loadConfig({ SVC_VENDOR2_URL: server.url }),
     logger: silentLogger,
     caCerts: [testTls.caPem],
@@ -298,19 +298,20 @@ Deno.test("connect deadline: a vendor that accepts TCP and TLS but never answers
 });
 
 Deno.test("config: the vendor endpoints, their defaults and their rules", () => {
-  const d = loadConfig({}).vendors;
-  assert.equal(d.vendor1RealtimeUrl, "wss://api.openai.com/v1/realtime");
-  assert.equal(d.vendor1RealtimeModel, "gpt-realtime");
+  const d = loadConfig({}).providers;
+  assert.equal(d.vendor1_realtime.url, "wss://api.openai.com/v1/realtime");
+  assert.equal(d.vendor1_realtime.model, "gpt-realtime");
   assert.equal(
-    loadConfig({ SVC_VENDOR1_REALTIME_MODEL: "gpt-realtime-mini" }).vendors.vendor1RealtimeModel,
+    loadConfig({ SVC_VENDOR1_REALTIME_MODEL: "gpt-realtime-mini" }).providers.vendor1_realtime.model,
     "gpt-realtime-mini",
   );
-  assert.equal(d.vendor2Url, "wss://api.cartesia.ai/v1/agents/websocket");
-  assert.equal(d.vendor3Url, "wss://api.elevenlabs.io/v1/convai/conversation");
-  assert.equal(d.vendor3ApiUrl, "https://api.elevenlabs.io");
-  assert.ok(d.vendor3SignedUrlHosts.includes("api.eu.residency.elevenlabs.io"));
-  const hosts = loadConfig({ SVC_VENDOR3_SIGNED_URL_HOSTS: " API.Example.com , localhost" }).vendors;
-  assert.deepEqual(hosts.vendor3SignedUrlHosts, ["api.example.com", "localhost"]);
+  assert.equal(d.vendor2.url, "wss://api.cartesia.ai/v1/agents/websocket");
+  assert.equal(d.vendor3.url, "wss://api.elevenlabs.io/v1/convai/conversation");
+  assert.equal(d.vendor3.apiUrl, "https://api.elevenlabs.io");
+  assert.ok(d.vendor3.signedUrlHosts.includes("api.eu.residency.elevenlabs.io"));
+  assert.deepEqual(d.external_engine, {});
+  const hosts = loadConfig({ SVC_VENDOR3_SIGNED_URL_HOSTS: " API.Example.com , localhost" }).providers;
+  assert.deepEqual(hosts.vendor3.signedUrlHosts, ["api.example.com", "localhost"]);
   for (
     const [name, value] of [
       ["SVC_VENDOR1_REALTIME_URL", "https://api.example.com/v1/realtime"],
@@ -327,7 +328,7 @@ Deno.test("config: the vendor endpoints, their defaults and their rules", () => 
     );
   }
   assert.equal(
-    loadConfig({ SVC_VENDOR2_URL: "ws://127.0.0.1:9/a" }).vendors.vendor2Url,
+    loadConfig({ SVC_VENDOR2_URL: "ws://127.0.0.1:9/a" }).providers.vendor2.url,
     "ws://127.0.0.1:9/a",
   );
 });

@@ -1,15 +1,19 @@
 /**
  * `provider_config`: an object with exactly one key, matching `provider_type`, whose value is that
- * provider's config. The per-provider schemas live beside their bridges and are listed in the registry
- * (`registry.ts`); this module assembles the request schema and the checks around it. Messages never include
+ * provider's config. The per-provider schemas are the catalog's entries (`catalog/<type>.ts`, listed in
+ * `catalog.ts`); this module assembles the request schema and the checks around it. Messages never include
  * the values (they may be credentials).
  *
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import { PROVIDER_TYPES, type ProviderType } from "../../vocabulary/provider_types.ts";
-import { checkProviderConfig, PROVIDERS } from "./catalog.ts";
-import type { CheckContext } from "./definition.ts";
+import {
+  checkProviderConfig,
+  PROVIDER_TYPES,
+  type ProviderCheckContext,
+  PROVIDERS,
+  type ProviderType,
+} from "./catalog.ts";
 
 type Schemas = { [K in ProviderType]: z.ZodOptional<(typeof PROVIDERS)[K]["schema"]> };
 
@@ -30,7 +34,7 @@ export const ProviderConfig = z.strictObject(
 export function checkProviderConfigShape(
   providerType: string,
   config: Record<string, unknown>,
-  settings?: CheckContext,
+  settings?: ProviderCheckContext,
 ): string | null {
   const present = Object.keys(config).filter((k) => config[k] !== undefined);
   // The messages name the fields, never a provider type value.

@@ -1,7 +1,7 @@
 /**
  * The byte-level reader of a create-session body's credentials. Provider credentials never become
- * JavaScript strings: this reader finds exactly the credential fields the contract names, at their place
- * in the raw body —
+ * JavaScript strings: this reader finds exactly the credential fields the contract names (each catalog
+ * entry's `credentials`, `catalog/<type>.ts`), at their place in the raw body — today:
  *
  * | provider | credential fields of `provider_config.<provider>` |
  * |---|---|
@@ -41,18 +41,16 @@ import {
   ws,
 } from "../../auth/credential_json.ts";
 import { urlSkeleton } from "../../auth/credential_url.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "./vendor3_signed_url.ts";
+import { PROVIDER_TYPES, PROVIDERS } from "./catalog.ts";
+import type { CredentialKind } from "./definition.ts";
 
 /** How a credential field's value is checked by the schema (and so how its stand-in is made). */
-type FieldKind = "secret" | "signed_url" | "engine_url" | "headers";
+type FieldKind = CredentialKind;
 
-/** The credential fields of each provider type. */
-export const CREDENTIAL_FIELDS: Record<string, Record<string, FieldKind>> = {
-  vendor1_realtime: { client_secret: "secret" },
-  vendor2: { access_token: "secret" },
-  vendor3: { api_key: "secret", signed_url: "signed_url" },
-  external_engine: { url: "engine_url", auth_headers: "headers" },
-};
+/** The credential fields of each provider type (each catalog entry's `credentials`). */
+export const CREDENTIAL_FIELDS: Record<string, Record<string, FieldKind>> = Object.fromEntries(
+  PROVIDER_TYPES.map((t) => [t, PROVIDERS[t].credentials]),
+);
 
 /** The credentials of the body's provider (the last occurrence of each field, as `JSON.parse` keeps). */
 export interface FoundCredentials {
@@ -148,17 +146,8 @@ function stringStandIn(kind: FieldKind, d: Decoded): string {
     case "headers":
       // The header rules measure `value.length` (UTF-16 units) and test each unit.
       return d.units === 0 ? '""' : `"${d.headerInvalid ? "\\u0001" : "x"}${"x".repeat(d.units - 1)}"`;
-    case "engine_url":
-    case "signed_url":
-      return JSON.stringify(
-        urlSkeleton(
-          d.bytes,
-          d.codePoints,
-          d.urlForbidden,
-          "wss",
-          kind === "signed_url" ? VENDOR3_SIGNED_URL_PATH : undefined,
-        ),
-      );
+    default:
+      return JSON.stringify(urlSkeleton(d.bytes, d.codePoints, d.urlForbidden, kind.url, kind.path));
   }
 }
 

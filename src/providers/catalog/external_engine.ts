@@ -51,6 +51,9 @@ export const ExternalEngineConfig = z.strictObject({
 /** The catalog's entry of `external_engine` (the demo page offers its own reference engine instead). */
 export const EXTERNAL_ENGINE = defineProvider({
   schema: ExternalEngineConfig,
+  credentials: { url: { url: "wss" }, auth_headers: "headers" },
+  // The customer's engine is wherever its `url` says: no setting.
+  settings: {},
   cli: [
     { flag: "engine-url", field: "url", arg: "<wss://…>", help: "the engine's wss:// URL", secret: false },
     {

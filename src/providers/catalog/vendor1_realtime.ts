@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { wssUrl } from "../../settings.ts";
 import { defineProvider } from "./definition.ts";
 
 /** `provider_config.vendor1_realtime`. */
@@ -16,6 +17,19 @@ export const Vendor1RealtimeConfig = z.strictObject({
 /** The catalog's entry of `vendor1_realtime`. */
 export const VENDOR1_REALTIME = defineProvider({
   schema: Vendor1RealtimeConfig,
+  credentials: { client_secret: "secret" },
+  settings: {
+    /** The realtime WebSocket URL. */
+    url: { env: "SVC_VENDOR1_REALTIME_URL", schema: wssUrl, default: "wss://api.openai.com/v1/realtime" },
+    /** The model sent as the URL's `model` query parameter, unless the URL already has one. */
+    model: {
+      env: "SVC_VENDOR1_REALTIME_MODEL",
+      schema: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, {
+        error: "must be a model name: 1-128 letters, digits, '.', '_', ':' or '-'",
+      }),
+      default: "gpt-realtime",
+    },
+  },
   cli: [{
     flag: "client-secret",
     field: "client_secret",

@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
+import { wssUrl } from "../../settings.ts";
 import { defineProvider } from "./definition.ts";
 
 /** `provider_config.vendor2`. */
@@ -17,6 +18,11 @@ export const Vendor2Config = z.strictObject({
 /** The catalog's entry of `vendor2`. */
 export const VENDOR2 = defineProvider({
   schema: Vendor2Config,
+  credentials: { access_token: "secret" },
+  settings: {
+    /** The agents WebSocket base URL; the agent id is appended as a path segment. */
+    url: { env: "SVC_VENDOR2_URL", schema: wssUrl, default: "wss://api.cartesia.ai/v1/agents/websocket" },
+  },
   cli: [
     { flag: "access-token", field: "access_token", arg: "<token>", help: "access token", secret: true },
     { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },

@@ -7,6 +7,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { urlField } from "../../text_fields.ts";
+import { hostList, httpsUrl, wssUrl } from "../../settings.ts";
 import { defineProvider } from "./definition.ts";
 import { signedUrlProblem, VENDOR3_SIGNED_URL_PATH } from "./vendor3_signed_url.ts";
 
@@ -36,9 +37,27 @@ export const Vendor3Config = z.strictObject({
 /** The catalog's entry of `vendor3`. */
 export const VENDOR3 = defineProvider({
   schema: Vendor3Config,
-  check: (_config, { vendors, now, credentials }) => {
+  credentials: { api_key: "secret", signed_url: { url: "wss", path: VENDOR3_SIGNED_URL_PATH } },
+  settings: {
+    /** The conversation WebSocket URL of public agents. */
+    url: {
+      env: "SVC_VENDOR3_URL",
+      schema: wssUrl,
+      default: "wss://api.elevenlabs.io/v1/convai/conversation",
+    },
+    /** The REST API base where signed URLs are minted with an `api_key`. */
+    apiUrl: { env: "SVC_VENDOR3_API_URL", schema: httpsUrl, default: "https://api.elevenlabs.io" },
+    /** Hosts a caller's `signed_url` may point at (lower case). */
+    signedUrlHosts: {
+      env: "SVC_VENDOR3_SIGNED_URL_HOSTS",
+      schema: hostList,
+      default:
+        "api.elevenlabs.io,api.us.elevenlabs.io,api.eu.residency.elevenlabs.io,api.in.residency.elevenlabs.io",
+    },
+  },
+  check: (_config, { settings, now, credentials }) => {
     const signed = credentials.secret("signed_url");
-    return signed ? signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, now) : null;
+    return signed ? signedUrlProblem(signed, settings.signedUrlHosts, now) : null;
   },
   cli: [
     { flag: "agent-id", field: "agent_id", arg: "<id>", help: "the agent's id", secret: false },

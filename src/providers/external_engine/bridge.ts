@@ -1,6 +1,6 @@
 /**
  * The bridge side of the external conversation engine protocol V0 (docs/engine-protocol-v0.md), on the
- * shared engine-socket plumbing (`wire/`) and its client, with the message shapes and constants of
+ * bridge skeleton and the shared engine-socket plumbing (`wire/`), with the message shapes and constants of
  * `engine/protocol.ts` (the one definition the reference engine uses too).
  *
  * Credentials (`url`, the values of `auth_headers`) are read from the session's credential holder only to
@@ -24,41 +24,31 @@ import {
   PROTOCOL_VERSION,
   SUBPROTOCOL,
 } from "../../../engine/protocol.ts";
-import { type Clock, systemClock } from "../../clock.ts";
 import type { ApiError } from "../../errors.ts";
-import type { Logger } from "../../log.ts";
 import { pcmSamples } from "../audio/format.ts";
+import type { ProviderSettings } from "../catalog/catalog.ts";
 import { toolCall } from "../tool_calls.ts";
-import type { ConnectRequest, ProviderBridge, ProviderClosure, ProviderConnection } from "../types.ts";
-import { BridgeConnection, type ConnectionContext, KEEPALIVE_CLOSE_CODE } from "../wire/connection.ts";
-import { handshake, type HandshakeStep, startErrors, type StartFailure } from "../wire/handshake.ts";
+import type { BridgeFactory, ConnectRequest, ProviderClosure } from "../types.ts";
+import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
+import {
+  BridgeConnection,
+  type ConnectionContext,
+  type Keepalive,
+  KEEPALIVE_CLOSE_CODE,
+} from "../wire/connection.ts";
+import { type HandshakeStep, refineByClose, startErrors, type StartFailure } from "../wire/handshake.ts";
 import {
   classifyNativeFailure,
   type Closed,
   endpointOfBytes,
   type EngineSocket,
-  engineTransport,
   type Frame,
-  type VendorSocket,
 } from "../wire/socket.ts";
 
 /** The subprotocol the bridge offers. */
 export const ENGINE_SUBPROTOCOL = SUBPROTOCOL;
 /** Default user audio sample rate (Hz). */
 export const DEFAULT_USER_SAMPLE_RATE = DEFAULT_INPUT_SAMPLE_RATE;
-
-/** Options of the external engine bridge. */
-export interface ExternalEngineBridgeOptions {
-  /** Extra CA certificates (PEM) trusted for engine connections besides the bundled roots. */
-  caCerts?: readonly string[];
-  logger: Logger;
-  /** Clock of the connect deadline, keepalive and teardown waits (default: the wall clock). */
-  clock?: Clock;
-  /** Keepalive ping interval (15 s per the protocol). */
-  pingIntervalMs?: number;
-  /** Peer considered dead after this long without a frame (30 s per the protocol). */
-  deadAfterMs?: number;
-}
 
 /** A failure before `session.ready`, as {@link mapStartFailure} takes it. */
 export type V0StartFailure =
@@ -112,24 +102,23 @@ function mapV0Failure(f: StartFailure): ApiError {
   }
 }
 
-/** Connects sessions to customer engines speaking protocol V0. */
-export class ExternalEngineBridge implements ProviderBridge {
-  readonly #transport: VendorSocket;
+/** What the handshake settles: the user audio rate the bridge announced and the engine's output rate. */
+interface Rates {
+  input: number;
+  output: number;
+}
 
-  constructor(readonly options: ExternalEngineBridgeOptions) {
-    this.#transport = engineTransport({ caCerts: options.caCerts, clock: options.clock });
-  }
+/** The bridge of `external_engine` (found by its name: `../bridges.ts`). */
+export const createBridge: BridgeFactory<"external_engine"> = (deps) => new ExternalEngineBridge(deps);
 
-  async connect(request: ConnectRequest): Promise<ProviderConnection> {
-    const { logger } = this.options;
-    const clock = this.options.clock ?? systemClock;
-    let inputRate = DEFAULT_USER_SAMPLE_RATE;
-    const failed = (err: ApiError, kind: string): ApiError => {
-      logger.info("engine start failed", { session_id: request.sessionId, code: err.code, kind });
-      return err;
-    };
+/**
+ * Connects sessions to customer engines speaking protocol V0, on the bridge skeleton (`../wire/bridge.ts`)
+ * with the protocol's own failure map (§8), its JSON pings and its keepalive timings.
+ */
+export class ExternalEngineBridge extends VendorBridge<Rates, ProviderSettings["external_engine"]> {
+  protected prepare(request: ConnectRequest, fail: FailStart): VendorHandshake<Rates> {
     const credentials = request.credentials;
-    inputRate = credentials.number("user_sample_rate") ?? DEFAULT_USER_SAMPLE_RATE;
+    const inputRate = credentials.number("user_sample_rate") ?? DEFAULT_USER_SAMPLE_RATE;
     // The URL (its path and query may hold a token) and the header values go to the socket as bytes.
     const url = credentials.secret("url");
     let where: ReturnType<typeof endpointOfBytes>;
@@ -137,53 +126,63 @@ export class ExternalEngineBridge implements ProviderBridge {
       if (!url) throw new Error("no url");
       where = endpointOfBytes(url);
     } catch {
-      throw failed(startErrors.unusable(), "invalid");
+      throw fail(startErrors.unusable(), "invalid");
     }
-    let started: { socket: EngineSocket; ready: number };
-    try {
-      started = await handshake<number>({
-        transport: this.#transport,
-        clock,
-        timeoutMs: request.timeoutMs,
-        endpoint: where.endpoint,
-        headers: credentials.headers().map((h) => ({ name: h.name, value: [h.value] })),
-        protocols: [ENGINE_SUBPROTOCOL],
-        protocolOptional: true,
-        opened: (socket) => {
-          if (socket.protocol !== "" && socket.protocol !== ENGINE_SUBPROTOCOL) {
-            return failed(startErrors.downstream(), "protocol");
-          }
-          const start: BridgeMessageV0 = {
-            type: "session.start",
-            protocol: PROTOCOL_VERSION,
-            session_id: request.sessionId,
-            audio: {
-              input: { encoding: PCM_ENCODING, sample_rate: inputRate, channels: 1 },
-              output: { encodings: [PCM_ENCODING], preferred_sample_rate: PREFERRED_OUTPUT_SAMPLE_RATE },
-            },
-            metadata: request.metadata,
-          };
-          socket.send(JSON.stringify(start));
-        },
-        message: (frame, socket) =>
-          readyStep(
-            frame,
-            (m) => socket.send(JSON.stringify(m)),
-            (f) => failed(mapStartFailure(f), f.kind),
-          ),
-        mapFailure: (f) => failed(mapV0Failure(f), f.kind),
-      });
-    } finally {
-      where.zero();
-    }
-    const { socket, ready } = started;
-    const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
-    const connection = new EngineConnection(socket, ctx, inputRate, ready);
-    return connection.attach({
-      intervalMs: this.options.pingIntervalMs ?? PING_INTERVAL_MS,
-      deadAfterMs: this.options.deadAfterMs ?? PEER_DEAD_AFTER_MS,
-      ping: () => connection.ping(),
-    });
+    return {
+      timeoutMs: request.timeoutMs,
+      endpoint: where.endpoint,
+      headers: credentials.headers().map((h) => ({ name: h.name, value: [h.value] })),
+      protocols: [ENGINE_SUBPROTOCOL],
+      protocolOptional: true,
+      opened: (socket) => {
+        if (socket.protocol !== "" && socket.protocol !== ENGINE_SUBPROTOCOL) {
+          return fail(startErrors.downstream(), "protocol");
+        }
+        const start: BridgeMessageV0 = {
+          type: "session.start",
+          protocol: PROTOCOL_VERSION,
+          session_id: request.sessionId,
+          audio: {
+            input: { encoding: PCM_ENCODING, sample_rate: inputRate, channels: 1 },
+            output: { encodings: [PCM_ENCODING], preferred_sample_rate: PREFERRED_OUTPUT_SAMPLE_RATE },
+          },
+          metadata: request.metadata,
+        };
+        socket.send(JSON.stringify(start));
+      },
+      message: (frame, socket) => {
+        const step = readyStep(
+          frame,
+          (m) => socket.send(JSON.stringify(m)),
+          (f) => fail(mapStartFailure(f), f.kind),
+        );
+        return step && "ready" in step ? { ready: { input: inputRate, output: step.ready } } : step;
+      },
+      release: () => where.zero(),
+    };
+  }
+
+  /** A transport-level failure before ready, mapped as the protocol says (§8). */
+  protected override startFailure(failure: StartFailure): ApiError {
+    return mapV0Failure(failure);
+  }
+
+  /** The engine's failing message was logged (with its own kind) as it was read: refined by the close only. */
+  protected override afterClose(error: ApiError, closed: Closed | null): ApiError {
+    return refineByClose(error, closed);
+  }
+
+  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: Rates): EngineConnection {
+    return new EngineConnection(socket, ctx, ready.input, ready.output);
+  }
+
+  /** The protocol's keepalive: a JSON `ping` every 15 s, the peer dead after 30 s without a frame. */
+  protected override keepalive(_socket: EngineSocket, connection: BridgeConnection): Keepalive {
+    return {
+      intervalMs: PING_INTERVAL_MS,
+      deadAfterMs: PEER_DEAD_AFTER_MS,
+      ping: () => (connection as EngineConnection).ping(),
+    };
   }
 }
 

@@ -29,7 +29,8 @@
 import { decodeAgentAudio, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
 import { parseArguments, toolCall, toolOutputText } from "../tool_calls.ts";
-import type { ConnectRequest, ProviderClosure, ToolResult } from "../types.ts";
+import type { BridgeFactory, ConnectRequest, ProviderClosure, ToolResult } from "../types.ts";
+import type { ProviderSettings } from "../catalog/catalog.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import {
@@ -67,8 +68,11 @@ function startFailure(f: StartFailure) {
   return vendorStartFailure(f);
 }
 
+/** The bridge of `vendor1_realtime` (found by its name: `../bridges.ts`). */
+export const createBridge: BridgeFactory<"vendor1_realtime"> = (deps) => new Vendor1RealtimeBridge(deps);
+
 /** Connects sessions to the vendor1 realtime engine. */
-export class Vendor1RealtimeBridge extends VendorBridge<SessionFacts> {
+export class Vendor1RealtimeBridge extends VendorBridge<SessionFacts, ProviderSettings["vendor1_realtime"]> {
   protected prepare(request: ConnectRequest, fail: FailStart): VendorHandshake<SessionFacts> {
     // The secret goes from its holder into the upgrade's Authorization header as bytes.
     const secret = request.credentials.secret("client_secret");
@@ -76,7 +80,7 @@ export class Vendor1RealtimeBridge extends VendorBridge<SessionFacts> {
     return {
       timeoutMs: request.timeoutMs,
       endpoint: endpointOf(
-        vendor1Url(this.deps.vendors.vendor1RealtimeUrl, this.deps.vendors.vendor1RealtimeModel),
+        vendor1Url(this.deps.settings.url, this.deps.settings.model),
       ),
       headers: [{ name: "Authorization", value: ["Bearer ", secret] }],
       opened: () => {},

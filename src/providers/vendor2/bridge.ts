@@ -34,7 +34,8 @@ import {
 import { AgentTurns } from "../agent_turns.ts";
 import { SilenceFeeder } from "../feeder.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
-import type { ConnectRequest, ProviderClosure } from "../types.ts";
+import type { BridgeFactory, ConnectRequest, ProviderClosure } from "../types.ts";
+import type { ProviderSettings } from "../catalog/catalog.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
@@ -80,13 +81,13 @@ export function vendor2Endpoint(
 }
 
 /** Connects sessions to vendor2 agents. */
-export class Vendor2Bridge extends VendorBridge<WireAudioFormat> {
+export class Vendor2Bridge extends VendorBridge<WireAudioFormat, ProviderSettings["vendor2"]> {
   protected prepare(request: ConnectRequest, fail: FailStart): VendorHandshake<WireAudioFormat> {
     // The token goes from its holder into the upgrade's query as bytes.
     const token = request.credentials.secret("access_token");
     if (!token) throw fail(startErrors.unusable(), "invalid");
     const where = vendor2Endpoint(
-      this.deps.vendors.vendor2Url,
+      this.deps.settings.url,
       request.credentials.text("agent_id") ?? "",
       token,
     );
@@ -104,6 +105,9 @@ export class Vendor2Bridge extends VendorBridge<WireAudioFormat> {
     return new Vendor2Connection(socket, ctx, ready);
   }
 }
+
+/** The bridge of `vendor2` (found by its name: `../bridges.ts`). */
+export const createBridge: BridgeFactory<"vendor2"> = (deps) => new Vendor2Bridge(deps);
 
 /**
  * Whether an `error` speaks of a quota: the managed-agents `error {code, message, fatal}`, or the vendor's

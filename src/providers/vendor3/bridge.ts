@@ -37,7 +37,8 @@ import {
 import { AgentTurns } from "../agent_turns.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
 import { SILENCE_CHUNK_MS, SilenceFeeder } from "../feeder.ts";
-import type { ConnectRequest, ProviderClosure } from "../types.ts";
+import type { BridgeFactory, ConnectRequest, ProviderClosure } from "../types.ts";
+import type { ProviderSettings } from "../catalog/catalog.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
@@ -71,10 +72,13 @@ export function vendor3PublicUrl(base: string, agentId: string): string {
   return url.href;
 }
 
+/** The bridge of `vendor3` (found by its name: `../bridges.ts`). */
+export const createBridge: BridgeFactory<"vendor3"> = (deps) => new Vendor3Bridge(deps);
+
 /** Connects sessions to vendor3 agents. */
-export class Vendor3Bridge extends VendorBridge<Formats> {
+export class Vendor3Bridge extends VendorBridge<Formats, ProviderSettings["vendor3"]> {
   protected async prepare(request: ConnectRequest, failed: FailStart): Promise<VendorHandshake<Formats>> {
-    const { clock, vendors } = this.deps;
+    const { clock, settings } = this.deps;
     const due = deadline(clock, request.timeoutMs);
     // Where to connect: the caller's signed URL, one minted with the caller's key, or the public agent. A
     // signed URL stays bytes (from the holder, or the mint's answer) down to the upgrade request.
@@ -86,13 +90,13 @@ export class Vendor3Bridge extends VendorBridge<Formats> {
     let where: { endpoint: Endpoint; zero(): void } | null = null;
     try {
       if (signed) {
-        const problem = signedUrlProblem(signed, vendors.vendor3SignedUrlHosts, clock.now());
+        const problem = signedUrlProblem(signed, settings.signedUrlHosts, clock.now());
         if (problem) throw failed(new ApiError("SVC_PROVIDER_MISCONFIGURED", problem), "signed_url");
         where = endpointOfBytes(signed);
       } else if (apiKey) {
         try {
           minted = await mintSignedUrl({
-            apiUrl: vendors.vendor3ApiUrl,
+            apiUrl: settings.apiUrl,
             agentId,
             apiKey,
             signal: due.signal,
@@ -104,7 +108,7 @@ export class Vendor3Bridge extends VendorBridge<Formats> {
         }
         where = endpointOfBytes(minted.view());
       } else {
-        where = { endpoint: endpointOf(vendor3PublicUrl(vendors.vendor3Url, agentId)), zero: () => {} };
+        where = { endpoint: endpointOf(vendor3PublicUrl(settings.url, agentId)), zero: () => {} };
       }
       const used = where;
       return {

@@ -1,16 +1,22 @@
 /**
- * The skeleton of a vendor bridge: the `connect()` every vendor's bridge shares — the start-failure log
- * line, the engine socket, the handshake with its failure maps, the connection's context and its keepalive
- * — around the three things a vendor fills in: where and how it connects ({@link VendorBridge.prepare}:
- * endpoint, headers, first message, the handshake's reading of the messages before ready), how its failures
- * read ({@link VendorBridge.startFailure}), and the live connection it makes once ready
- * ({@link VendorBridge.open}).
+ * The skeleton of a bridge: the `connect()` every bridge shares (the three vendors' and the external
+ * engine's) — the start-failure log line, the engine socket, the handshake with its failure maps, the
+ * connection's context and its keepalive — around what a bridge fills in: where and how it connects
+ * ({@link VendorBridge.prepare}: endpoint, headers, first message, the handshake's reading of the messages
+ * before ready), how its failures read ({@link VendorBridge.startFailure}, {@link VendorBridge.afterClose}),
+ * the live connection it makes once ready ({@link VendorBridge.open}) and how that connection is kept alive
+ * ({@link VendorBridge.keepalive}).
  *
  * @module
  */
 import type { ApiError } from "../../errors.ts";
 import type { BridgeDeps, ConnectRequest, ProviderBridge, ProviderConnection } from "../types.ts";
-import { type BridgeConnection, type ConnectionContext, VENDOR_KEEPALIVE } from "./connection.ts";
+import {
+  type BridgeConnection,
+  type ConnectionContext,
+  type Keepalive,
+  VENDOR_KEEPALIVE,
+} from "./connection.ts";
 import {
   handshake,
   type HandshakeSpec,
@@ -18,7 +24,7 @@ import {
   type StartFailure,
   vendorStartFailure,
 } from "./handshake.ts";
-import { type EngineSocket, engineTransport, type VendorSocket } from "./socket.ts";
+import { type Closed, type EngineSocket, engineTransport, type VendorSocket } from "./socket.ts";
 
 /** What a vendor fills in of the handshake (the skeleton adds the socket, the clock and the failure maps). */
 export type VendorHandshake<R> =
@@ -31,11 +37,14 @@ export type VendorHandshake<R> =
 /** Logs a start that failed (once, with the error's code and a short kind) and returns its error. */
 export type FailStart = <E extends { code: string }>(err: E, kind: string) => E;
 
-/** A vendor's bridge: {@link VendorBridge.connect} is the skeleton; a vendor fills in the rest. */
-export abstract class VendorBridge<R> implements ProviderBridge {
+/**
+ * A bridge: {@link VendorBridge.connect} is the skeleton; a bridge fills in the rest. `R`: what its
+ * handshake's ready announces; `S`: its provider type's settings.
+ */
+export abstract class VendorBridge<R, S = unknown> implements ProviderBridge {
   readonly #socket: VendorSocket;
 
-  constructor(readonly deps: BridgeDeps) {
+  constructor(readonly deps: BridgeDeps<S>) {
     this.#socket = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
   }
 
@@ -53,8 +62,25 @@ export abstract class VendorBridge<R> implements ProviderBridge {
     return vendorStartFailure(failure);
   }
 
+  /**
+   * The final error of a start an engine's message failed, once the close that follows is known (see
+   * `HandshakeSpec.afterClose`). Default: refined by the close ({@link refineByClose}), then logged with the
+   * kind `error` (a vendor's handshake returns its failures unlogged).
+   */
+  protected afterClose(error: ApiError, closed: Closed | null, fail: FailStart): ApiError {
+    return fail(refineByClose(error, closed), "error");
+  }
+
   /** The live connection over the ready socket (`ready`: what the handshake read). */
   protected abstract open(socket: EngineSocket, ctx: ConnectionContext, ready: R): BridgeConnection;
+
+  /**
+   * How the live connection is kept alive. Default: WebSocket ping frames, at the deps' `keepalive` (a ping
+   * every 15 s, the peer dead after 45 s of silence).
+   */
+  protected keepalive(socket: EngineSocket, _connection: BridgeConnection): Keepalive {
+    return { ...(this.deps.keepalive ?? VENDOR_KEEPALIVE), ping: () => socket.ping() };
+  }
 
   async connect(request: ConnectRequest): Promise<ProviderConnection> {
     const { logger, clock } = this.deps;
@@ -70,7 +96,7 @@ export abstract class VendorBridge<R> implements ProviderBridge {
         transport: this.#socket,
         clock,
         // Logged once the close that follows the vendor's error is known (its reason may say quota).
-        afterClose: (err, closed) => fail(refineByClose(err, closed), "error"),
+        afterClose: (err, closed) => this.afterClose(err, closed, fail),
         mapFailure: (f) => fail(this.startFailure(f), f.kind),
       });
     } finally {
@@ -78,9 +104,7 @@ export abstract class VendorBridge<R> implements ProviderBridge {
     }
     const { socket, ready } = started;
     const ctx: ConnectionContext = { sessionId: request.sessionId, events: request.events, logger, clock };
-    return this.open(socket, ctx, ready).attach({
-      ...(this.deps.keepalive ?? VENDOR_KEEPALIVE),
-      ping: () => socket.ping(),
-    });
+    const connection = this.open(socket, ctx, ready);
+    return connection.attach(this.keepalive(socket, connection));
   }
 }
