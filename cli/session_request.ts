@@ -19,22 +19,6 @@ import { UsageError } from "./usage_error.ts";
 export interface SessionFlags {
   /** `--provider`: `provider_type`. */
   provider?: string;
-  /** `--engine-url`: `external_engine.url`. */
-  engineUrl?: string;
-  /** `--engine-header` (repeatable, `Name: value`): `external_engine.auth_headers`. */
-  engineHeaders?: string[];
-  /** `--sample-rate`: `external_engine.user_sample_rate`. */
-  sampleRate?: string;
-  /** `--client-secret`: `vendor1_realtime.client_secret`. */
-  clientSecret?: string;
-  /** `--access-token`: `vendor2.access_token`. */
-  accessToken?: string;
-  /** `--agent-id`: `vendor2.agent_id` or `vendor3.agent_id`. */
-  agentId?: string;
-  /** `--provider-api-key`: `vendor3.api_key`. */
-  providerApiKey?: string;
-  /** `--signed-url`: `vendor3.signed_url`. */
-  signedUrl?: string;
   /** `--avatar`: `avatar_config.avatar_id`. */
   avatar?: string;
   /** `--bg`: `avatar_config.bg_id`. */
@@ -43,15 +27,20 @@ export interface SessionFlags {
   transport?: string;
   /** `--webhook-url`: `webhook_url`. */
   webhookUrl?: string;
+  /**
+   * The provider flags (each catalog entry's `cli`, `src/providers/catalog/<type>.ts`) by {@link flagKey}:
+   * `--client-secret` → `clientSecret`; a repeatable one (`--engine-header`) → `engineHeaders`, a list.
+   */
+  [providerFlag: string]: string | string[] | undefined;
 }
 
 /** A JSON object. */
 export type Json = Record<string, unknown>;
 
 /** The `SessionFlags` key of a provider flag: `--client-secret` → `clientSecret`; repeatable ones are plural. */
-export function flagKey(field: CliField): keyof SessionFlags {
+export function flagKey(field: CliField): string {
   const key = field.flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
-  return (field.value === "headers" ? `${key}s` : key) as keyof SessionFlags;
+  return field.value === "headers" ? `${key}s` : key;
 }
 
 /** Each provider flag (from the provider registry), with the providers that take it. */
