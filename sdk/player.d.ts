@@ -75,6 +75,11 @@ export interface StreamMetadata {
   media_url?: string | null;
   /** The SFU signalling WebSocket of a `webrtc_sfu` session. */
   sfu_endpoint?: string | null;
+  /**
+   * The session's transport (`websocket_fmp4`, `webrtc_sfu`): the player plays it with that transport's
+   * player. Absent (a service before this field): the transport whose endpoint field is set.
+   */
+  transport?: string;
   /** The purpose-scoped media token (authorizes the SFU signalling WebSocket). */
   session_token?: string;
   /** STUN/TURN servers (TURN credentials valid as long as the token). */
@@ -93,8 +98,9 @@ export interface CreatePlayerOptions {
    */
   canvas?: HTMLCanvasElement;
   /**
-   * The session's `stream_metadata`: the player picks the transport from it (`sfu_endpoint` set:
-   * WebRTC through the SFU; otherwise fMP4 over `media_url`). Give this or `mediaUrl`.
+   * The session's `stream_metadata`: the player picks its transport's player by the `transport` it names
+   * (`webrtc_sfu`: WebRTC through the SFU; `websocket_fmp4`: fMP4 over `media_url`). Give this or
+   * `mediaUrl`.
    */
   streamMetadata?: StreamMetadata;
   /** `stream_metadata.media_url` of a `websocket_fmp4` session (when `streamMetadata` is not given). */

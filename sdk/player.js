@@ -2,7 +2,8 @@
 // @ts-self-types="./player.d.ts"
 /**
  * The browser player of the avatar session service's media plane: `websocket_fmp4` here, `webrtc_sfu` in
- * `./player_webrtc.js` (chosen from `streamMetadata`: the caller does not care which transport it got).
+ * `./player_webrtc.js`, chosen by the transport `streamMetadata.transport` names, through one registry
+ * ({@link PLAYERS}: a transport's player is one entry): the caller does not care which transport it got.
  *
  * It connects to a session's media WebSocket with the session's client token, plays the stream (H.264 +
  * Opus) in a `<video>` — decoded with WebCodecs and timed by its audio (`./player_webcodecs.js`), or
@@ -89,6 +90,7 @@ import { createClockSync, startReporting } from "./player_report.js";
  * @typedef {object} StreamMetadata `stream_metadata` of a create or client-token answer.
  * @property {string | null} [media_url]
  * @property {string | null} [sfu_endpoint]
+ * @property {string} [transport] The session's transport (`websocket_fmp4`, `webrtc_sfu`): which player plays it.
  * @property {string} [session_token]
  * @property {{ urls: string | string[]; username?: string; credential?: string }[]} [ice_servers]
  */
@@ -166,9 +168,53 @@ import { createClockSync, startReporting } from "./player_report.js";
  * @returns {AvatarPlayer}
  */
 export function createPlayer(options) {
-  if (options?.streamMetadata?.sfu_endpoint) return createWebRtcPlayer(options);
-  checkOptions(options);
-  return createFmp4Player(options);
+  return playerOf(options?.streamMetadata).create(options);
+}
+
+/**
+ * @typedef {object} TransportPlayer One transport's player.
+ * @property {"media_url" | "sfu_endpoint"} endpoint The `stream_metadata` field its sessions fill (how a
+ *   `stream_metadata` without `transport`, from a service before that field, is matched).
+ * @property {(options: CreatePlayerOptions) => AvatarPlayer} create Checks the options, creates the player
+ *   and connects it.
+ */
+
+/**
+ * The players, by the transport `stream_metadata.transport` names (the service's transport registry,
+ * `src/vocabulary/transports.ts`, names each one's module). A third transport: one entry here, and its
+ * module beside this one.
+ *
+ * @type {Record<string, TransportPlayer>}
+ */
+const PLAYERS = {
+  websocket_fmp4: {
+    endpoint: "media_url",
+    create: (options) => {
+      checkOptions(options);
+      return createFmp4Player(options);
+    },
+  },
+  webrtc_sfu: { endpoint: "sfu_endpoint", create: createWebRtcPlayer },
+};
+
+/**
+ * The player of a session's `stream_metadata`: the one its `transport` names; without `transport` (only a
+ * `mediaUrl`, or a service before that field), the one whose endpoint field it fills, else `websocket_fmp4`.
+ *
+ * @param {StreamMetadata | undefined} meta
+ * @returns {TransportPlayer}
+ */
+function playerOf(meta) {
+  const named = meta?.transport;
+  if (named !== undefined && named !== null) {
+    if (typeof named === "string" && Object.hasOwn(PLAYERS, named)) return PLAYERS[named];
+    throw new TypeError(
+      `createPlayer: streamMetadata.transport must be one of ${Object.keys(PLAYERS).join(", ")}; got ${
+        typeof named === "string" ? JSON.stringify(named.slice(0, 40)) : describe(named)
+      }`,
+    );
+  }
+  return Object.values(PLAYERS).find((p) => meta?.[p.endpoint]) ?? PLAYERS.websocket_fmp4;
 }
 
 /** @param {CreatePlayerOptions} options */

@@ -1,7 +1,7 @@
 /**
  * Types of `sdk/player_webrtc.js`, the browser player of the `webrtc_sfu` transport (WebRTC through the
- * service's SFU). `createPlayer` from `sdk/player.js` uses it for sessions whose `stream_metadata` has an
- * `sfu_endpoint`. See docs/media-plane.md, "WebRTC through the SFU".
+ * service's SFU). `createPlayer` from `sdk/player.js` uses it for sessions whose `stream_metadata` names
+ * the `webrtc_sfu` transport. See docs/media-plane.md, "WebRTC through the SFU".
  *
  * @module
  */

@@ -3,9 +3,9 @@
 /**
  * The browser player of the `webrtc_sfu` transport: the avatar over WebRTC through the service's SFU.
  *
- * `createPlayer` (`./player.js`) calls it when the session's `stream_metadata.sfu_endpoint` is set, so an app
- * never has to know which transport the service chose: same options, same states, same stats. It can also
- * be used directly.
+ * `createPlayer` (`./player.js`) calls it when the session's `stream_metadata.transport` is `webrtc_sfu`,
+ * so an app never has to know which transport the service chose: same options, same states, same stats. It
+ * can also be used directly.
  *
  * How it works (protocol: docs/media-plane.md, "WebRTC through the SFU"): it opens the session's signalling
  * WebSocket (`sfu_endpoint`) with the session's `session_token`, answers the subscriber offer the service

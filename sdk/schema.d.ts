@@ -520,6 +520,11 @@ export interface components {
              * @example ws://localhost:8787/media/v0/sessions/session:3kTMd9xq0bq1h7nYQ2Lw6A
              */
             media_url: string | null;
+            /**
+             * @description Added by this service: the session's transport (as the answer's `transport`), so that a player handed only `stream_metadata` knows how to connect (the SDK's `createPlayer` picks its player by it).
+             * @enum {string}
+             */
+            transport: "websocket_fmp4" | "webrtc_sfu";
         };
         IceServer: {
             urls: string | string[];

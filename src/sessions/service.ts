@@ -302,6 +302,7 @@ export class SessionService {
         session_token: media.token,
         sfu_endpoint: endpoints.sfu_endpoint,
         media_url: endpoints.media_url,
+        transport: rec.transport,
       },
       transport: rec.transport,
     };

@@ -61,11 +61,18 @@ export const StreamMetadata = z.object({
       "Added by this service: the media WebSocket of a websocket_fmp4 session (`ws(s)://…/media/v0/sessions/{session_id}`), authorised by `client_token` or `session_token` (see docs/media-plane.md). Null when this deployment runs no media plane.",
     example: "ws://localhost:8787/media/v0/sessions/session:3kTMd9xq0bq1h7nYQ2Lw6A",
   }),
+  transport: z.enum(TRANSPORT_KINDS).openapi({
+    description:
+      "Added by this service: the session's transport (as the answer's `transport`), so that a player handed only `stream_metadata` knows how to connect (the SDK's `createPlayer` picks its player by it).",
+  }),
 }).openapi("StreamMetadata");
 /** `stream_metadata` of the create and client-token answers. */
 export type StreamMetadata = z.output<typeof StreamMetadata>;
-/** Where a session's media is reached: `stream_metadata` but the token (what a worker knows of it). */
-export type StreamEndpoints = Omit<StreamMetadata, "session_token">;
+/**
+ * Where a session's media is reached: `stream_metadata` but the token and the transport (what a worker
+ * knows of it).
+ */
+export type StreamEndpoints = Omit<StreamMetadata, "session_token" | "transport">;
 
 /** POST /v1/sessions answer. */
 export const CreatedSession = z.object({

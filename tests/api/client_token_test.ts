@@ -21,6 +21,7 @@ Deno.test("client token: a fresh, signed, session- and purpose-bound pair for an
     ]);
     assert.notEqual(res.body.client_token, created.body.client_token, "fresh token");
     assert.equal(res.body.transport, "websocket_fmp4");
+    assert.equal(res.body.stream_metadata.transport, "websocket_fmp4");
     assert.equal(res.body.stream_metadata.sfu_endpoint, null);
     assert.ok(Math.abs(res.body.expires_at - (h.clock.now() + TOKEN_TTL_MS)) <= 1000);
 

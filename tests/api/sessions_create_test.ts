@@ -288,6 +288,11 @@ Deno.test("create session: 200 only when active, with tokens and fMP4 stream met
     assert.deepEqual(res.body.stream_metadata.ice_servers, []);
     assert.equal(res.body.stream_metadata.sfu_endpoint, null);
     assert.equal(res.body.stream_metadata.media_url, null, "this harness runs no media plane");
+    assert.equal(
+      res.body.stream_metadata.transport,
+      "websocket_fmp4",
+      "a player handed stream_metadata alone",
+    );
     assert.ok(res.body.stream_metadata.session_token.length > 0);
     assert.notEqual(res.body.stream_metadata.session_token, res.body.client_token);
     assert.ok(res.body.expires_at > before + 299_000 && res.body.expires_at <= before + 301_000);

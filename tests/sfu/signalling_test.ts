@@ -69,16 +69,19 @@ Deno.test("sfu: auto picks webrtc_sfu when the SFU is configured; stream_metadat
     const meta = auto.stream_metadata;
     assert.equal(meta.sfu_endpoint, `${base.replace("http", "ws")}/sfu/v0/sessions/${auto.session_id}`);
     assert.equal(meta.media_url, null);
+    assert.equal(meta.transport, "webrtc_sfu", "the player picks its transport's player by it");
     assert.deepEqual(meta.ice_servers, []);
     assert.ok(meta.session_token.length > 0);
     const fmp4 = await create({ transport: "websocket_fmp4" });
     assert.equal(fmp4.transport, "websocket_fmp4");
     assert.equal(fmp4.stream_metadata.sfu_endpoint, null);
+    assert.equal(fmp4.stream_metadata.transport, "websocket_fmp4");
     assert.match(fmp4.stream_metadata.media_url, /\/media\/v0\/sessions\//);
     const fresh = await h.req("POST", `/v1/sessions/${auto.session_id}/client-token`, { key });
     assert.equal(fresh.status, 200);
     assert.equal(fresh.body.transport, "webrtc_sfu");
     assert.equal(fresh.body.stream_metadata.sfu_endpoint, meta.sfu_endpoint);
+    assert.equal(fresh.body.stream_metadata.transport, "webrtc_sfu");
     assert.notEqual(fresh.body.stream_metadata.session_token, meta.session_token);
     for (const s of [auto, fmp4]) {
       assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
