@@ -275,6 +275,35 @@ Deno.test("keepalive: a vendor that stops answering pings is declared dead and t
   }
 });
 
+Deno.test("keepalive: an external engine that stops answering its JSON pings is declared dead (the bridge skeleton's keepalive hook)", async () => {
+  const ready = JSON.stringify({
+    type: "session.ready",
+    audio: { output: { encoding: "pcm_s16le", sample_rate: 24000, channels: 1 } },
+  });
+  const server = silentServer(ready);
+  const bridges = await createBridges({
+    config: loadConfig({}),
+    logger: silentLogger,
+    caCerts: [testTls.caPem],
+    keepalive: { intervalMs: 100, deadAfterMs: 300 },
+  });
+  const { closures, events } = recorder();
+  try {
+    const connection = await bridges.external_engine.connect({
+      sessionId: "session:test",
+      credentials: CredentialHolder.fromObject({ url: server.url, auth_headers: {} }),
+      timeoutMs: 5000,
+      events,
+      metadata: {},
+    });
+    assert.equal(connection.outputSampleRate, 24000);
+    await connection.released;
+    assert.deepEqual(closures, [{ kind: "failed", reason: "engine_keepalive_timeout" }]);
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("connect deadline: a vendor that accepts TCP and TLS but never answers the upgrade → 504", async () => {
   const server = silentServer(null, false);
   const bridges = await createBridges({

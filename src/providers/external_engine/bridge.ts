@@ -115,7 +115,8 @@ export const createBridge: BridgeFactory<"external_engine"> = (deps) => new Exte
  * Connects sessions to customer engines speaking protocol V0, on the bridge skeleton (`../wire/bridge.ts`)
  * with the protocol's own failure map (§8), its JSON pings and its keepalive timings.
  */
-export class ExternalEngineBridge extends VendorBridge<Rates, ProviderSettings["external_engine"]> {
+export class ExternalEngineBridge
+  extends VendorBridge<Rates, ProviderSettings["external_engine"], EngineConnection> {
   protected prepare(request: ConnectRequest, fail: FailStart): VendorHandshake<Rates> {
     const credentials = request.credentials;
     const inputRate = credentials.number("user_sample_rate") ?? DEFAULT_USER_SAMPLE_RATE;
@@ -176,13 +177,13 @@ export class ExternalEngineBridge extends VendorBridge<Rates, ProviderSettings["
     return new EngineConnection(socket, ctx, ready.input, ready.output);
   }
 
-  /** The protocol's keepalive: a JSON `ping` every 15 s, the peer dead after 30 s without a frame. */
-  protected override keepalive(_socket: EngineSocket, connection: BridgeConnection): Keepalive {
-    return {
-      intervalMs: PING_INTERVAL_MS,
-      deadAfterMs: PEER_DEAD_AFTER_MS,
-      ping: () => (connection as EngineConnection).ping(),
-    };
+  /**
+   * The protocol's keepalive: a JSON `ping` every 15 s, the peer dead after 30 s without a frame (the deps'
+   * `keepalive` timings instead, where tests shorten them).
+   */
+  protected override keepalive(_socket: EngineSocket, connection: EngineConnection): Keepalive {
+    const timings = this.deps.keepalive ?? { intervalMs: PING_INTERVAL_MS, deadAfterMs: PEER_DEAD_AFTER_MS };
+    return { ...timings, ping: () => connection.ping() };
   }
 }
 

@@ -39,9 +39,10 @@ export type FailStart = <E extends { code: string }>(err: E, kind: string) => E;
 
 /**
  * A bridge: {@link VendorBridge.connect} is the skeleton; a bridge fills in the rest. `R`: what its
- * handshake's ready announces; `S`: its provider type's settings.
+ * handshake's ready announces; `S`: its provider type's settings; `C`: its live connection.
  */
-export abstract class VendorBridge<R, S = unknown> implements ProviderBridge {
+export abstract class VendorBridge<R, S = unknown, C extends BridgeConnection = BridgeConnection>
+  implements ProviderBridge {
   readonly #socket: VendorSocket;
 
   constructor(readonly deps: BridgeDeps<S>) {
@@ -72,13 +73,13 @@ export abstract class VendorBridge<R, S = unknown> implements ProviderBridge {
   }
 
   /** The live connection over the ready socket (`ready`: what the handshake read). */
-  protected abstract open(socket: EngineSocket, ctx: ConnectionContext, ready: R): BridgeConnection;
+  protected abstract open(socket: EngineSocket, ctx: ConnectionContext, ready: R): C;
 
   /**
    * How the live connection is kept alive. Default: WebSocket ping frames, at the deps' `keepalive` (a ping
    * every 15 s, the peer dead after 45 s of silence).
    */
-  protected keepalive(socket: EngineSocket, _connection: BridgeConnection): Keepalive {
+  protected keepalive(socket: EngineSocket, _connection: C): Keepalive {
     return { ...(this.deps.keepalive ?? VENDOR_KEEPALIVE), ping: () => socket.ping() };
   }
 
