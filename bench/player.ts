@@ -68,6 +68,8 @@ export interface PathResults {
   /** The service's metrics of the steady run's session (`GET /v1/sessions/{id}/metrics`). */
   service_metrics: Record<string, unknown> | null;
   load_average: string;
+  /** `--detail`: each burst of the steady run, its onset and the frames around it. */
+  bursts_detail?: BurstDetail[];
 }
 
 /** A 2 s stall and what followed. */
@@ -325,7 +327,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
         const r = d[i], gg = d[i + 1], b = d[i + 2];
         if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
       }
-      g.frames.push({ shown, made, dark });
+      g.frames.push({ shown, made, dark, pts: (md.mediaTime ?? NaN) * 1000 });
     }
     video.requestVideoFrameCallback(onFrame);
   };
@@ -337,6 +339,8 @@ interface PageFrame {
   shown: number;
   made: number;
   dark: number;
+  /** The frame's timeline instant (ms, its media time). */
+  pts: number;
 }
 
 async function newPage(browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page }> {
@@ -363,6 +367,19 @@ interface Steady {
   frames: number[];
   av: number[];
   bursts: number;
+  /** Per burst (with `--detail`): its onset heard and the frames shown around it. */
+  details: BurstDetail[];
+}
+
+/** One burst as the page saw it (times in ms relative to the burst's onset heard). */
+export interface BurstDetail {
+  onset: number;
+  /** The first open frame's (shown − onset), or null. */
+  av: number | null;
+  /** The open threshold (dark pixels). */
+  open: number;
+  /** Frames shown from 100 ms before the onset to 100 ms after: [shown − onset, pts, dark]. */
+  frames: [number, number, number][];
 }
 
 /** Matches bursts to onsets heard and open mouths shown. */
@@ -375,6 +392,7 @@ function analyse(
   const starts = sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt);
   const audio: number[] = [];
   const av: number[] = [];
+  const details: BurstDetail[] = [];
   // Open: more dark cavity than halfway between the most closed and the most open mouth seen.
   const darks = frames.filter((f) => f.shown >= from).map((f) => f.dark);
   const closed = darks.length ? Math.min(...darks) : 0;
@@ -388,11 +406,21 @@ function analyse(
       f.shown >= s && f.shown < s + 900 && f.dark > open && (frames[k + 1]?.dark ?? 0) > open
     );
     if (i >= 0) av.push(frames[i].shown - onset);
+    details.push({
+      onset: r1(onset),
+      av: i >= 0 ? r1(frames[i].shown - onset) : null,
+      open: r1(open),
+      frames: frames.filter((f) => f.shown > onset - 100 && f.shown < onset + 100).map((f) => [
+        r1(f.shown - onset),
+        r1(f.pts),
+        f.dark,
+      ]),
+    });
   }
   const lat = frames.filter((f) => f.shown >= from).map((f) => f.shown - f.made).filter((x) =>
     x > -50 && x < 10_000
   );
-  return { audio, frames: lat, av, bursts: starts.length };
+  return { audio, frames: lat, av, bursts: starts.length, details };
 }
 
 /** The steady run: one session talking bursts; the page's probes. */
@@ -419,6 +447,12 @@ async function steady(
     await sleep(2500); // the player's next report reaches the service
     const metrics = await api(svc, "GET", `/v1/sessions/${s.id}/metrics`).catch(() => null);
     const sent = engine.sessions.get(s.id)!.sent;
+    if (Deno.env.get("BENCH_DBG")) {
+      await Deno.writeTextFile(
+        Deno.env.get("BENCH_DBG")! + `-${path}.json`,
+        JSON.stringify({ onsets, frames, dbg: await page.evaluate(`globalThis.__dbg ?? []`), sent }),
+      );
+    }
     return { ...analyse(sent, onsets, frames, from), stats, metrics };
   } finally {
     await context.close();
@@ -667,6 +701,7 @@ if (import.meta.main) {
       bursts: { type: "string" },
       core: { type: "string" },
       "drift-minutes": { type: "string", default: "0" },
+      detail: { type: "boolean", default: false },
     },
   }).values;
   const paths = args.paths.split(",").map((p) => p.trim()) as PathName[];
@@ -714,6 +749,7 @@ if (import.meta.main) {
         player_stats: st.stats,
         service_metrics: st.metrics,
         load_average: loadavg(),
+        ...(args.detail ? { bursts_detail: st.details } : {}),
       };
       console.log(`bench player: ${path} ${JSON.stringify(results[path])}`);
     }
