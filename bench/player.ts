@@ -22,6 +22,11 @@
  *    service's bytes for 2 s): time from the end of the stall to the first frame back within 150 ms of the
  *    latency before it, whether any frame is shown later than that afterwards, and what `stats()` says.
  *
+ * The bursts' gaps differ by 0–39 ms (a fixed sequence), so their starts fall at every phase of the 40 ms
+ * frames and the page's refreshes: bursts exactly 1 s apart (25 frames) all start at one phase, and a run
+ * measured that phase only (`--fixed-phase` brings that back, for comparison). `--detail` adds each burst's
+ * onset and the frames shown around it to the results.
+ *
  * `--drift-minutes N` adds a drift run on the WebCodecs path: N minutes of bursts (one every 5 s); the
  * mouth-vs-sound offset and the engine → sound latency of the first minute against the last. The issue's
  * run: `--drift-minutes 10`.
@@ -29,7 +34,8 @@
  * The service (and its ffmpeg encoders) and Janus run on one core (`taskset`, `--core`, default the last),
  * Chromium, the engine and this script on the others. Load averages are recorded with the figures: the
  * machine may be shared. Options: `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
- * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`. Writes `bench/results/player-<time>.json`.
+ * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`. Writes
+ * `bench/results/player-<time>.json`.
  *
  * @module
  */
@@ -431,6 +437,7 @@ async function steady(
   browser: Browser,
   bursts: number,
   box: unknown,
+  spread: number,
 ): Promise<Steady & { stats: Record<string, unknown> | null; metrics: Record<string, unknown> | null }> {
   const s = await createSession(svc, engine, path);
   const { context, page } = await newPage(browser, svc.url);
@@ -439,7 +446,7 @@ async function steady(
     await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
     await sleep(3000); // past the start-up
     const from = Date.now();
-    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel" });
+    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel", spreadMs: spread });
     await sleep(1500);
     const onsets = await page.evaluate(`globalThis.onsets`) as number[];
     const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
@@ -578,6 +585,7 @@ async function driftRun(
   browser: Browser,
   minutes: number,
   box: unknown,
+  spread: number,
 ) {
   const s = await createSession(svc, engine, "webcodecs");
   const { context, page } = await newPage(browser, svc.url);
@@ -588,7 +596,13 @@ async function driftRun(
     const from = Date.now();
     const bursts = Math.round(minutes * 60 / 5);
     const minuteMarks: Record<string, number>[] = [];
-    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 4600, bursts, sound: "vowel" });
+    const talking = engine.talk(s.id, {
+      burstMs: 400,
+      gapMs: 4600,
+      bursts,
+      sound: "vowel",
+      spreadMs: spread,
+    });
     const startLoad = loadavg();
     while (Date.now() < from + minutes * 60_000 + 2000) {
       await sleep(30_000);
@@ -702,6 +716,7 @@ if (import.meta.main) {
       core: { type: "string" },
       "drift-minutes": { type: "string", default: "0" },
       detail: { type: "boolean", default: false },
+      "fixed-phase": { type: "boolean", default: false },
     },
   }).values;
   const paths = args.paths.split(",").map((p) => p.trim()) as PathName[];
@@ -709,6 +724,8 @@ if (import.meta.main) {
   const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
   const nBursts = Number(args.bursts ?? (args.quick ? 10 : 30));
   const driftMinutes = Number(args["drift-minutes"]);
+  // Bursts at every phase of the frames and refreshes (see TalkPattern.spreadMs); --fixed-phase: 1 s apart.
+  const spread = args["fixed-phase"] ? 0 : 40;
   const nproc = navigator.hardwareConcurrency;
   const core = nproc > 1 ? Number(args.core ?? nproc - 1) : null;
   if (core !== null) {
@@ -736,7 +753,7 @@ if (import.meta.main) {
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
       const c = await connects(path, svc, engine, browser, nConnects, box);
-      const st = await steady(path, svc, engine, browser, nBursts, box);
+      const st = await steady(path, svc, engine, browser, nBursts, box, spread);
       const stall = path === "webrtc_sfu" ? null : await stallRun(path, svc, engine, browser, box);
       const abs = pct(st.av.map(Math.abs), 95);
       results[path] = {
@@ -755,7 +772,7 @@ if (import.meta.main) {
     }
     if (driftMinutes > 0) {
       console.log(`bench player: drift run, ${driftMinutes} minutes …`);
-      drift = await driftRun(svc, engine, browser, driftMinutes, box);
+      drift = await driftRun(svc, engine, browser, driftMinutes, box, spread);
       console.log(`bench player: drift ${JSON.stringify(drift)}`);
     }
   } finally {
