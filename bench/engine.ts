@@ -34,6 +34,12 @@ export interface TalkPattern {
   bursts: number;
   /** What a burst sounds like: a 300 Hz tone (default) or an open vowel ({@link vowelBurst}). */
   sound?: "tone" | "vowel";
+  /**
+   * Gaps longer by a different 0…`spreadMs − 1` ms each (a fixed sequence: burst `b`'s gap gains
+   * `17·b mod spreadMs`), so bursts start at every phase of the video's frames and the page's refreshes; a
+   * period that is a whole number of frames (400 + 600 ms at 25 fps) measures one phase (default 0).
+   */
+  spreadMs?: number;
 }
 
 const RATE = 24000;
@@ -153,7 +159,7 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
         await sleepUntil(t);
         if (socket.readyState !== WebSocket.OPEN) return;
         socket.send(JSON.stringify({ type: "response.done", response_id: id, status: "completed" }));
-        t += pattern.gapMs;
+        t += pattern.gapMs + (pattern.spreadMs ? (17 * b) % pattern.spreadMs : 0);
       }
     },
     async close() {

@@ -22,6 +22,11 @@
  *    service's bytes for 2 s): time from the end of the stall to the first frame back within 150 ms of the
  *    latency before it, whether any frame is shown later than that afterwards, and what `stats()` says.
  *
+ * The bursts' gaps differ by 0–39 ms (a fixed sequence), so their starts fall at every phase of the 40 ms
+ * frames and the page's refreshes: bursts exactly 1 s apart (25 frames) all start at one phase, and a run
+ * measured that phase only (`--fixed-phase` brings that back, for comparison). `--detail` adds each burst's
+ * onset and the frames shown around it to the results.
+ *
  * `--drift-minutes N` adds a drift run on the WebCodecs path: N minutes of bursts (one every 5 s); the
  * mouth-vs-sound offset and the engine → sound latency of the first minute against the last. The issue's
  * run: `--drift-minutes 10`.
@@ -29,7 +34,8 @@
  * The service (and its ffmpeg encoders) and Janus run on one core (`taskset`, `--core`, default the last),
  * Chromium, the engine and this script on the others. Load averages are recorded with the figures: the
  * machine may be shared. Options: `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
- * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`. Writes `bench/results/player-<time>.json`.
+ * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`. Writes
+ * `bench/results/player-<time>.json`.
  *
  * @module
  */
@@ -68,6 +74,8 @@ export interface PathResults {
   /** The service's metrics of the steady run's session (`GET /v1/sessions/{id}/metrics`). */
   service_metrics: Record<string, unknown> | null;
   load_average: string;
+  /** `--detail`: each burst of the steady run, its onset and the frames around it. */
+  bursts_detail?: BurstDetail[];
 }
 
 /** A 2 s stall and what followed. */
@@ -325,7 +333,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
         const r = d[i], gg = d[i + 1], b = d[i + 2];
         if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
       }
-      g.frames.push({ shown, made, dark });
+      g.frames.push({ shown, made, dark, pts: (md.mediaTime ?? NaN) * 1000 });
     }
     video.requestVideoFrameCallback(onFrame);
   };
@@ -337,6 +345,8 @@ interface PageFrame {
   shown: number;
   made: number;
   dark: number;
+  /** The frame's timeline instant (ms, its media time). */
+  pts: number;
 }
 
 async function newPage(browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page }> {
@@ -363,6 +373,19 @@ interface Steady {
   frames: number[];
   av: number[];
   bursts: number;
+  /** Per burst (with `--detail`): its onset heard and the frames shown around it. */
+  details: BurstDetail[];
+}
+
+/** One burst as the page saw it (times in ms relative to the burst's onset heard). */
+export interface BurstDetail {
+  onset: number;
+  /** The first open frame's (shown − onset), or null. */
+  av: number | null;
+  /** The open threshold (dark pixels). */
+  open: number;
+  /** Frames shown from 100 ms before the onset to 100 ms after: [shown − onset, pts, dark]. */
+  frames: [number, number, number][];
 }
 
 /** Matches bursts to onsets heard and open mouths shown. */
@@ -375,6 +398,7 @@ function analyse(
   const starts = sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt);
   const audio: number[] = [];
   const av: number[] = [];
+  const details: BurstDetail[] = [];
   // Open: more dark cavity than halfway between the most closed and the most open mouth seen.
   const darks = frames.filter((f) => f.shown >= from).map((f) => f.dark);
   const closed = darks.length ? Math.min(...darks) : 0;
@@ -388,11 +412,21 @@ function analyse(
       f.shown >= s && f.shown < s + 900 && f.dark > open && (frames[k + 1]?.dark ?? 0) > open
     );
     if (i >= 0) av.push(frames[i].shown - onset);
+    details.push({
+      onset: r1(onset),
+      av: i >= 0 ? r1(frames[i].shown - onset) : null,
+      open: r1(open),
+      frames: frames.filter((f) => f.shown > onset - 100 && f.shown < onset + 100).map((f) => [
+        r1(f.shown - onset),
+        r1(f.pts),
+        f.dark,
+      ]),
+    });
   }
   const lat = frames.filter((f) => f.shown >= from).map((f) => f.shown - f.made).filter((x) =>
     x > -50 && x < 10_000
   );
-  return { audio, frames: lat, av, bursts: starts.length };
+  return { audio, frames: lat, av, bursts: starts.length, details };
 }
 
 /** The steady run: one session talking bursts; the page's probes. */
@@ -403,6 +437,7 @@ async function steady(
   browser: Browser,
   bursts: number,
   box: unknown,
+  spread: number,
 ): Promise<Steady & { stats: Record<string, unknown> | null; metrics: Record<string, unknown> | null }> {
   const s = await createSession(svc, engine, path);
   const { context, page } = await newPage(browser, svc.url);
@@ -411,7 +446,7 @@ async function steady(
     await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
     await sleep(3000); // past the start-up
     const from = Date.now();
-    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel" });
+    await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel", spreadMs: spread });
     await sleep(1500);
     const onsets = await page.evaluate(`globalThis.onsets`) as number[];
     const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
@@ -419,6 +454,12 @@ async function steady(
     await sleep(2500); // the player's next report reaches the service
     const metrics = await api(svc, "GET", `/v1/sessions/${s.id}/metrics`).catch(() => null);
     const sent = engine.sessions.get(s.id)!.sent;
+    if (Deno.env.get("BENCH_DBG")) {
+      await Deno.writeTextFile(
+        Deno.env.get("BENCH_DBG")! + `-${path}.json`,
+        JSON.stringify({ onsets, frames, dbg: await page.evaluate(`globalThis.__dbg ?? []`), sent }),
+      );
+    }
     return { ...analyse(sent, onsets, frames, from), stats, metrics };
   } finally {
     await context.close();
@@ -544,6 +585,7 @@ async function driftRun(
   browser: Browser,
   minutes: number,
   box: unknown,
+  spread: number,
 ) {
   const s = await createSession(svc, engine, "webcodecs");
   const { context, page } = await newPage(browser, svc.url);
@@ -554,7 +596,13 @@ async function driftRun(
     const from = Date.now();
     const bursts = Math.round(minutes * 60 / 5);
     const minuteMarks: Record<string, number>[] = [];
-    const talking = engine.talk(s.id, { burstMs: 400, gapMs: 4600, bursts, sound: "vowel" });
+    const talking = engine.talk(s.id, {
+      burstMs: 400,
+      gapMs: 4600,
+      bursts,
+      sound: "vowel",
+      spreadMs: spread,
+    });
     const startLoad = loadavg();
     while (Date.now() < from + minutes * 60_000 + 2000) {
       await sleep(30_000);
@@ -667,6 +715,8 @@ if (import.meta.main) {
       bursts: { type: "string" },
       core: { type: "string" },
       "drift-minutes": { type: "string", default: "0" },
+      detail: { type: "boolean", default: false },
+      "fixed-phase": { type: "boolean", default: false },
     },
   }).values;
   const paths = args.paths.split(",").map((p) => p.trim()) as PathName[];
@@ -674,6 +724,8 @@ if (import.meta.main) {
   const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
   const nBursts = Number(args.bursts ?? (args.quick ? 10 : 30));
   const driftMinutes = Number(args["drift-minutes"]);
+  // Bursts at every phase of the frames and refreshes (see TalkPattern.spreadMs); --fixed-phase: 1 s apart.
+  const spread = args["fixed-phase"] ? 0 : 40;
   const nproc = navigator.hardwareConcurrency;
   const core = nproc > 1 ? Number(args.core ?? nproc - 1) : null;
   if (core !== null) {
@@ -701,7 +753,7 @@ if (import.meta.main) {
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
       const c = await connects(path, svc, engine, browser, nConnects, box);
-      const st = await steady(path, svc, engine, browser, nBursts, box);
+      const st = await steady(path, svc, engine, browser, nBursts, box, spread);
       const stall = path === "webrtc_sfu" ? null : await stallRun(path, svc, engine, browser, box);
       const abs = pct(st.av.map(Math.abs), 95);
       results[path] = {
@@ -714,12 +766,13 @@ if (import.meta.main) {
         player_stats: st.stats,
         service_metrics: st.metrics,
         load_average: loadavg(),
+        ...(args.detail ? { bursts_detail: st.details } : {}),
       };
       console.log(`bench player: ${path} ${JSON.stringify(results[path])}`);
     }
     if (driftMinutes > 0) {
       console.log(`bench player: drift run, ${driftMinutes} minutes …`);
-      drift = await driftRun(svc, engine, browser, driftMinutes, box);
+      drift = await driftRun(svc, engine, browser, driftMinutes, box, spread);
       console.log(`bench player: drift ${JSON.stringify(drift)}`);
     }
   } finally {

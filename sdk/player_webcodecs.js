@@ -25,6 +25,7 @@
  * @module
  */
 import { createAudioClock } from "./player_clock.js";
+import { createDisplayModel } from "./player_display.js";
 import {
   FRAMES_SUBPROTOCOL,
   fromBase64,
@@ -35,8 +36,6 @@ import {
 
 /** Media silent this long (ms) is a stall. */
 const STALL_MS = 200;
-/** Time the page takes to display a frame, until measured (ms). */
-const DEFAULT_DISPLAY_MS = 20;
 /** Added to the measured lateness of media (ms). */
 const GUARD_MS = 6;
 /** Window of lateness measures the anchor follows (ms). */
@@ -66,11 +65,6 @@ const AUDIO_QUANTILE = 0.95;
 const ONSET_LEVEL = 0.01;
 /** ...after this much silence (ms). */
 const ONSET_QUIET_MS = 120;
-/**
- * A frame is written when its display time (now + the measured display delay) is at most this much before
- * it is due: it then lands on the vsync nearest its sound (measured: ±8 ms at 60 Hz, no bias).
- */
-const PRESENT_EARLY_MS = 2;
 /** A frame due longer ago than this (ms) is not shown. */
 const MAX_LATE_MS = 80;
 /** Samples of each measure kept between two reports. */
@@ -239,7 +233,7 @@ export function createWebCodecsSink(options) {
   let skew = /** @type {number | null} */ (null);
   /** The timeline instant at the latest join (older frames are the join burst). */
   let joinT = -Infinity;
-  let displayDelay = DEFAULT_DISPLAY_MS;
+  const display = createDisplayModel();
   const videoNeed = new Window();
   const audioNeed = new Window();
   let lastLower = 0;
@@ -348,7 +342,7 @@ export function createWebCodecsSink(options) {
     const v = videoNeed.quantile(VIDEO_QUANTILE, since);
     const a = audioNeed.quantile(AUDIO_QUANTILE, since);
     const parts = [];
-    if (v !== null) parts.push(v + displayDelay);
+    if (v !== null) parts.push(v + display.maxDelay());
     if (a !== null) parts.push(a + clock.renderAheadMs());
     if (!parts.length) return;
     const target = Math.max(...parts) + GUARD_MS;
@@ -584,10 +578,13 @@ export function createWebCodecsSink(options) {
       pick = /** @type {VideoFrame} */ (frames.pop());
       for (const f of frames.splice(0)) f.close();
     } else {
-      const t = c.now() + displayDelay;
+      // The timeline instant heard when a frame written now is shown; a frame is written when that display
+      // is the nearest to its due instant it can get (a later write would show it a refresh later).
+      const t = c.now() + display.delay(performance.now());
+      const early = display.tolerance();
       let i = -1;
       for (let k = 0; k < frames.length; k++) {
-        if (dueOf(frames[k]) <= t + PRESENT_EARLY_MS) i = k;
+        if (dueOf(frames[k]) <= t + early) i = k;
         else break;
       }
       if (i < 0) return;
@@ -652,8 +649,7 @@ export function createWebCodecsSink(options) {
       const ts = Math.round((md.mediaTime ?? NaN) * 1e6);
       const w = written.get(ts);
       if (w !== undefined) {
-        const d = shownAt - w.at;
-        if (d >= 0 && d < 200) displayDelay = displayDelay * 0.9 + d * 0.1;
+        display.shown(w.at, shownAt);
         const t = ts / 1000;
         const latency = skew === null ? null : shownAt - (t + skew);
         const heard = clock && anchor() !== null && clock.running() ? clock.heardAt(w.due) : null;
@@ -700,7 +696,8 @@ export function createWebCodecsSink(options) {
   };
   /** @type {number} */
   let raf = 0;
-  const loop = () => {
+  const loop = (/** @type {number} */ t) => {
+    display.refresh(t);
     tick();
     if (!closed) raf = requestAnimationFrame(loop);
   };

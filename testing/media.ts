@@ -43,6 +43,8 @@ export interface MediaContext {
   wsUrl(sessionId: string, query?: string): string;
   /** Every encoder process started, with its session. */
   encoders: { sessionId: string; pid: number }[];
+  /** Speech placed on a media timeline (any session's): timeline sample `at`, `n` samples. */
+  speech: { at: number; n: number }[];
   /** The running media of a session. */
   media(sessionId: string): AvatarSessionMedia;
 }
@@ -59,8 +61,12 @@ export async function withMedia(
   const config = { ...loadConfig({}).media, width: 256, height: 256, ...options.media };
   const logs: string[] = [];
   const encoders: { sessionId: string; pid: number }[] = [];
+  const speech: { at: number; n: number }[] = [];
   const plane = await MediaPlane.create({
-    observer: { encoderStarted: (sessionId, pid) => encoders.push({ sessionId, pid }) },
+    observer: {
+      encoderStarted: (sessionId, pid) => encoders.push({ sessionId, pid }),
+      speechPlaced: (_index, at, n) => speech.push({ at, n }),
+    },
     config,
     publicUrl: "http://localhost:8787",
     logger: createLogger({ sink: (l) => logs.push(l) }),
@@ -94,6 +100,7 @@ export async function withMedia(
         return `${base.replace("http", "ws")}/media/v0/sessions/${sessionId}${query}`;
       },
       encoders,
+      speech,
       media(sessionId) {
         const live = plane.get(sessionId);
         if (!live) throw new Error(`no media for ${sessionId}`);

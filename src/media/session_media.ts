@@ -6,8 +6,9 @@
  *
  * Timing. One monotonic clock drives both tracks from the same origin: video frame `k` is rendered at
  * `k / fps` and audio sample `n` is due at `n / 48000`, so audio and video stay in sync by construction.
- * Audio is written to its encoder in blocks of {@link AUDIO_BLOCK} samples (21.3 ms, exactly one ffmpeg
- * packet, so every block is encoded at once) and kept between one and {@link MAX_LEAD_BLOCKS} blocks
+ * Audio is written to its encoder in blocks of {@link AUDIO_BLOCK} samples (20 ms, exactly one Opus
+ * packet, so every block is encoded at once; the blocks start {@link AUDIO_GRID_OFFSET} into the timeline,
+ * a quarter frame off the frames' grid) and kept between one and {@link MAX_LEAD_BLOCKS} blocks
  * ahead of the clock: silence fills the gaps (one to two blocks ahead: that is how long arriving speech
  * waits to be placed), speech is written as soon as a whole block of it is queued and at most that far
  * ahead, so barge-in can only leave that much already-encoded speech behind. A response's first audio
@@ -54,6 +55,15 @@ import type { SessionMetrics } from "../metrics/session_metrics.ts";
  * once and nothing waits inside the encoder.
  */
 export const AUDIO_BLOCK = OPUS_FRAME;
+/**
+ * Where the audio blocks start on the timeline (samples): half a block, so blocks begin a quarter of a frame
+ * (10 ms at 25 fps) off the video frames' starts and middles. Speech that fills whole blocks (an engine's
+ * 20 ms chunks) starts on a block, so a response's first sound lies 10 ms inside the half frame either side
+ * of a frame's start — never on the edge where the frame that opens the mouth (its face is taken at its
+ * middle) and the frame a player shows at the sound's start (the one whose start is nearest it) could be
+ * two different frames, one sample of codec smear apart.
+ */
+export const AUDIO_GRID_OFFSET = AUDIO_BLOCK / 2;
 /** Audio is kept at most this many blocks ahead of the clock (120 ms). */
 export const MAX_LEAD_BLOCKS = 6;
 /** A video-free client gets the head's pose every this many frames (5 a second at 25 fps). */
@@ -164,7 +174,7 @@ export class AvatarSessionMedia implements SessionMedia {
   readonly #frameMs: number;
   readonly #frameTicks: number;
   readonly #samplesPerFrame: number;
-  /** The last ≈ 2 s of written audio (a whole number of blocks, so blocks never wrap). */
+  /** The last ≈ 2 s of written audio (timeline sample `s` at `s % length`). */
   readonly #ring = new Int16Array(AUDIO_BLOCK * 94);
   /** The video encoder: running only while a video client is connected (and once at start). */
   #video: EncoderProcess | null = null;
@@ -179,7 +189,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #t0 = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #nextFrame = 0;
-  #written = 0;
+  #written = AUDIO_GRID_OFFSET;
   #speechUntil = 0;
   #speechTaken = 0;
   /** The response whose first sample was placed last (its placement is reported once). */
@@ -189,7 +199,7 @@ export class AvatarSessionMedia implements SessionMedia {
   #avcC: Uint8Array | null = null;
   readonly #opus: OpusHead;
   /** Position of the next encoded audio packet, 48 kHz samples of the encoder's output. */
-  #audioPts = 0;
+  #audioPts = AUDIO_GRID_OFFSET;
   #firstFrame = Promise.withResolvers<void>();
   #initDone = false;
   /** Access units encoded before the init segment was complete (published right after it). */
@@ -554,7 +564,10 @@ export class AvatarSessionMedia implements SessionMedia {
         this.#speechTaken += speech;
         this.#speechUntil = this.#written + at + speech;
       }
-      this.#ring.set(block, this.#written % this.#ring.length);
+      const r = this.#written % this.#ring.length;
+      const fits = Math.min(AUDIO_BLOCK, this.#ring.length - r);
+      this.#ring.set(block.subarray(0, fits), r);
+      if (fits < AUDIO_BLOCK) this.#ring.set(block.subarray(fits), 0);
       blocks.push(block);
       this.#written += AUDIO_BLOCK;
       this.#stats.audioBlocks++;

@@ -28,7 +28,7 @@ import { createLogger } from "../../src/log.ts";
 import { testTls, withVendors } from "../providers/_helpers.ts";
 import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
 import { dominant } from "../../src/media/lipsync/coarticulation.ts";
-import { VISEMES } from "../../src/media/lipsync/visemes.ts";
+import { VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
 import { vowelBurst } from "../../bench/engine.ts";
 
@@ -314,4 +314,67 @@ Deno.test("lip sync session: an engine speaking in real time, each response anno
   assert.ok(starts.length >= BURSTS, `${starts.length} speech starts`);
   const late = lags.filter((l) => l > 60);
   assert.ok(late.length <= 1, `mouth opened > 60 ms after the speech: ${lags.join(" ")}`);
+});
+
+Deno.test("lip sync session: a response's first sound starts a quarter frame off the frames' grid, so the frame that opens the mouth is unambiguously the one whose start is nearest it (the one a player shows at the sound's start)", async () => {
+  // A player shows the frame whose start is within half a frame of a sound's start at that start (its sound
+  // detector on the decoded audio); the service opens the mouth on the first frame whose middle has the
+  // sound. The two agree when the sound starts inside that frame's (start − 20, start + 20] with room to
+  // spare for the codec's smear (the sound a player detects starts ~1 ms after the samples placed). Speech
+  // in whole 20 ms blocks starts on a block: on the frames' middles — that edge — before the fix.
+  const inner = await smallRenderer();
+  const drawn: { t: number; aa: number }[] = [];
+  const renderer: Renderer = {
+    format: inner.format,
+    open(options) {
+      const session = inner.open(options);
+      return {
+        renderFrame(req) {
+          if (req.face) drawn.push({ t: req.timeMs, aa: req.face.visemes[VISEME_INDEX.aa] });
+          return session.renderFrame(req);
+        },
+        close: () => session.close(),
+      };
+    },
+  };
+  const BURSTS = 8;
+  let placed: { at: number; n: number }[] = [];
+  await withMedia(async (ctx) => {
+    const { engine, c } = await watched(ctx);
+    for (let b = 0; b < BURSTS; b++) {
+      const id = `r_${b}`;
+      engine.events.onResponseStarted(id);
+      await new Promise((r) => setTimeout(r, 60));
+      const t0 = performance.now();
+      for (let i = 0; i < 10; i++) {
+        const wait = t0 + i * 20 - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id);
+      }
+      engine.events.onResponseDone(id, "completed");
+      await until(() => engine.played.some((p) => p.responseId === id), DEADLINE_MS, `${id} played`);
+      // A gap that is not a whole number of frames: the bursts land anywhere on the clock.
+      await new Promise((r) => setTimeout(r, 250 + 7 * b));
+    }
+    placed = ctx.speech;
+    await c.close();
+  }, { plane: { renderer } });
+  // Each burst's start on the timeline (ms): a placement after 150 ms or more of silence (a loaded machine's
+  // late chunk leaves a shorter gap inside a burst).
+  const starts = placed.filter((p, i) => i === 0 || p.at - (placed[i - 1].at + placed[i - 1].n) >= 48 * 150)
+    .map((p) => p.at / 48);
+  assert.equal(starts.length, BURSTS, `burst starts: ${starts.join(" ")}`);
+  // Each burst: the first frame drawn with the mouth open ("aa" holds half of it or more), and how far the
+  // speech's start lies inside that frame's (start − 20, start + 20] (0: on its edge; negative: outside).
+  const margins = starts.map((st) => {
+    const f = drawn.find((d) => d.aa >= 0.5 && d.t + 60 > st);
+    return f ? Math.round(Math.min(st - (f.t - 20), f.t + 20 - st)) : -Infinity;
+  });
+  // (A tick late enough to draw a frame before its speech was known may open the mouth a frame late.)
+  const off = margins.filter((x) => x < 5);
+  assert.ok(
+    off.length <= 1,
+    `speech starts within 5 ms of the edge of (or outside) the opening frame's half frame either side: ` +
+      `margins ${margins.join(" ")} (starts mod 40 ms: ${starts.map((s) => s % 40).join(" ")})`,
+  );
 });

@@ -45,6 +45,7 @@ export const PLAYER_FILES: readonly string[] = [
   ...TRANSPORT_KINDS.flatMap((k) => transportEntry(k).browserModule ?? []),
   "player_webcodecs.js",
   "player_clock.js",
+  "player_display.js",
   "player_demux.js",
   "player_report.js",
   "tool_calls.js",
