@@ -72,7 +72,10 @@ export async function startServiceProcess(
       Deno.execPath(),
       "run",
       "-A",
+      // Profiling the service child: BENCH_V8_PROF=1 (a V8 tick log in the working directory, read with
+      // `node --prof-process`), or any V8 flags (BENCH_V8_FLAGS="--perf-basic-prof" for `perf`, "--trace-gc").
       ...(Deno.env.get("BENCH_V8_PROF") ? ["--v8-flags=--prof"] : []),
+      ...(Deno.env.get("BENCH_V8_FLAGS") ? [`--v8-flags=${Deno.env.get("BENCH_V8_FLAGS")}`] : []),
       script,
       ...args,
     ],

@@ -45,6 +45,7 @@ import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
 import type { AnimationMessage, MediaTransport, TransportFactory } from "./transports/transport.ts";
 import { ClientMessages } from "./client_messages.ts";
+import { SharedTimer, type WakeUp } from "./shared_timer.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import { registerPlayerMessages } from "./transports/player_messages.ts";
 import type { SessionMetrics } from "../metrics/session_metrics.ts";
@@ -105,6 +106,11 @@ export interface SessionMediaDeps {
   onStopped(): void;
   /** Optional probe for measurements: speech samples placed on the timeline. */
   observer?: MediaObserver;
+  /**
+   * The timer the session's clock wakes up on, shared by a plane's sessions (default: one of its own). Its
+   * clock must be `performance.now()`.
+   */
+  wakeUps?: SharedTimer;
   /**
    * Lip sync: text to phonemes (default: libespeak-ng in process; null: audio alone), the language, and
    * how much of a response's start is held back for the look-ahead (ms, 0–{@link LOOKAHEAD_MS}, default 0).
@@ -177,7 +183,9 @@ export class AvatarSessionMedia implements SessionMedia {
   /** What video-free clients were last told of the face (changes only are sent). */
   #told = { face: "", head: "" };
   #t0 = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The clock's next wake-up, on the plane's shared timer. */
+  #timer: WakeUp | undefined;
+  readonly #wakeUps: SharedTimer;
   #nextFrame = 0;
   #written = 0;
   #speechUntil = 0;
@@ -211,6 +219,7 @@ export class AvatarSessionMedia implements SessionMedia {
 
   private constructor(deps: SessionMediaDeps) {
     this.#d = deps;
+    this.#wakeUps = deps.wakeUps ?? new SharedTimer();
     const { fps } = deps.renderer.format;
     this.#frameMs = 1000 / fps;
     this.#frameTicks = VIDEO_TIMESCALE / fps;
@@ -498,8 +507,8 @@ export class AvatarSessionMedia implements SessionMedia {
     else due = this.#written - AUDIO_BLOCK; // keep a block of silence ahead
     const audioAt = this.#t0 + due * 1000 / AUDIO_RATE;
     const wake = Math.min(frameAt, audioAt);
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(this.#tick, Math.max(0, Math.ceil(wake - performance.now())));
+    this.#wakeUps.cancel(this.#timer);
+    this.#timer = this.#wakeUps.schedule(wake, this.#tick);
   }
 
   /**
@@ -818,7 +827,7 @@ export class AvatarSessionMedia implements SessionMedia {
   async stop(options: { graceful: boolean; timeoutMs: number }): Promise<string | null> {
     if (this.#stopped) return null;
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#wakeUps.cancel(this.#timer);
     this.#queue.clear();
     this.#toolCalls.close();
     const closing = this.#transport?.close(this.#failed) ?? Promise.resolve();

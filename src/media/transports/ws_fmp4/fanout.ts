@@ -30,10 +30,13 @@ export interface MediaClient {
 /** One media segment as published. */
 export interface Fragment {
   kind: "video" | "audio";
-  /** The fMP4 media segment. */
-  data: Uint8Array;
-  /** The same media in the lighter framing: one frame per access unit or Opus packet (none: fMP4 only). */
-  frames?: Uint8Array[];
+  /** The fMP4 media segment (may be a getter that builds it on first use). */
+  readonly data: Uint8Array;
+  /**
+   * The same media in the lighter framing: one frame per access unit or Opus packet (none: fMP4 only; may
+   * be a getter that builds them on first use).
+   */
+  readonly frames?: Uint8Array[];
   /** Video keyframe. */
   key: boolean;
   /** Presentation interval, ms on the session's media timeline. */
