@@ -108,8 +108,20 @@ export async function startServiceProcess(
       if (line.includes('"api_key"')) info = JSON.parse(line);
     }
   }
-  reader.releaseLock();
-  void child.stdout.cancel().catch(() => {});
+  if (Deno.env.get("BENCH_V8_FLAGS")) {
+    // With V8 flags that print (--trace-gc), the rest of the service's output goes to the bench's stderr.
+    const out = new TextEncoder();
+    void (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: "", done: true }));
+        if (done) break;
+        Deno.stderr.writeSync(out.encode(value));
+      }
+    })();
+  } else {
+    reader.releaseLock();
+    void child.stdout.cancel().catch(() => {});
+  }
   return { url: info.url, apiKey: info.api_key, pid: info.pid, child };
 }
 

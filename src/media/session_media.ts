@@ -170,8 +170,11 @@ export class AvatarSessionMedia implements SessionMedia {
   readonly #frameMs: number;
   readonly #frameTicks: number;
   readonly #samplesPerFrame: number;
-  /** The last ≈ 2 s of written audio (a whole number of blocks, so blocks never wrap). */
-  readonly #ring = new Int16Array(AUDIO_BLOCK * 94);
+  /**
+   * The last 0.5 s of written audio (a whole number of blocks, so blocks never wrap): a frame's audio is read
+   * when it is rendered, at most {@link MAX_CATCH_UP} frames after its time (120 ms).
+   */
+  readonly #ring = new Int16Array(AUDIO_BLOCK * 25);
   /** The video encoder: running only while a video client is connected (and once at start). */
   #video: EncoderProcess | null = null;
   /** The audio encoder, in process: every client's audio. */
@@ -526,32 +529,44 @@ export class AvatarSessionMedia implements SessionMedia {
     const gate = this.#clients() > 0;
     const paced = this.#transport?.kind === "webrtc_sfu";
     const silenceLead = AUDIO_BLOCK + (tick && paced ? this.#samplesPerFrame : 0);
-    const blocks: Int16Array[] = [];
     const placed = (id: string, from: number, outAt: number, n: number) =>
       this.#face.placed(id, from, this.#written + outAt, n);
-    for (let guard = 0; guard < 64; guard++) {
+    // Blocks are written in place in the ring (no allocation per block) and encoded from it after the
+    // timeline knows them; at most the ring's blocks less one per call, so none is overwritten first.
+    const ring = this.#ring;
+    const from = this.#written;
+    for (let guard = 0; guard < ring.length / AUDIO_BLOCK - 1; guard++) {
       const avail = gate && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
-      const block = new Int16Array(AUDIO_BLOCK);
+      const head = avail > 0 ? this.#queue.headResponse() : null;
+      const starts = head !== null && head !== this.#placedResponse;
+      let kind: "whole" | "first" | "late" | "silence";
+      if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
+        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
+        kind = "whole";
+      } else if (avail > 0 && starts) {
+        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
+        kind = "first";
+      } else if (avail > 0) {
+        if (this.#written > nowS) break;
+        kind = "late";
+      } else if (this.#written >= nowS + silenceLead) {
+        break;
+      } else kind = "silence";
+      const pos = this.#written % ring.length;
+      const block = ring.subarray(pos, pos + AUDIO_BLOCK);
+      block.fill(0);
       let speech = 0;
       /** Where in the block the speech starts. */
       let at = 0;
-      const head = avail > 0 ? this.#queue.headResponse() : null;
-      const starts = head !== null && head !== this.#placedResponse;
-      if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
-        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
-        speech = this.#queue.take(block, 0, AUDIO_BLOCK, placed);
-      } else if (avail > 0 && starts) {
+      if (kind === "whole") speech = this.#queue.take(block, 0, AUDIO_BLOCK, placed);
+      else if (kind === "first") {
         // A response's first audio, less than a block: it ends the block (silence before it), so it
         // plays without waiting for the rest of a block and the blocks after it stay whole.
-        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
         at = AUDIO_BLOCK - avail;
         speech = this.#queue.take(block, at, avail, placed);
-      } else if (avail > 0) {
-        if (this.#written > nowS) break;
+      } else if (kind === "late") {
         speech = this.#queue.take(block, 0, avail, placed);
         this.#stats.audioUnderruns++;
-      } else if (this.#written >= nowS + silenceLead) {
-        break;
       }
       if (speech > 0 && starts) {
         // The response's first sample is due (heard on the media clock) here.
@@ -563,14 +578,18 @@ export class AvatarSessionMedia implements SessionMedia {
         this.#speechTaken += speech;
         this.#speechUntil = this.#written + at + speech;
       }
-      this.#ring.set(block, this.#written % this.#ring.length);
-      blocks.push(block);
       this.#written += AUDIO_BLOCK;
       this.#stats.audioBlocks++;
     }
-    if (blocks.length) this.#face.timeline.written(this.#written);
+    if (this.#written > from) this.#face.timeline.written(this.#written);
     this.#showQueued();
-    for (const b of blocks) this.#opusEnc.encode(b, (packet, n) => this.#onAudioPacket(packet, n));
+    for (let p = from; p < this.#written; p += AUDIO_BLOCK) {
+      const pos = p % ring.length;
+      this.#opusEnc.encode(
+        ring.subarray(pos, pos + AUDIO_BLOCK),
+        (packet, n) => this.#onAudioPacket(packet, n),
+      );
+    }
   }
 
   /**
