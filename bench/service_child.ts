@@ -76,6 +76,8 @@ export async function startServiceProcess(
       // `node --prof-process`), or any V8 flags (BENCH_V8_FLAGS="--perf-basic-prof" for `perf`, "--trace-gc").
       ...(Deno.env.get("BENCH_V8_PROF") ? ["--v8-flags=--prof"] : []),
       ...(Deno.env.get("BENCH_V8_FLAGS") ? [`--v8-flags=${Deno.env.get("BENCH_V8_FLAGS")}`] : []),
+      // BENCH_INSPECT=127.0.0.1:9229: the inspector, for a heap or CPU profile taken from outside.
+      ...(Deno.env.get("BENCH_INSPECT") ? [`--inspect=${Deno.env.get("BENCH_INSPECT")}`] : []),
       script,
       ...args,
     ],

@@ -529,8 +529,6 @@ export class AvatarSessionMedia implements SessionMedia {
     const gate = this.#clients() > 0;
     const paced = this.#transport?.kind === "webrtc_sfu";
     const silenceLead = AUDIO_BLOCK + (tick && paced ? this.#samplesPerFrame : 0);
-    const placed = (id: string, from: number, outAt: number, n: number) =>
-      this.#face.placed(id, from, this.#written + outAt, n);
     // Blocks are written in place in the ring (no allocation per block) and encoded from it after the
     // timeline knows them; at most the ring's blocks less one per call, so none is overwritten first.
     const ring = this.#ring;
@@ -558,14 +556,14 @@ export class AvatarSessionMedia implements SessionMedia {
       let speech = 0;
       /** Where in the block the speech starts. */
       let at = 0;
-      if (kind === "whole") speech = this.#queue.take(block, 0, AUDIO_BLOCK, placed);
+      if (kind === "whole") speech = this.#queue.take(block, 0, AUDIO_BLOCK, this.#placed);
       else if (kind === "first") {
         // A response's first audio, less than a block: it ends the block (silence before it), so it
         // plays without waiting for the rest of a block and the blocks after it stay whole.
         at = AUDIO_BLOCK - avail;
-        speech = this.#queue.take(block, at, avail, placed);
+        speech = this.#queue.take(block, at, avail, this.#placed);
       } else if (kind === "late") {
-        speech = this.#queue.take(block, 0, avail, placed);
+        speech = this.#queue.take(block, 0, avail, this.#placed);
         this.#stats.audioUnderruns++;
       }
       if (speech > 0 && starts) {
@@ -585,10 +583,7 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#showQueued();
     for (let p = from; p < this.#written; p += AUDIO_BLOCK) {
       const pos = p % ring.length;
-      this.#opusEnc.encode(
-        ring.subarray(pos, pos + AUDIO_BLOCK),
-        (packet, n) => this.#onAudioPacket(packet, n),
-      );
+      this.#opusEnc.encode(ring.subarray(pos, pos + AUDIO_BLOCK), this.#onAudioPacket);
     }
   }
 
@@ -736,12 +731,16 @@ export class AvatarSessionMedia implements SessionMedia {
     if (this.#stats.framesEncoded === 1) this.#firstFrame.resolve();
   }
 
-  #onAudioPacket(data: Uint8Array, samples: number): void {
+  /** Speech taken from the queue into the block being written (at `outAt` in it). */
+  #placed = (id: string, from: number, outAt: number, n: number): void =>
+    this.#face.placed(id, from, this.#written + outAt, n);
+
+  #onAudioPacket = (data: Uint8Array, samples: number): void => {
     const pts = this.#audioPts;
     this.#audioPts += samples;
     // Packets encoded before the stream's configuration is complete are not delivered.
     if (this.#initDone && !this.#stopped) this.#transport!.audio({ pts, samples, data });
-  }
+  };
 
   #clients(): number {
     return this.#transport?.clients ?? 0;

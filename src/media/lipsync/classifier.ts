@@ -355,7 +355,10 @@ export class StreamingClassifier {
       let quiet = true;
       for (let j = 0; j < m.offsets.length; j++) {
         const f = Math.min(last, Math.max(0, k + m.offsets[j], last - this.#span + 1));
-        ctx.set(this.#ring.subarray((f % this.#span) * m.proj, (f % this.#span + 1) * m.proj), j * m.proj);
+        // Copied value by value: a view per context frame (twelve a frame, a hundred frames a second per
+        // talking session) is garbage the young generation has to sweep.
+        const src = (f % this.#span) * m.proj, dst = j * m.proj;
+        for (let o = 0; o < m.proj; o++) ctx[dst + o] = this.#ring[src + o];
         if (!this.#quiet[f % this.#span]) quiet = false;
       }
       if (quiet) {
