@@ -279,7 +279,13 @@ export class MelAnalyser {
   /** Frames produced so far. */
   frames = 0;
 
-  /** Adds 16 kHz samples; calls `onFrame` for every frame completed. */
+  /** The frame handed to `onFrame`, reused: valid during the call only (copy what must be kept). */
+  readonly #frame: MelFrame = { bands: new Float32Array(MEL_BANDS), energy: 0 };
+
+  /**
+   * Adds 16 kHz samples; calls `onFrame` for every frame completed (the frame object and its bands are
+   * reused for the next frame: valid during the call only).
+   */
   push(samples: Float32Array, onFrame: (frame: MelFrame) => void): void {
     if (this.#len + samples.length > this.#buf.length) {
       const grown = new Float32Array(Math.max(this.#buf.length * 2, this.#len + samples.length));
@@ -334,13 +340,14 @@ export class MelAnalyser {
       const xi = ei + cos[k] * oi + sin[k] * or;
       power[k] = (xr * xr + xi * xi) / FFT_SIZE;
     }
-    const bands = new Float32Array(MEL_BANDS);
+    const bands = this.#frame.bands;
     for (let b = 0; b < MEL_BANDS; b++) {
       const f = this.#filters[b];
       let s = 0;
       for (let k = 0; k < f.weights.length; k++) s += f.weights[k] * power[f.first + k];
       bands[b] = Math.log(s + 1e-2);
     }
-    return { bands, energy: Math.log(energy / WINDOW + 1e-2) };
+    this.#frame.energy = Math.log(energy / WINDOW + 1e-2);
+    return this.#frame;
   }
 }
