@@ -32,6 +32,21 @@ if (import.meta.main) {
     createdBy: "bench",
   });
   console.log(JSON.stringify({ url: service.url, api_key: plaintext, pid: Deno.pid }));
+  if (Deno.env.get("BENCH_LOOP_WATCH")) {
+    // Diagnosis: this process's event-loop stalls over 30 ms, on stderr (a 10 ms interval: ≈ 0.1 % of a core).
+    let last = performance.now();
+    setInterval(() => {
+      const now = performance.now();
+      if (now - last > 40) {
+        console.error(
+          `service loop stalled ${Math.round(now - last - 10)} ms at ${
+            Math.round(performance.timeOrigin + now)
+          }`,
+        );
+      }
+      last = now;
+    }, 10);
+  }
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

@@ -72,7 +72,12 @@ export async function startServiceProcess(
       Deno.execPath(),
       "run",
       "-A",
+      // Profiling the service child: BENCH_V8_PROF=1 (a V8 tick log in the working directory, read with
+      // `node --prof-process`), or any V8 flags (BENCH_V8_FLAGS="--perf-basic-prof" for `perf`, "--trace-gc").
       ...(Deno.env.get("BENCH_V8_PROF") ? ["--v8-flags=--prof"] : []),
+      ...(Deno.env.get("BENCH_V8_FLAGS") ? [`--v8-flags=${Deno.env.get("BENCH_V8_FLAGS")}`] : []),
+      // BENCH_INSPECT=127.0.0.1:9229: the inspector, for a heap or CPU profile taken from outside.
+      ...(Deno.env.get("BENCH_INSPECT") ? [`--inspect=${Deno.env.get("BENCH_INSPECT")}`] : []),
       script,
       ...args,
     ],
@@ -105,8 +110,20 @@ export async function startServiceProcess(
       if (line.includes('"api_key"')) info = JSON.parse(line);
     }
   }
-  reader.releaseLock();
-  void child.stdout.cancel().catch(() => {});
+  if (Deno.env.get("BENCH_V8_FLAGS")) {
+    // With V8 flags that print (--trace-gc), the rest of the service's output goes to the bench's stderr.
+    const out = new TextEncoder();
+    void (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: "", done: true }));
+        if (done) break;
+        Deno.stderr.writeSync(out.encode(value));
+      }
+    })();
+  } else {
+    reader.releaseLock();
+    void child.stdout.cancel().catch(() => {});
+  }
   return { url: info.url, apiKey: info.api_key, pid: info.pid, child };
 }
 

@@ -33,6 +33,28 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const r1 = (n: number) => Math.round(n * 10) / 10;
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
+/**
+ * Stalls of this process's event loop (the clients' side): a 5 ms interval whose ticks come more than
+ * 20 ms apart. A message that arrived late while the clients' own loop was stalled was perhaps on time at
+ * the socket: the run reports those apart (they still count as late).
+ */
+class LoopWatch {
+  readonly stalls: [number, number][] = [];
+  #last = wallNow();
+  readonly #timer = setInterval(() => {
+    const now = wallNow();
+    if (now - this.#last > 20) this.stalls.push([this.#last, now]);
+    this.#last = now;
+  }, 5);
+  /** Whether the loop was stalled over [from, to] (a stall starting before `from` and ending after `to`). */
+  stalled(from: number, to: number): boolean {
+    return this.stalls.some(([s, e]) => s <= from && e >= to);
+  }
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
+
 /** A video-free client that records what it receives and when. */
 class FreeClient {
   readonly ws: WebSocket;
@@ -89,25 +111,39 @@ class FreeClient {
   }
 
   /** Underruns, late animation messages, lateness samples and bytes within [from, to). */
-  window(from: number, to: number) {
-    let underruns = 0, late = 0, messages = 0;
+  window(from: number, to: number, watch?: LoopWatch) {
+    let underruns = 0, late = 0, messages = 0, clientStalled = 0;
     const lateness: number[] = [];
     const off = this.offset ?? NaN;
     const audio = this.audio.filter((a) => a.pts + off >= from && a.pts + off < to);
     for (let i = 0; i < audio.length; i++) {
       const lag = audio[i].at - (audio[i].pts + off);
       lateness.push(lag);
-      if (lag > BUDGET_MS) underruns++;
+      if (lag > BUDGET_MS) {
+        underruns++;
+        if (watch?.stalled(audio[i].pts + off + BUDGET_MS, audio[i].at - 5)) clientStalled++;
+      }
       if (i > 0 && Math.abs(audio[i].pts - (audio[i - 1].pts + audio[i - 1].dur)) > 0.5) underruns++;
     }
     for (const m of this.anim) {
       const due = m.t + off;
       if (due < from || due >= to) continue;
       messages++;
-      if (m.at - due > BUDGET_MS) late++;
+      if (m.at - due > BUDGET_MS) {
+        late++;
+        if (watch?.stalled(due + BUDGET_MS, m.at - 5)) clientStalled++;
+      }
     }
     const bytes = this.bytes.filter(([at]) => at >= from && at < to).reduce((n, [, b]) => n + b, 0);
-    return { underruns, late, messages, lateness, bytes, audioMs: audio.reduce((n, a) => n + a.dur, 0) };
+    return {
+      underruns,
+      late,
+      messages,
+      clientStalled,
+      lateness,
+      bytes,
+      audioMs: audio.reduce((n, a) => n + a.dur, 0),
+    };
   }
 
   async close(): Promise<void> {
@@ -122,6 +158,11 @@ export interface VideoFreeStep {
   audio_underruns: number;
   audio_received_share: number;
   late_animation_messages: number;
+  /** Underruns and late messages that arrived while the clients' own event loop was stalled. */
+  late_while_clients_stalled: number;
+  /** The clients' process: its event loop's stalls over 20 ms during the window, and the longest (ms). */
+  client_loop_stalls: number;
+  client_loop_stall_max_ms: number;
   animation_messages: number;
   audio_lateness_p99_ms: number;
   downstream_kbit_s_per_session: number;
@@ -192,6 +233,7 @@ export async function benchVideoFree(options: {
         )
       );
       await sleep(3000); // warm-up
+      const watch = new LoopWatch();
       const from = wallNow();
       const u0 = treeUsage(svc.pid);
       const k0 = coreTicks(options.core);
@@ -199,13 +241,16 @@ export async function benchVideoFree(options: {
       const u1 = treeUsage(svc.pid);
       const k1 = coreTicks(options.core);
       const to = wallNow();
+      watch.stop();
+      const stalls = watch.stalls.filter(([a]) => a >= from && a < to);
       const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
       // Messages due near the window's end may still be on their way: read a little later.
       await sleep(300);
-      let underruns = 0, late = 0, messages = 0, bytes = 0, audioMs = 0;
+      let underruns = 0, late = 0, messages = 0, bytes = 0, audioMs = 0, clientStalled = 0;
       const lateness: number[] = [];
       for (const c of clients) {
-        const w = c.window(from, to - BUDGET_MS - 200);
+        const w = c.window(from, to - BUDGET_MS - 200, watch);
+        clientStalled += w.clientStalled;
         underruns += w.underruns;
         late += w.late;
         messages += w.messages;
@@ -220,6 +265,9 @@ export async function benchVideoFree(options: {
         audio_underruns: underruns,
         audio_received_share: r2(audioMs / (n * span * 1000)),
         late_animation_messages: late,
+        late_while_clients_stalled: clientStalled,
+        client_loop_stalls: stalls.length,
+        client_loop_stall_max_ms: r1(Math.max(0, ...stalls.map(([a, b]) => b - a))),
         animation_messages: messages,
         audio_lateness_p99_ms: r1(pct(lateness, 99)),
         downstream_kbit_s_per_session: r1(bytes * 8 / 1000 / span / n),
@@ -234,7 +282,10 @@ export async function benchVideoFree(options: {
       steps.push(row);
       console.log(
         `bench (video-free): ${n} sessions: ${underruns} underruns, ${late}/${messages} late animation ` +
-          `messages, cpu ${r1(cpu * 100)}% of a core (${row.cpu_per_session_pct}%/session), rss ` +
+          `messages (${clientStalled} while the clients' loop stalled: ${stalls.length} stalls, longest ` +
+          `${row.client_loop_stall_max_ms} ms), cpu ${
+            r1(cpu * 100)
+          }% of a core (${row.cpu_per_session_pct}%/session), rss ` +
           `${row.rss_mb} MB (${row.rss_per_session_mb} MB/session), ${row.downstream_kbit_s_per_session} ` +
           `kbit/s/session, audio lateness p99 ${row.audio_lateness_p99_ms} ms, load ${load}`,
       );

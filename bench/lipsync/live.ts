@@ -37,7 +37,7 @@ export interface LiveResult {
   framesLate: number;
   /** Frames (10 ms) decided at their deadline, with less than the full look-ahead (an engine ahead: 0). */
   deadlineFrames: number;
-  /** CPU of the process during the viseme engine's calls, per second of speech (measured session). */
+  /** Time in the viseme engine's (synchronous) calls per second of speech, % (measured session). */
   engineCpuPercent: number;
   /** The same for the first session of the process (code not yet compiled). */
   coldEngineCpuPercent?: number;

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { SharedTimer } from "./shared_timer.ts";
 import { systemClock } from "../clock.ts";
 import type { MediaConfig } from "../config.ts";
 import { ApiError } from "../errors.ts";
@@ -77,6 +78,8 @@ export class MediaPlane implements MediaPlaneInfo {
   readonly #live = new Map<string, Live>();
   /** The video stream configuration per encoder settings (sessions without a video client start no encoder). */
   readonly #videoConfigs = new Map<string, Uint8Array>();
+  /** The one timer the clocks of this plane's sessions wake up on (`shared_timer.ts`). */
+  readonly #wakeUps = new SharedTimer();
   #active = 0;
   #publicUrl: string;
   /** The media servers of the transports that need one and have it configured. */
@@ -231,6 +234,7 @@ export class MediaPlane implements MediaPlaneInfo {
       onStopped: release,
       observer: this.options.observer,
       metrics: s.metrics,
+      wakeUps: this.#wakeUps,
     });
     this.#live.set(s.sessionId, { projectId: s.projectId, media });
     return media;

@@ -46,6 +46,7 @@ import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
 import type { AnimationMessage, MediaTransport, TransportFactory } from "./transports/transport.ts";
 import { ClientMessages } from "./client_messages.ts";
+import { SharedTimer, type WakeUp } from "./shared_timer.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import { registerPlayerMessages } from "./transports/player_messages.ts";
 import type { SessionMetrics } from "../metrics/session_metrics.ts";
@@ -116,6 +117,11 @@ export interface SessionMediaDeps {
   /** Optional probe for measurements: speech samples placed on the timeline. */
   observer?: MediaObserver;
   /**
+   * The timer the session's clock wakes up on, shared by a plane's sessions (default: one of its own). Its
+   * clock must be `performance.now()`.
+   */
+  wakeUps?: SharedTimer;
+  /**
    * Lip sync: text to phonemes (default: libespeak-ng in process; null: audio alone), the language, and
    * how much of a response's start is held back for the look-ahead (ms, 0–{@link LOOKAHEAD_MS}, default 0).
    */
@@ -174,8 +180,12 @@ export class AvatarSessionMedia implements SessionMedia {
   readonly #frameMs: number;
   readonly #frameTicks: number;
   readonly #samplesPerFrame: number;
-  /** The last ≈ 2 s of written audio (timeline sample `s` at `s % length`). */
-  readonly #ring = new Int16Array(AUDIO_BLOCK * 94);
+  /**
+   * The last 0.5 s of written audio: timeline sample `s` at `(s − AUDIO_GRID_OFFSET) % length`, so every block
+   * lies whole in it (it is written in place); a frame's audio is read when it is rendered, at most
+   * {@link MAX_CATCH_UP} frames after its time (120 ms).
+   */
+  readonly #ring = new Int16Array(AUDIO_BLOCK * 25);
   /** The video encoder: running only while a video client is connected (and once at start). */
   #video: EncoderProcess | null = null;
   /** The audio encoder, in process: every client's audio. */
@@ -187,7 +197,9 @@ export class AvatarSessionMedia implements SessionMedia {
   /** What video-free clients were last told of the face (changes only are sent). */
   #told = { face: "", head: "" };
   #t0 = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The clock's next wake-up, on the plane's shared timer. */
+  #timer: WakeUp | undefined;
+  readonly #wakeUps: SharedTimer;
   #nextFrame = 0;
   #written = AUDIO_GRID_OFFSET;
   #speechUntil = 0;
@@ -221,6 +233,7 @@ export class AvatarSessionMedia implements SessionMedia {
 
   private constructor(deps: SessionMediaDeps) {
     this.#d = deps;
+    this.#wakeUps = deps.wakeUps ?? new SharedTimer();
     const { fps } = deps.renderer.format;
     this.#frameMs = 1000 / fps;
     this.#frameTicks = VIDEO_TIMESCALE / fps;
@@ -508,8 +521,8 @@ export class AvatarSessionMedia implements SessionMedia {
     else due = this.#written - AUDIO_BLOCK; // keep a block of silence ahead
     const audioAt = this.#t0 + due * 1000 / AUDIO_RATE;
     const wake = Math.min(frameAt, audioAt);
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(this.#tick, Math.max(0, Math.ceil(wake - performance.now())));
+    this.#wakeUps.cancel(this.#timer);
+    this.#timer = this.#wakeUps.schedule(wake, this.#tick);
   }
 
   /**
@@ -527,32 +540,42 @@ export class AvatarSessionMedia implements SessionMedia {
     const gate = this.#clients() > 0;
     const paced = this.#transport?.kind === "webrtc_sfu";
     const silenceLead = AUDIO_BLOCK + (tick && paced ? this.#samplesPerFrame : 0);
-    const blocks: Int16Array[] = [];
-    const placed = (id: string, from: number, outAt: number, n: number) =>
-      this.#face.placed(id, from, this.#written + outAt, n);
-    for (let guard = 0; guard < 64; guard++) {
+    // Blocks are written in place in the ring (no allocation per block) and encoded from it after the
+    // timeline knows them; at most the ring's blocks less one per call, so none is overwritten first.
+    const ring = this.#ring;
+    const from = this.#written;
+    for (let guard = 0; guard < ring.length / AUDIO_BLOCK - 1; guard++) {
       const avail = gate && !this.#queue.headHeld(this.#hold) ? this.#queue.length : 0;
-      const block = new Int16Array(AUDIO_BLOCK);
+      const head = avail > 0 ? this.#queue.headResponse() : null;
+      const starts = head !== null && head !== this.#placedResponse;
+      let kind: "whole" | "first" | "late" | "silence";
+      if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
+        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
+        kind = "whole";
+      } else if (avail > 0 && starts) {
+        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
+        kind = "first";
+      } else if (avail > 0) {
+        if (this.#written > nowS) break;
+        kind = "late";
+      } else if (this.#written >= nowS + silenceLead) {
+        break;
+      } else kind = "silence";
+      const pos = this.#ringIndex(this.#written);
+      const block = ring.subarray(pos, pos + AUDIO_BLOCK);
+      block.fill(0);
       let speech = 0;
       /** Where in the block the speech starts. */
       let at = 0;
-      const head = avail > 0 ? this.#queue.headResponse() : null;
-      const starts = head !== null && head !== this.#placedResponse;
-      if (avail >= AUDIO_BLOCK || (avail > 0 && this.#queue.settled)) {
-        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
-        speech = this.#queue.take(block, 0, AUDIO_BLOCK, placed);
-      } else if (avail > 0 && starts) {
+      if (kind === "whole") speech = this.#queue.take(block, 0, AUDIO_BLOCK, this.#placed);
+      else if (kind === "first") {
         // A response's first audio, less than a block: it ends the block (silence before it), so it
         // plays without waiting for the rest of a block and the blocks after it stay whole.
-        if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
         at = AUDIO_BLOCK - avail;
-        speech = this.#queue.take(block, at, avail, placed);
-      } else if (avail > 0) {
-        if (this.#written > nowS) break;
-        speech = this.#queue.take(block, 0, avail, placed);
+        speech = this.#queue.take(block, at, avail, this.#placed);
+      } else if (kind === "late") {
+        speech = this.#queue.take(block, 0, avail, this.#placed);
         this.#stats.audioUnderruns++;
-      } else if (this.#written >= nowS + silenceLead) {
-        break;
       }
       if (speech > 0 && starts) {
         // The response's first sample is due (heard on the media clock) here.
@@ -564,17 +587,15 @@ export class AvatarSessionMedia implements SessionMedia {
         this.#speechTaken += speech;
         this.#speechUntil = this.#written + at + speech;
       }
-      const r = this.#written % this.#ring.length;
-      const fits = Math.min(AUDIO_BLOCK, this.#ring.length - r);
-      this.#ring.set(block.subarray(0, fits), r);
-      if (fits < AUDIO_BLOCK) this.#ring.set(block.subarray(fits), 0);
-      blocks.push(block);
       this.#written += AUDIO_BLOCK;
       this.#stats.audioBlocks++;
     }
-    if (blocks.length) this.#face.timeline.written(this.#written);
+    if (this.#written > from) this.#face.timeline.written(this.#written);
     this.#showQueued();
-    for (const b of blocks) this.#opusEnc.encode(b, (packet, n) => this.#onAudioPacket(packet, n));
+    for (let p = from; p < this.#written; p += AUDIO_BLOCK) {
+      const pos = this.#ringIndex(p);
+      this.#opusEnc.encode(ring.subarray(pos, pos + AUDIO_BLOCK), this.#onAudioPacket);
+    }
   }
 
   /**
@@ -696,7 +717,7 @@ export class AvatarSessionMedia implements SessionMedia {
     const ringLen = this.#ring.length;
     let p = Math.max(start, this.#written - ringLen);
     while (p < start + n && p < this.#written) {
-      const at = p % ringLen;
+      const at = this.#ringIndex(p);
       const k = Math.min(start + n, this.#written, p + (ringLen - at)) - p;
       out.set(this.#ring.subarray(at, at + k), p - start);
       p += k;
@@ -706,6 +727,12 @@ export class AvatarSessionMedia implements SessionMedia {
       this.#queue.peek(out, from - start, from - this.#written, start + n - from);
     }
     return out;
+  }
+
+  /** Where timeline sample `s` is in the ring (blocks, which start on the audio grid, never wrap). */
+  #ringIndex(s: number): number {
+    const len = this.#ring.length;
+    return ((s - AUDIO_GRID_OFFSET) % len + len) % len;
   }
 
   // ---- encoder output ----
@@ -721,12 +748,16 @@ export class AvatarSessionMedia implements SessionMedia {
     if (this.#stats.framesEncoded === 1) this.#firstFrame.resolve();
   }
 
-  #onAudioPacket(data: Uint8Array, samples: number): void {
+  /** Speech taken from the queue into the block being written (at `outAt` in it). */
+  #placed = (id: string, from: number, outAt: number, n: number): void =>
+    this.#face.placed(id, from, this.#written + outAt, n);
+
+  #onAudioPacket = (data: Uint8Array, samples: number): void => {
     const pts = this.#audioPts;
     this.#audioPts += samples;
     // Packets encoded before the stream's configuration is complete are not delivered.
     if (this.#initDone && !this.#stopped) this.#transport!.audio({ pts, samples, data });
-  }
+  };
 
   #clients(): number {
     return this.#transport?.clients ?? 0;
@@ -831,7 +862,7 @@ export class AvatarSessionMedia implements SessionMedia {
   async stop(options: { graceful: boolean; timeoutMs: number }): Promise<string | null> {
     if (this.#stopped) return null;
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#wakeUps.cancel(this.#timer);
     this.#queue.clear();
     this.#toolCalls.close();
     const closing = this.#transport?.close(this.#failed) ?? Promise.resolve();

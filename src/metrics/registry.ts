@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { writeFlushedSessionMetrics } from "../kv/session_metrics.ts";
+import { FLUSH_BATCH, writeFlushedSessionMetrics } from "../kv/session_metrics.ts";
 import type { Logger } from "../log.ts";
 import type { SessionMetricsSnapshot } from "../vocabulary/schemas.ts";
 import { SessionMetrics } from "./session_metrics.ts";
@@ -82,15 +82,20 @@ export class MetricsRegistry {
   flush(): Promise<void> {
     this.#flushing ??= (async () => {
       try {
-        for (const [sessionId, e] of [...this.#entries]) {
-          const version = e.metrics.version;
-          if (version === e.flushed) continue;
+        const changed = [...this.#entries.values()]
+          .filter((e) => e.metrics.version !== e.flushed)
+          .map((e) => ({ e, version: e.metrics.version, snapshot: e.metrics.snapshot() }));
+        for (let i = 0; i < changed.length; i += FLUSH_BATCH) {
+          const batch = changed.slice(i, i + FLUSH_BATCH);
           try {
-            await writeFlushedSessionMetrics(this.deps.kv, e.metrics.projectId, e.metrics.snapshot());
-            e.flushed = version;
+            await writeFlushedSessionMetrics(
+              this.deps.kv,
+              batch.map(({ e, snapshot }) => ({ projectId: e.metrics.projectId, snapshot })),
+            );
+            for (const { e, version } of batch) e.flushed = version;
           } catch (err) {
             this.deps.logger.debug("session figures not flushed (storage unavailable)", {
-              session_id: sessionId,
+              sessions: batch.length,
               error: String(err).slice(0, 120),
             });
             return;

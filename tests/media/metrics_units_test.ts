@@ -10,7 +10,7 @@ import { parsePlayerReport, SessionMetrics } from "../../src/metrics/session_met
 import { ClientMessages } from "../../src/media/client_messages.ts";
 import { registerPlayerMessages } from "../../src/media/transports/player_messages.ts";
 import { sessionMetricsKey } from "../../src/kv/keys.ts";
-import { readSessionMetrics } from "../../src/kv/session_metrics.ts";
+import { FLUSH_BATCH, readSessionMetrics } from "../../src/kv/session_metrics.ts";
 import { emptySessionMetrics } from "../../src/vocabulary/session_metrics.ts";
 import { SessionMetrics as SessionMetricsSchema } from "../../src/vocabulary/schemas.ts";
 import { silentLogger } from "../../src/log.ts";
@@ -144,6 +144,52 @@ Deno.test("metrics read path: the record's final figures, else this process's, e
       "the record's final figures win",
     );
     assert.deepEqual([...registry.live()], []);
+  } finally {
+    await registry.stop();
+    kv.close();
+  }
+});
+
+Deno.test("metrics flush: the changed figures of many sessions, a few sessions per commit, only what changed", async () => {
+  const kv = await Deno.openKv(":memory:");
+  let commits = 0;
+  // Counts the atomic commits the flush makes (everything else is the real KV).
+  const counting = new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "atomic") {
+        return () => {
+          const op = target.atomic();
+          const commit = op.commit.bind(op);
+          op.commit = () => {
+            commits++;
+            return commit();
+          };
+          return op;
+        };
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  const registry = new MetricsRegistry({ kv: counting, logger: silentLogger, flushMs: 60_000 });
+  try {
+    const n = 25;
+    const live = Array.from({ length: n }, (_, i) => registry.open(`session:s${i}`, `proj_${i % 3}`));
+    live.forEach((m, i) => m.engineConnected(100 + i));
+    await registry.flush();
+    assert.equal(commits, Math.ceil(n / FLUSH_BATCH));
+    for (let i = 0; i < n; i++) {
+      const stored = (await kv.get<{ engine_connect_ms: number }>(
+        sessionMetricsKey(`proj_${i % 3}`, `session:s${i}`),
+      )).value;
+      assert.equal(stored?.engine_connect_ms, 100 + i, `session ${i} flushed under its own project`);
+    }
+    live[7].engineConnected(7);
+    await registry.flush();
+    assert.equal(commits, Math.ceil(n / FLUSH_BATCH) + 1, "only the session that changed is written again");
+    await registry.flush();
+    assert.equal(commits, Math.ceil(n / FLUSH_BATCH) + 1, "nothing changed: nothing written");
+    for (let i = 0; i < n; i++) registry.close(`session:s${i}`);
   } finally {
     await registry.stop();
     kv.close();

@@ -15,7 +15,7 @@ import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
 import { phonemeVisemes, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
 import { MediaPlane } from "../../src/media/media_plane.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
-import { Fanout } from "../../src/media/transports/ws_fmp4/fanout.ts";
+import { AUDIO_ONLY_CACHE, Fanout } from "../../src/media/transports/ws_fmp4/fanout.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
@@ -203,9 +203,12 @@ Deno.test("video-free: the keyframe of an encoder started by a joining video cli
         Math.abs(video[0].ptsMs - joinedAt) <= 250,
         `round ${round}: keyframe at ${video[0].ptsMs} ms, joined at ${joinedAt} ms`,
       );
+      // The frames follow on from the keyframe: a loaded machine may drop a frame or two (the clock catches
+      // up at most two frames late), never the seconds a stale keyframe left.
       for (let i = 1; i < video.length; i++) {
+        const gap = video[i].ptsMs - video[i - 1].ptsMs;
         assert.ok(
-          Math.abs(video[i].ptsMs - video[i - 1].ptsMs - video[i - 1].durMs) < 1,
+          gap > 0 && gap <= 3 * video[i - 1].durMs + 1,
           `round ${round}: frame ${i} at ${video[i].ptsMs} ms after ${video[i - 1].ptsMs} ms`,
         );
       }
@@ -439,6 +442,6 @@ Deno.test("video-free: without video the fan-out keeps only the last moments of 
   const client = { send: (d: Uint8Array | string) => sent.push(d), bufferedAmount: 0, close: () => {} };
   assert.ok(fanout.add(client));
   // hello, init segment, then the audio kept: a few hundred milliseconds, not a minute.
-  assert.ok(sent.length - 2 <= 17, `${sent.length - 2} fragments kept`);
+  assert.ok(sent.length - 2 <= AUDIO_ONLY_CACHE, `${sent.length - 2} fragments kept`);
   assert.ok(sent.length - 2 >= 1);
 });

@@ -60,7 +60,12 @@ async function setup(behavior: FakeEngineBehavior = "ok", chunks = 3): Promise<S
     },
     async events(sid) {
       const out = [];
+      // Delivery is at least once: a delivery the fake clock's jump overtook (its lease expired before its
+      // answer was recorded) is delivered again with the same webhook-id. A receiver dedupes by that id.
+      const seen = new Set<string>();
       for (const r of receiver.accepted()) {
+        if (seen.has(r.id)) continue;
+        seen.add(r.id);
         await verifyWebhook({ secret, headers: r.headers, body: r.body, now: h.clock.now() });
         const parsed = LifecycleEvent.parse(JSON.parse(r.body));
         if (parsed.data.session_id === sid) out.push(parsed);

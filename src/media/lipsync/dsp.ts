@@ -24,6 +24,37 @@ function gcd(a: number, b: number): number {
 }
 
 /**
+ * Resampling filter tables by `from/to` rates (see {@link StreamResampler}): the filter depends on the two
+ * rates only, so there is one table per pair and process (each response of each session has a resampler of
+ * its own, and a table of 2048 phases is 100 KB).
+ */
+const FILTER_TABLES = new Map<string, Float32Array>();
+
+/** The windowed-sinc filter of every phase (`q + 1` rows of `2 × half` taps, each row summing to 1). */
+function filterTable(key: string, q: number, half: number, cutoff: number): Float32Array {
+  const cached = FILTER_TABLES.get(key);
+  if (cached) return cached;
+  const taps = 2 * half;
+  const rows = q + 1;
+  const table = new Float32Array(rows * taps);
+  for (let ph = 0; ph < rows; ph++) {
+    const frac = ph / q;
+    let sum = 0;
+    for (let k = 0; k < taps; k++) {
+      const x = k - half + 1 - frac; // distance from the output instant
+      const w = 0.5 + 0.5 * Math.cos(Math.PI * x / half);
+      const sinc = x === 0 ? 2 * cutoff : Math.sin(2 * Math.PI * cutoff * x) / (Math.PI * x);
+      const v = Math.abs(x) >= half ? 0 : sinc * w;
+      table[ph * taps + k] = v;
+      sum += v;
+    }
+    for (let k = 0; k < taps; k++) table[ph * taps + k] /= sum || 1;
+  }
+  FILTER_TABLES.set(key, table);
+  return table;
+}
+
+/**
  * A streaming resampler to a fixed rate: a windowed-sinc low-pass (cut-off at 0.45 × the lower rate)
  * evaluated at each output instant. When the rates' ratio reduces to at most 2048 output phases (every
  * common rate: 8, 11.025, 16, 22.05, 24, 32, 44.1, 48 kHz → 16 kHz) each phase has its own exact filter;
@@ -39,7 +70,8 @@ export class StreamResampler {
   readonly #p: number;
   readonly #exact: boolean;
   readonly #table: Float32Array;
-  #buf = new Float32Array(4096);
+  /** Input kept between calls (grows when a call brings more: a 20 ms chunk needs a few hundred samples). */
+  #buf = new Float32Array(1024);
   #bufLen = 0;
   /** Position of the next output sample: input index `#ipos` (relative to #buf[0]) plus `#iphase / q`. */
   #ipos: number;
@@ -58,22 +90,8 @@ export class StreamResampler {
     const down = Math.min(1, toRate / fromRate);
     const cutoff = 0.45 * down; // cycles per input sample
     this.#half = Math.ceil(6 / down);
-    const taps = this.#taps = 2 * this.#half;
-    const rows = this.#q + 1;
-    this.#table = new Float32Array(rows * taps);
-    for (let ph = 0; ph < rows; ph++) {
-      const frac = ph / this.#q;
-      let sum = 0;
-      for (let k = 0; k < taps; k++) {
-        const x = k - this.#half + 1 - frac; // distance from the output instant
-        const w = 0.5 + 0.5 * Math.cos(Math.PI * x / this.#half);
-        const sinc = x === 0 ? 2 * cutoff : Math.sin(2 * Math.PI * cutoff * x) / (Math.PI * x);
-        const v = Math.abs(x) >= this.#half ? 0 : sinc * w;
-        this.#table[ph * taps + k] = v;
-        sum += v;
-      }
-      for (let k = 0; k < taps; k++) this.#table[ph * taps + k] /= sum || 1;
-    }
+    this.#taps = 2 * this.#half;
+    this.#table = filterTable(`${fromRate}/${toRate}`, this.#q, this.#half, cutoff);
     // Start with half a filter of zeros so the first output sample is centred on input sample 0.
     this.#bufLen = this.#half - 1;
     this.#ipos = this.#half - 1;
@@ -223,38 +241,51 @@ export interface MelFrame {
   energy: number;
 }
 
+/** The analysis' tables (and its scratch arrays), built once per process. */
+const MEL = {
+  fft: new Fft(FFT_SIZE / 2),
+  twCos: Float32Array.from({ length: FFT_SIZE / 2 + 1 }, (_, k) => Math.cos(-2 * Math.PI * k / FFT_SIZE)),
+  twSin: Float32Array.from({ length: FFT_SIZE / 2 + 1 }, (_, k) => Math.sin(-2 * Math.PI * k / FFT_SIZE)),
+  filters: melFilters(),
+  window: Float32Array.from(
+    { length: WINDOW },
+    (_, i) => 0.5 - 0.5 * Math.cos(2 * Math.PI * (i + 0.5) / WINDOW),
+  ),
+  re: new Float32Array(FFT_SIZE / 2),
+  im: new Float32Array(FFT_SIZE / 2),
+  power: new Float32Array(FFT_SIZE / 2 + 1),
+};
+
 /**
  * 16 kHz samples → a log-mel frame every {@link HOP} samples. Frame `k` is centred on sample
  * `k × HOP + HOP / 2`, so frame `k` describes the 10 ms from `10k` ms; it is complete once the samples up
  * to `k × HOP + HOP/2 + WINDOW/2` have arrived (17.5 ms after the frame's start time).
  */
 export class MelAnalyser {
-  readonly #fft = new Fft(FFT_SIZE / 2);
-  readonly #twCos = Float32Array.from(
-    { length: FFT_SIZE / 2 + 1 },
-    (_, k) => Math.cos(-2 * Math.PI * k / FFT_SIZE),
-  );
-  readonly #twSin = Float32Array.from(
-    { length: FFT_SIZE / 2 + 1 },
-    (_, k) => Math.sin(-2 * Math.PI * k / FFT_SIZE),
-  );
-  readonly #filters = melFilters();
-  readonly #window = new Float32Array(WINDOW);
-  readonly #re = new Float32Array(FFT_SIZE / 2);
-  readonly #im = new Float32Array(FFT_SIZE / 2);
-  readonly #power = new Float32Array(FFT_SIZE / 2 + 1);
+  // The tables and the scratch of the analysis are the same for every analyser (the analysis runs
+  // synchronously, one frame at a time): shared by the process, an analyser is only its input buffer.
+  readonly #fft = MEL.fft;
+  readonly #twCos = MEL.twCos;
+  readonly #twSin = MEL.twSin;
+  readonly #filters = MEL.filters;
+  readonly #window = MEL.window;
+  readonly #re = MEL.re;
+  readonly #im = MEL.im;
+  readonly #power = MEL.power;
   /** Samples not yet consumed; starts with WINDOW/2 − HOP/2 zeros so frame 0 is centred on 5 ms. */
-  #buf = new Float32Array(8192);
+  #buf = new Float32Array(1024);
   #len = (WINDOW - HOP) / 2;
   #prev = 0;
   /** Frames produced so far. */
   frames = 0;
 
-  constructor() {
-    for (let i = 0; i < WINDOW; i++) this.#window[i] = 0.5 - 0.5 * Math.cos(2 * Math.PI * (i + 0.5) / WINDOW);
-  }
+  /** The frame handed to `onFrame`, reused: valid during the call only (copy what must be kept). */
+  readonly #frame: MelFrame = { bands: new Float32Array(MEL_BANDS), energy: 0 };
 
-  /** Adds 16 kHz samples; calls `onFrame` for every frame completed. */
+  /**
+   * Adds 16 kHz samples; calls `onFrame` for every frame completed (the frame object and its bands are
+   * reused for the next frame: valid during the call only).
+   */
   push(samples: Float32Array, onFrame: (frame: MelFrame) => void): void {
     if (this.#len + samples.length > this.#buf.length) {
       const grown = new Float32Array(Math.max(this.#buf.length * 2, this.#len + samples.length));
@@ -309,13 +340,14 @@ export class MelAnalyser {
       const xi = ei + cos[k] * oi + sin[k] * or;
       power[k] = (xr * xr + xi * xi) / FFT_SIZE;
     }
-    const bands = new Float32Array(MEL_BANDS);
+    const bands = this.#frame.bands;
     for (let b = 0; b < MEL_BANDS; b++) {
       const f = this.#filters[b];
       let s = 0;
       for (let k = 0; k < f.weights.length; k++) s += f.weights[k] * power[f.first + k];
       bands[b] = Math.log(s + 1e-2);
     }
-    return { bands, energy: Math.log(energy / WINDOW + 1e-2) };
+    this.#frame.energy = Math.log(energy / WINDOW + 1e-2);
+    return this.#frame;
   }
 }

@@ -9,8 +9,12 @@
  */
 import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
 
-/** Audio fragments kept for joiners while no video is cached (20 ms each: 320 ms). */
-const AUDIO_ONLY_CACHE = 16;
+/**
+ * Audio fragments kept for joiners while no video is cached (20 ms each: 200 ms, the most the playout
+ * writes ahead, 120 ms, and the 60 ms a joiner of the lighter framing is sent from behind the clock).
+ * Fragments kept longer outlive the young generation's collections and are promoted: old-generation garbage.
+ */
+export const AUDIO_ONLY_CACHE = 10;
 
 /** How a client gets the media: fMP4 fragments (the default) or the lighter framing (`frames.ts`). */
 export type Framing = "fmp4" | "frames";
@@ -30,10 +34,13 @@ export interface MediaClient {
 /** One media segment as published. */
 export interface Fragment {
   kind: "video" | "audio";
-  /** The fMP4 media segment. */
-  data: Uint8Array;
-  /** The same media in the lighter framing: one frame per access unit or Opus packet (none: fMP4 only). */
-  frames?: Uint8Array[];
+  /** The fMP4 media segment (may be a getter that builds it on first use). */
+  readonly data: Uint8Array;
+  /**
+   * The same media in the lighter framing: one frame per access unit or Opus packet (none: fMP4 only; may
+   * be a getter that builds them on first use).
+   */
+  readonly frames?: Uint8Array[];
   /** Video keyframe. */
   key: boolean;
   /** Presentation interval, ms on the session's media timeline. */
@@ -138,9 +145,9 @@ export class Fanout {
       // Joiners start at this keyframe: keep only the audio that still overlaps it.
       this.#cache = this.#cache.filter((c) => c.kind === "audio" && c.endMs > f.startMs);
       this.#videoCached = true;
-    } else if (f.kind === "audio" && !this.#videoCached && this.#cache.length > AUDIO_ONLY_CACHE) {
+    } else if (f.kind === "audio" && !this.#videoCached && this.#cache.length >= AUDIO_ONLY_CACHE) {
       // No video (no video client): joiners get only the sound that is not past; keep the last moments.
-      this.#cache = this.#cache.slice(-AUDIO_ONLY_CACHE);
+      this.#cache.splice(0, this.#cache.length - AUDIO_ONLY_CACHE + 1);
     }
     this.#cache.push(f);
     for (const c of [...this.#clients.keys()]) {

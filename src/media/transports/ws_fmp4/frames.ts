@@ -28,7 +28,11 @@ export function encodeFrame(
   const dv = new DataView(out.buffer);
   out[0] = kind === "video" ? 1 : 2;
   out[1] = key ? 1 : 0;
-  dv.setBigInt64(4, BigInt(Math.round(timeMs * 1000)));
+  // The 64-bit time as two 32-bit halves (no BigInt per frame): the high half is signed.
+  const us = Math.round(timeMs * 1000);
+  const high = Math.floor(us / 2 ** 32);
+  dv.setInt32(4, high);
+  dv.setUint32(8, us - high * 2 ** 32);
   dv.setUint32(12, Math.max(0, Math.round(durationMs * 1000)));
   out.set(payload, FRAME_HEADER_BYTES);
   return out;

@@ -150,16 +150,27 @@ export class WsFmp4Transport implements MediaTransport {
     this.#audioPts += this.#audioPendingSamples;
     this.#audioPendingSamples = 0;
     const skip = this.#config?.opus.preSkip ?? 0;
-    const frames: Uint8Array[] = [];
-    let at = start - skip;
-    for (const p of samples) {
-      frames.push(encodeFrame("audio", at / 48, p.duration / 48, true, p.data));
-      at += p.duration;
-    }
+    // Both encodings are built when a client (or a joiner, from the cache) first needs them: a session
+    // watched only by clients of one framing never builds the other.
+    const seq = this.#seq++;
+    let data: Uint8Array | undefined;
+    let frames: Uint8Array[] | undefined;
     this.#fanout.publish({
       kind: "audio",
-      data: mediaSegment(this.#seq++, AUDIO_TRACK_ID, start, samples),
-      frames,
+      get data() {
+        return data ??= mediaSegment(seq, AUDIO_TRACK_ID, start, samples);
+      },
+      get frames() {
+        if (!frames) {
+          frames = [];
+          let at = start - skip;
+          for (const p of samples) {
+            frames.push(encodeFrame("audio", at / 48, p.duration / 48, true, p.data));
+            at += p.duration;
+          }
+        }
+        return frames;
+      },
       key: true,
       startMs: (start - skip) / 48,
       endMs: (this.#audioPts - skip) / 48,
