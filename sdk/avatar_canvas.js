@@ -10,7 +10,11 @@
  * calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the head
  * moves, at every refresh while the mouth cross-fades (so a viseme shows within a refresh of its time). The
  * cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
- * (as the server's renderer draws each frame from the audio around its instant). A transparent background
+ * (as the server's renderer draws each frame from the audio around its instant). A mouth opening from
+ * silence is centred instead on where the sound starts, when the caller knows it (`soundStarts`, from the
+ * decoded audio) and it lies at most {@link OPENING_LEAD_MS} before the stamp: the lip sync decides an
+ * opening some tens of ms into its sound (the video player shows the opening frame at the sound's start
+ * likewise). A transparent background
  * (`bg_id: "transparent"`) draws nothing behind the avatar: the page shows through. Format of the art and
  * the messages: docs/media-plane.md#video-free-clients.
  *
@@ -22,6 +26,12 @@
  * on the later viseme's stamp.
  */
 const CROSSFADE_MS = 40;
+/**
+ * How far before an opening viseme's stamp a sound start may lie to be taken as the opening's instant (ms):
+ * the lip sync stamps the first open viseme of a sound 20–40 ms after it starts (measured,
+ * `bench/video_free_browser.ts`); a sound start follows ≥ 120 ms of quiet, so none is mistaken for another.
+ */
+const OPENING_LEAD_MS = 60;
 /** Frames per second drawn (the animation's own rate). */
 const FPS = 25;
 /** Animation messages kept behind the instant drawn (ms). */
@@ -39,13 +49,15 @@ const KEEP_MS = 2000;
  */
 
 /**
- * @param {{ canvas: HTMLCanvasElement; origin: string; fetch?: typeof fetch }} options `origin`: the
- *   service's http(s) origin (the media URL's).
+ * @param {{ canvas: HTMLCanvasElement; origin: string; fetch?: typeof fetch; soundStarts?: () => number[] }} options
+ *   `origin`: the service's http(s) origin (the media URL's). `soundStarts`: timeline instants (ms) where a
+ *   sound starts after a silence (the player's decoded audio), if known.
  * @returns {AvatarDrawer}
  */
 export function createAvatarDrawer(options) {
   const { canvas } = options;
   const doFetch = options.fetch ?? fetch;
+  const soundStarts = options.soundStarts ?? (() => []);
   const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
   /** @typedef {{ b: ImageBitmap; x: number; y: number }} Layer A layer cropped to what it covers, and where. */
   /** @typedef {{ still: Layer | null; head: Layer | null; eyes: Record<string, Record<string, Layer | null>>; mouths: Record<string, Layer | null>; scale: number }} Art */
@@ -171,6 +183,18 @@ export function createAvatarDrawer(options) {
     return i;
   };
 
+  /**
+   * When viseme `i`'s cross-fade is centred: its stamp, or — a mouth opening from silence — the sound's start
+   * just before it.
+   * @param {number} i
+   */
+  const startOf = (i) => {
+    const t = visemes[i][0];
+    if (i === 0 || visemes[i - 1][1] !== "sil" || visemes[i][1] === "sil") return t;
+    for (const o of soundStarts()) if (o >= t - OPENING_LEAD_MS && o <= t) return o;
+    return t;
+  };
+
   return {
     configure(animation) {
       loading ??= load(animation).catch((err) => console.warn("avatar player: the art did not load", err));
@@ -191,9 +215,11 @@ export function createAvatarDrawer(options) {
       if (!art || closed) return false;
       // The cross-fade is centred on a viseme's stamp: at instant t it is the viseme of t + half a fade.
       const tv = tMs + CROSSFADE_MS / 2;
-      const vi = lastAt(visemes, tv);
+      let vi = lastAt(visemes, tv);
+      // (an opening whose sound starts before its stamp begins there: it may be the next viseme's)
+      if (vi + 1 < visemes.length && startOf(vi + 1) <= tv) vi++;
       const viseme = vi >= 0 ? visemes[vi][1] : "sil";
-      const since = vi >= 0 ? tv - visemes[vi][0] : Infinity;
+      const since = vi >= 0 ? tv - startOf(vi) : Infinity;
       const prev = vi > 0 ? visemes[vi - 1][1] : "sil";
       const fading = since < CROSSFADE_MS && prev !== viseme;
       const alpha = fading ? Math.round(since / CROSSFADE_MS * 20) / 20 : 1;

@@ -137,11 +137,15 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
     // centred on the viseme's stamp (halfway there when its sound is heard).
     const drawer = await page.evaluate(async () => {
       const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const make = async () => {
+      const make = async (soundStarts?: number[]) => {
         const canvas = document.createElement("canvas");
         canvas.width = 512;
         canvas.height = 512;
-        const d = createAvatarDrawer({ canvas, origin: location.origin });
+        const d = createAvatarDrawer({
+          canvas,
+          origin: location.origin,
+          ...(soundStarts ? { soundStarts: () => soundStarts } : {}),
+        });
         d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
         while (!d.ready()) await new Promise((r) => setTimeout(r, 20));
         const ctx = canvas.getContext("2d");
@@ -165,6 +169,15 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
       fade.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
       fade.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
       const at = (t: number) => (fade.d.draw(t), fade.shade());
+      // The sound of that opening starts 30 ms before its stamp (the player knows it from the decoded
+      // audio): the cross-fade is centred there instead; one 100 ms before is another sound's.
+      const early = await make([470]);
+      const far = await make([400]);
+      for (const x of [early, far]) {
+        x.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
+        x.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
+      }
+      const atEarly = (t: number) => (early.d.draw(t), early.shade());
       return {
         still: still.d.stats().frames,
         moving: moving.d.stats().frames,
@@ -173,6 +186,10 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
         mid: at(500),
         after: at(522),
         aa: at(700),
+        earlyBefore: atEarly(448),
+        earlyMid: atEarly(470),
+        earlyAfter: atEarly(492),
+        farMid: (far.d.draw(500), far.shade()),
       };
     }) as Record<string, number>;
     assert.equal(drawer.still, 1, "a still avatar is drawn once");
@@ -185,6 +202,13 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
       Math.abs(drawer.mid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
       `at the stamp the mouth is halfway: ${JSON.stringify(drawer)}`,
     );
+    assert.equal(drawer.earlyBefore, drawer.sil, "closed 22 ms before its sound starts");
+    assert.equal(drawer.earlyAfter, drawer.aa, "open 22 ms after its sound starts");
+    assert.ok(
+      Math.abs(drawer.earlyMid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
+      `halfway where its sound starts: ${JSON.stringify(drawer)}`,
+    );
+    assert.equal(drawer.farMid, drawer.mid, "a sound start 100 ms before the stamp is not this opening's");
     assert.deepEqual(errors, []);
     await page.evaluate("globalThis.player.close()");
   } finally {
