@@ -80,7 +80,7 @@ function figures(values: number[]): Figures {
 
 // ---------------------------------------------------------------- Chromium's processes
 
-interface ProcTicks {
+export interface ProcTicks {
   kind: string;
   ticks: number;
   threads: Map<number, { name: string; ticks: number }>;
@@ -113,7 +113,7 @@ function chromiumKind(cmdline: string[]): string {
 }
 
 /** The Chromium processes started by this process (the browser Playwright launched and its tree). */
-function chromiumTree(): Map<number, ProcTicks> {
+export function chromiumTree(): Map<number, ProcTicks> {
   const children = new Map<number, number[]>();
   for (const e of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(e.name)) continue;
@@ -152,7 +152,7 @@ function chromiumTree(): Map<number, ProcTicks> {
 }
 
 /** CPU of one window: seconds of CPU by process kind and by (kind, thread name). */
-interface TreeDelta {
+export interface TreeDelta {
   cpuS: number;
   byKind: Record<string, number>;
   byThread: Record<string, number>;
@@ -160,7 +160,7 @@ interface TreeDelta {
   exited: number;
 }
 
-function treeDelta(a: Map<number, ProcTicks>, b: Map<number, ProcTicks>): TreeDelta {
+export function treeDelta(a: Map<number, ProcTicks>, b: Map<number, ProcTicks>): TreeDelta {
   const byKind: Record<string, number> = {};
   const byThread: Record<string, number> = {};
   let total = 0;
