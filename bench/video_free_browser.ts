@@ -27,8 +27,12 @@
  *    holds a `PipelineReporter` per compositor frame, from its BeginFrame time (the rAF timestamp of the
  *    main-thread frame it carries) to its presentation; the page's clock is placed on the trace's with a
  *    `performance.mark`. The engine speaks vowel bursts ("ah", 400 ms on, 600 ms off). Per burst: the first
- *    presented frame with the mouth open − the burst's onset heard. Also: engine chunk → sound heard, and
- *    the canvas's draw → presentation delay (which the player estimates as one refresh).
+ *    presented frame with the mouth open − the burst's onset heard ("open": the box's mean darkness past
+ *    halfway between closed and open, linear through the drawer's cross-fade; also by dark cavity pixels, as
+ *    `bench:player` counts them). Also: engine chunk → sound heard; the canvas's draw → presentation delay
+ *    (which the player estimates as one refresh); and the service's side — each burst's first non-silent
+ *    viseme stamp against where its sound starts on the timeline (the page's audio units, decoded here).
+ *    `BENCH_VFB_DUMP=file.json` writes the raw reads, onsets, visemes and frame reports.
  *
  * Figures depend on the machine's load (recorded with them). Options: `--quick`, `--seconds S` (CPU window,
  * default 20), `--reps N` (default 2), `--bursts N` (default 30), `--core N` (the service's core, default the
