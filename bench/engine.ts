@@ -32,8 +32,11 @@ export interface TalkPattern {
   burstMs: number;
   gapMs: number;
   bursts: number;
-  /** What a burst sounds like: a 300 Hz tone (default) or an open vowel ({@link vowelBurst}). */
-  sound?: "tone" | "vowel";
+  /**
+   * What a burst sounds like: a 300 Hz tone (default), an open vowel ({@link vowelBurst}) or running speech
+   * ({@link speechBurst}: the mouth changes as often as in conversation).
+   */
+  sound?: "tone" | "vowel" | "speech";
   /**
    * Gaps longer by a different 0…`spreadMs − 1` ms each (a fixed sequence: burst `b`'s gap gains
    * `17·b mod spreadMs`), so bursts start at every phase of the video's frames and the page's refreshes; a
@@ -78,6 +81,31 @@ export function vowelBurst(ms: number): Int16Array {
     return out;
   }
   throw new Error(`espeak-ng's "ah" is shorter than ${ms} ms`);
+}
+
+/** The sentence {@link speechBurst} speaks (long enough for 3 s at espeak-ng's default rate). */
+const SENTENCE =
+  "Well, the quick brown fox jumps over the lazy dog, and then we should probably talk about " +
+  "your order, which ships on Thursday morning from our warehouse near the river.";
+
+/**
+ * `ms` of running speech at {@link RATE} (espeak-ng, en-us, its default rate), from its first sound, with a
+ * 5 ms fade at its end: visemes change about as often as in conversation (the video-free browser bench
+ * draws them).
+ */
+export function speechBurst(ms: number): Int16Array {
+  const speech = EspeakLib.open().synthesize(SENTENCE, { voice: "en-us" });
+  const pcm = Int16Array.from(
+    new StreamResampler(speech.sampleRate, RATE).process(speech.samples),
+    Math.round,
+  );
+  const start = Math.max(0, pcm.findIndex((x) => Math.abs(x) > 0.01 * 32768));
+  const n = Math.round(ms * RATE / 1000);
+  if (pcm.length - start < n) throw new Error(`the bench sentence is shorter than ${ms} ms`);
+  const out = pcm.slice(start, start + n);
+  const fade = Math.round(RATE * 0.005);
+  for (let i = 0; i < fade; i++) out[n - 1 - i] = Math.round(out[n - 1 - i] * i / fade);
+  return out;
 }
 
 /** `ms` of a 300 Hz tone at {@link RATE} (amplitude 12000). */
@@ -139,7 +167,11 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       const session = sessions.get(sessionId);
       if (!socket || !session) throw new Error(`unknown session ${sessionId}`);
       const chunks = Math.round(pattern.burstMs / 20);
-      const burst = pattern.sound === "vowel" ? vowelBurst(chunks * 20) : toneBurst(chunks * 20);
+      const burst = pattern.sound === "vowel"
+        ? vowelBurst(chunks * 20)
+        : pattern.sound === "speech"
+        ? speechBurst(chunks * 20)
+        : toneBurst(chunks * 20);
       let t = wallNow() + 20 + ANNOUNCE_MS;
       for (let b = 0; b < pattern.bursts && !stopping; b++) {
         const id = `r_${b}`;

@@ -14,6 +14,8 @@
  *    ffmpeg children, with no dropped frame; CPU and memory per session.
  * 3b. The same capacity with video-free clients (`video=0`: audio and the animation track, no encoder;
  *    `video_free.ts`): CPU and RSS per session, audio underruns and late animation messages at the clients.
+ * 3c. The video-free player in Chromium (`video_free_browser.ts`): what drawing the avatar costs Chromium's
+ *    processes (512×512 canvas), and mouth vs sound measured from outside the player.
  * 4. `webrtc_sfu` beside `websocket_fmp4` in Chromium through a real Janus (`bench/webrtc.ts`): connect →
  *    first frame, engine chunk → browser audio, glass-to-glass frame latency, sessions per core with Janus.
  *
@@ -33,6 +35,7 @@ import { benchVendors, vendorTable } from "./vendors.ts";
 import { benchWebRtc, webrtcTable } from "./webrtc.ts";
 import { coreTicks, createSession, endSession, startServiceProcess, treeUsage } from "./service_child.ts";
 import { benchVideoFree, videoFreeTable } from "./video_free.ts";
+import { benchVideoFreeBrowser, videoFreeBrowserTable } from "./video_free_browser.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -370,6 +373,9 @@ try {
   // ---- 3b. capacity on one core, video-free clients (its own service process, same core) ----
   results.capacity_one_core_video_free = await benchVideoFree({ caFile, dir, core, engine, quick });
 
+  // ---- 3c. the video-free player in Chromium: drawing's CPU, mouth vs sound (its own service process) ----
+  results.video_free_browser = await benchVideoFreeBrowser({ caFile, dir, core, engine, quick });
+
   // ---- 4. webrtc_sfu beside websocket_fmp4 (its own service process and Janus, same core) ----
   results.webrtc = await benchWebRtc({ tls, dir, quick, core });
 
@@ -401,6 +407,11 @@ try {
   console.log(`\nsustained on one core with no dropped frame: ${sustained} sessions`);
   console.log(
     `\n${videoFreeTable(results.capacity_one_core_video_free as Awaited<ReturnType<typeof benchVideoFree>>)}`,
+  );
+  console.log(
+    `\n${
+      videoFreeBrowserTable(results.video_free_browser as Awaited<ReturnType<typeof benchVideoFreeBrowser>>)
+    }`,
   );
   console.log(`\n${webrtcTable(results.webrtc as Awaited<ReturnType<typeof benchWebRtc>>)}`);
 } finally {

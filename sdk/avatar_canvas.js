@@ -5,16 +5,33 @@
  * track (`viseme`, `face`, `head` messages stamped on the audio's media timeline), at the timeline instant
  * the player's audio clock says is being heard. `./player.js` uses it when given a `canvas`.
  *
- * Every layer is rasterised once, at the canvas's pixel size, into an `ImageBitmap`; a frame is a handful
- * of `drawImage` calls, redrawn only when the instant moves to the next 1/25 s or the mouth is cross-fading.
- * A transparent background (`bg_id: "transparent"`) draws nothing behind the avatar: the page shows
- * through. Format of the art and the messages: docs/media-plane.md#video-free-clients.
+ * Every layer is rasterised once, at the canvas's pixel size, and kept as an `ImageBitmap` cropped to what
+ * it covers (the background and the body, which never move, as one); a frame is four or five `drawImage`
+ * calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the head
+ * moves, at every refresh while the mouth cross-fades (so a viseme shows within a refresh of its time). The
+ * cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
+ * (as the server's renderer draws each frame from the audio around its instant). A mouth opening from
+ * silence is centred instead on where the sound starts, when the caller knows it (`soundStarts`, from the
+ * decoded audio) and it lies at most {@link OPENING_LEAD_MS} before the stamp: the lip sync decides an
+ * opening some tens of ms into its sound (the video player shows the opening frame at the sound's start
+ * likewise). A transparent background
+ * (`bg_id: "transparent"`) draws nothing behind the avatar: the page shows through. Format of the art and
+ * the messages: docs/media-plane.md#video-free-clients.
  *
  * @module
  */
 
-/** How long the mouth takes to go from one viseme to the next (ms; the server co-articulates ≈ this). */
+/**
+ * How long the mouth takes to go from one viseme to the next (ms; the server co-articulates ≈ this), centred
+ * on the later viseme's stamp.
+ */
 const CROSSFADE_MS = 40;
+/**
+ * How far before an opening viseme's stamp a sound start may lie to be taken as the opening's instant (ms):
+ * the lip sync stamps the first open viseme of a sound 20–40 ms after it starts (measured,
+ * `bench/video_free_browser.ts`); a sound start follows ≥ 120 ms of quiet, so none is mistaken for another.
+ */
+const OPENING_LEAD_MS = 60;
 /** Frames per second drawn (the animation's own rate). */
 const FPS = 25;
 /** Animation messages kept behind the instant drawn (ms). */
@@ -32,15 +49,19 @@ const KEEP_MS = 2000;
  */
 
 /**
- * @param {{ canvas: HTMLCanvasElement; origin: string; fetch?: typeof fetch }} options `origin`: the
- *   service's http(s) origin (the media URL's).
+ * @param {{ canvas: HTMLCanvasElement; origin: string; fetch?: typeof fetch; soundStarts?: () => number[] }} options
+ *   `origin`: the service's http(s) origin (the media URL's). `soundStarts`: timeline instants (ms) where a
+ *   sound starts after a silence (the player's decoded audio), if known.
  * @returns {AvatarDrawer}
  */
 export function createAvatarDrawer(options) {
   const { canvas } = options;
   const doFetch = options.fetch ?? fetch;
+  const soundStarts = options.soundStarts ?? (() => []);
   const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
-  /** @type {null | { bg: ImageBitmap | null; body: ImageBitmap; head: ImageBitmap; eyes: Record<string, Record<string, ImageBitmap>>; mouths: Record<string, ImageBitmap>; scale: number }} */
+  /** @typedef {{ b: ImageBitmap; x: number; y: number }} Layer A layer cropped to what it covers, and where. */
+  /** @typedef {{ still: Layer | null; head: Layer | null; eyes: Record<string, Record<string, Layer | null>>; mouths: Record<string, Layer | null>; scale: number }} Art */
+  /** @type {Art | null} */
   let art = null;
   /** @type {Promise<void> | null} */
   let loading = null;
@@ -52,6 +73,8 @@ export function createAvatarDrawer(options) {
   /** @type {[number, number, number][]} */
   let heads = [];
   let lastKey = "";
+  let lastFrame = -1;
+  let lastFading = false;
   let frames = 0;
   let visemeCount = 0;
 
@@ -63,6 +86,40 @@ export function createAvatarDrawer(options) {
     return await createImageBitmap(img, { resizeWidth: w, resizeHeight: h, resizeQuality: "high" });
   };
 
+  /**
+   * A canvas-sized bitmap cropped to its non-transparent pixels (null if it has none): a frame then blends
+   * only the pixels a layer covers, not the whole canvas for each layer.
+   * @param {ImageBitmap} full
+   * @returns {Promise<Layer | null>}
+   */
+  const crop = async (full) => {
+    const w = full.width, h = full.height;
+    const c = new OffscreenCanvas(w, h);
+    const cx =
+      /** @type {OffscreenCanvasRenderingContext2D} */ (c.getContext("2d", { willReadFrequently: true }));
+    cx.drawImage(full, 0, 0);
+    const d = cx.getImageData(0, 0, w, h).data;
+    let x0 = w, y0 = h, x1 = -1, y1 = -1;
+    for (let y = 0; y < h; y++) {
+      for (let x = 0, i = y * w * 4 + 3; x < w; x++, i += 4) {
+        if (d[i] === 0) continue;
+        if (x < x0) x0 = x;
+        if (x > x1) x1 = x;
+        if (y < y0) y0 = y;
+        y1 = y;
+      }
+    }
+    if (x1 < 0) {
+      full.close();
+      return null;
+    }
+    const b = await createImageBitmap(full, x0, y0, x1 - x0 + 1, y1 - y0 + 1);
+    full.close();
+    return { b, x: x0, y: y0 };
+  };
+  /** @param {string} svg @param {number} w @param {number} h */
+  const layer = async (svg, w, h) => await crop(await bitmap(svg, w, h));
+
   /** @param {{ art_path?: string; bg_id?: string }} animation */
   const load = async (animation) => {
     const res = await doFetch(new URL(animation.art_path ?? "", options.origin).href);
@@ -70,28 +127,48 @@ export function createAvatarDrawer(options) {
     const doc = await res.json();
     const w = canvas.width, h = canvas.height;
     const bgSvg = doc.backgrounds?.[animation.bg_id ?? ""] ?? null;
-    /** @type {Record<string, Record<string, ImageBitmap>>} */
+    /** @type {Record<string, Record<string, Layer | null>>} */
     const eyes = {};
     for (const [state, looks] of Object.entries(doc.eyes)) {
       eyes[state] = {};
       for (const [look, svg] of Object.entries(/** @type {Record<string, string>} */ (looks))) {
-        eyes[state][look] = await bitmap(svg, w, h);
+        eyes[state][look] = await layer(svg, w, h);
       }
     }
-    /** @type {Record<string, ImageBitmap>} */
+    /** @type {Record<string, Layer | null>} */
     const mouths = {};
     for (const [v, svg] of Object.entries(/** @type {Record<string, string>} */ (doc.mouths))) {
-      mouths[v] = await bitmap(svg, w, h);
+      mouths[v] = await layer(svg, w, h);
     }
-    if (closed) return;
-    art = {
-      bg: bgSvg ? await bitmap(bgSvg, w, h) : null,
-      body: await bitmap(doc.body, w, h),
-      head: await bitmap(doc.head, w, h),
+    // What never moves (the background, the body): one layer.
+    const still = new OffscreenCanvas(w, h);
+    const sx = /** @type {OffscreenCanvasRenderingContext2D} */ (still.getContext("2d"));
+    for (const svg of [bgSvg, doc.body]) {
+      if (!svg) continue;
+      const b = await bitmap(svg, w, h);
+      sx.drawImage(b, 0, 0);
+      b.close();
+    }
+    const next = {
+      still: await crop(still.transferToImageBitmap()),
+      head: await layer(doc.head, w, h),
       eyes,
       mouths,
       scale: w / (doc.view_box?.[0] ?? 512),
     };
+    if (closed) return release(next);
+    art = next;
+  };
+
+  /** Closes the bitmaps of an art. @param {Art} a */
+  const release = (a) => {
+    const all = [a.still, a.head, ...Object.values(a.mouths)];
+    for (const looks of Object.values(a.eyes)) all.push(...Object.values(looks));
+    for (const l of all) l?.b.close();
+  };
+  /** @param {CanvasRenderingContext2D} c @param {Layer | null | undefined} l */
+  const put = (c, l) => {
+    if (l) c.drawImage(l.b, l.x, l.y);
   };
 
   /**
@@ -104,6 +181,18 @@ export function createAvatarDrawer(options) {
     let i = list.length - 1;
     while (i >= 0 && list[i][0] > t) i--;
     return i;
+  };
+
+  /**
+   * When viseme `i`'s cross-fade is centred: its stamp, or — a mouth opening from silence — the sound's start
+   * just before it.
+   * @param {number} i
+   */
+  const startOf = (i) => {
+    const t = visemes[i][0];
+    if (i === 0 || visemes[i - 1][1] !== "sil" || visemes[i][1] === "sil") return t;
+    for (const o of soundStarts()) if (o >= t - OPENING_LEAD_MS && o <= t) return o;
+    return t;
   };
 
   return {
@@ -124,11 +213,16 @@ export function createAvatarDrawer(options) {
     },
     draw(tMs) {
       if (!art || closed) return false;
-      const vi = lastAt(visemes, tMs);
+      // The cross-fade is centred on a viseme's stamp: at instant t it is the viseme of t + half a fade.
+      const tv = tMs + CROSSFADE_MS / 2;
+      let vi = lastAt(visemes, tv);
+      // (an opening whose sound starts before its stamp begins there: it may be the next viseme's)
+      if (vi + 1 < visemes.length && startOf(vi + 1) <= tv) vi++;
       const viseme = vi >= 0 ? visemes[vi][1] : "sil";
-      const since = vi >= 0 ? tMs - visemes[vi][0] : Infinity;
+      const since = vi >= 0 ? tv - startOf(vi) : Infinity;
       const prev = vi > 0 ? visemes[vi - 1][1] : "sil";
       const fading = since < CROSSFADE_MS && prev !== viseme;
+      const alpha = fading ? Math.round(since / CROSSFADE_MS * 20) / 20 : 1;
       const frame = Math.floor(tMs * FPS / 1000);
       const fi = lastAt(faces, tMs);
       const face = fi >= 0 ? faces[fi][1] : { state: "idle", eyes: "open", look: "neutral" };
@@ -143,26 +237,30 @@ export function createAvatarDrawer(options) {
           dy += (next[2] - dy) * a;
         }
       }
-      const key = `${frame}/${viseme}/${face.eyes}/${face.look}`;
-      if (key === lastKey && !fading) return true;
-      lastKey = key;
       const s = art.scale;
+      const ox = Math.round(dx * s), oy = Math.round(dy * s);
+      // Drawn only when what it shows changes; while only the head moves, at most once per 1/25 s.
+      const key = `${viseme}/${fading ? `${prev}/${alpha}` : ""}/${face.eyes}/${face.look}/${ox}/${oy}`;
+      if (key === lastKey) return true;
+      const onlyMoved = !fading && !lastFading && lastKey.startsWith(`${viseme}//${face.eyes}/${face.look}/`);
+      if (onlyMoved && frame === lastFrame) return true;
+      lastKey = key;
+      lastFrame = frame;
+      lastFading = fading;
       ctx.clearRect(0, 0, canvas.width, canvas.height);
-      if (art.bg) ctx.drawImage(art.bg, 0, 0);
-      ctx.drawImage(art.body, 0, 0);
+      put(ctx, art.still);
       ctx.save();
-      ctx.translate(Math.round(dx * s), Math.round(dy * s));
-      ctx.drawImage(art.head, 0, 0);
-      const eyes = art.eyes[face.eyes]?.[face.look] ?? art.eyes.open.neutral;
-      ctx.drawImage(eyes, 0, 0);
-      const mouth = art.mouths[viseme] ?? art.mouths.sil;
+      ctx.translate(ox, oy);
+      put(ctx, art.head);
+      const eyes = art.eyes[face.eyes]?.[face.look];
+      put(ctx, eyes === undefined ? art.eyes.open?.neutral : eyes);
+      const mouth = viseme in art.mouths ? art.mouths[viseme] : art.mouths.sil;
       if (fading && art.mouths[prev]) {
-        const a = since / CROSSFADE_MS;
-        ctx.globalAlpha = 1 - a;
-        ctx.drawImage(art.mouths[prev], 0, 0);
-        ctx.globalAlpha = a;
+        ctx.globalAlpha = 1 - alpha;
+        put(ctx, art.mouths[prev]);
+        ctx.globalAlpha = alpha;
       }
-      ctx.drawImage(mouth, 0, 0);
+      put(ctx, mouth);
       ctx.restore();
       frames++;
       // Forget what is long past.
@@ -179,8 +277,7 @@ export function createAvatarDrawer(options) {
     close() {
       closed = true;
       if (!art) return;
-      for (const b of [art.bg, art.body, art.head, ...Object.values(art.mouths)]) b?.close();
-      for (const looks of Object.values(art.eyes)) for (const b of Object.values(looks)) b.close();
+      release(art);
       art = null;
     },
   };

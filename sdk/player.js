@@ -414,7 +414,11 @@ function createFmp4Player(options) {
   video?.addEventListener("playing", onVideoPlaying);
   /** Video-free: the avatar drawn at the instant the sound is heard, 25 times a second. */
   const avatar = videoFree
-    ? createAvatarDrawer({ canvas: /** @type {HTMLCanvasElement} */ (canvas), origin: httpOrigin(mediaUrl) })
+    ? createAvatarDrawer({
+      canvas: /** @type {HTMLCanvasElement} */ (canvas),
+      origin: httpOrigin(mediaUrl),
+      soundStarts: () => sink.soundStarts?.() ?? [],
+    })
     : null;
   let drawRaf = 0;
   const drawLoop = () => {
@@ -744,6 +748,9 @@ function createFmp4Player(options) {
  * @property {(data: ArrayBuffer, arrivedAt: number) => void} media
  * @property {() => void} interrupt
  * @property {() => number | null} [timelineNow] WebCodecs: the timeline instant heard now (once anchored).
+ * @property {() => number[]} [soundStarts] Timeline instants (ms) where a sound starts after a silence, found
+ *   in the decoded audio (the recent ones), if the sink exposes them: the video-free drawer opens the mouth
+ *   there rather than at the lip sync's stamp.
  * @property {() => void} disconnected
  * @property {(offset: number) => void} clockOffset The page time of timeline 0 (from `clock_sync`).
  * @property {(cb: (at: number) => void) => void} onFirstFrame

@@ -2,7 +2,8 @@
  * The SDK player video-free (`canvas` instead of `video`), in Debian's Chromium, on a live session of the
  * in-process reference engine with the `transparent` background: it plays the sound, draws the avatar
  * from the service's art in step with the sound, and the page shows through around the avatar (read back
- * from a screenshot of the page, not from the canvas). It also times the drawing at 25 fps.
+ * from a screenshot of the page, not from the canvas). The drawer alone: what it draws when (its cost and
+ * the mouth against the sound are measured by `bench/video_free_browser.ts`).
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
@@ -131,32 +132,83 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
       [hex >> 16, (hex >> 8) & 255, hex & 255].every((v, i) => Math.abs(c[i] - v) <= 32);
     assert.ok(near(cheek, 0xefc3a0) || near(cheek, 0xd79b78), `the avatar's skin: ${cheek}`);
 
-    // The drawing's cost at 25 fps: the drawer alone, on this page, for 2 s of a mouth changing 16 times a
-    // second (figures, not a timed assertion: the machine is shared).
-    const cost = await page.evaluate(async () => {
+    // The drawer itself (no clock involved: instants are given): a frame is drawn only when what it shows
+    // changes (a still avatar once, a moving head at most 25 times a second), and the mouth's cross-fade is
+    // centred on the viseme's stamp (halfway there when its sound is heard).
+    const drawer = await page.evaluate(async () => {
       const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const canvas = document.createElement("canvas");
-      canvas.width = 512;
-      canvas.height = 512;
-      const d = createAvatarDrawer({ canvas, origin: location.origin });
-      d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
-      while (!d.ready()) await new Promise((r) => setTimeout(r, 20));
-      const names = ["sil", "PP", "aa", "E", "oh", "FF", "ou", "SS"];
-      for (let t = 0; t < 2000; t += 60) d.push({ type: "viseme", t_ms: t, viseme: names[(t / 60) % 8] });
-      for (let t = 0; t < 2000; t += 200) d.push({ type: "head", t_ms: t, dx: Math.sin(t) * 2, dy: 1 });
-      let busy = 0;
-      for (let frame = 0; frame < 50; frame++) {
-        const t0 = performance.now();
-        d.draw(frame * 40);
-        busy += performance.now() - t0;
+      const make = async (soundStarts?: number[]) => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 512;
+        canvas.height = 512;
+        const d = createAvatarDrawer({
+          canvas,
+          origin: location.origin,
+          ...(soundStarts ? { soundStarts: () => soundStarts } : {}),
+        });
+        d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
+        while (!d.ready()) await new Promise((r) => setTimeout(r, 20));
+        const ctx = canvas.getContext("2d");
+        // The sum of every pixel's RGB: the mouth is the only part that changes below.
+        const shade = () => {
+          const px = ctx.getImageData(0, 0, 512, 512).data;
+          let sum = 0;
+          for (let i = 0; i < px.length; i += 4) sum += px[i] + px[i + 1] + px[i + 2];
+          return sum;
+        };
+        return { d, shade };
+      };
+      const still = await make();
+      for (let t = 0; t < 2000; t += 10) still.d.draw(t);
+      const moving = await make();
+      for (let t = 0; t <= 2000; t += 200) {
+        moving.d.push({ type: "head", t_ms: t, dx: (t / 200) % 2 ? 3 : -3, dy: 0 });
       }
-      return { busyMs: busy, frames: d.stats().frames };
-    }) as { busyMs: number; frames: number };
-    console.log(
-      `drawing (512×512, 25 fps): ${(cost.busyMs / 2000 * 100).toFixed(2)} % of the page's main thread ` +
-        `(${cost.frames} frames in ${cost.busyMs.toFixed(1)} ms)`,
+      for (let t = 0; t < 1000; t += 5) moving.d.draw(t);
+      const fade = await make();
+      fade.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
+      fade.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
+      const at = (t: number) => (fade.d.draw(t), fade.shade());
+      // The sound of that opening starts 30 ms before its stamp (the player knows it from the decoded
+      // audio): the cross-fade is centred there instead; one 100 ms before is another sound's.
+      const early = await make([470]);
+      const far = await make([400]);
+      for (const x of [early, far]) {
+        x.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
+        x.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
+      }
+      const atEarly = (t: number) => (early.d.draw(t), early.shade());
+      return {
+        still: still.d.stats().frames,
+        moving: moving.d.stats().frames,
+        sil: at(400),
+        before: at(478),
+        mid: at(500),
+        after: at(522),
+        aa: at(700),
+        earlyBefore: atEarly(448),
+        earlyMid: atEarly(470),
+        earlyAfter: atEarly(492),
+        farMid: (far.d.draw(500), far.shade()),
+      };
+    }) as Record<string, number>;
+    assert.equal(drawer.still, 1, "a still avatar is drawn once");
+    assert.ok(drawer.moving > 1 && drawer.moving <= 26, `a moving head: ${drawer.moving} frames in 1 s`);
+    assert.equal(drawer.before, drawer.sil, "22 ms before the stamp the mouth is still closed");
+    assert.equal(drawer.after, drawer.aa, "22 ms after the stamp the mouth is fully open");
+    const span = drawer.aa - drawer.sil;
+    assert.ok(span !== 0, "the open mouth differs from the closed one");
+    assert.ok(
+      Math.abs(drawer.mid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
+      `at the stamp the mouth is halfway: ${JSON.stringify(drawer)}`,
     );
-    assert.equal(cost.frames, 50);
+    assert.equal(drawer.earlyBefore, drawer.sil, "closed 22 ms before its sound starts");
+    assert.equal(drawer.earlyAfter, drawer.aa, "open 22 ms after its sound starts");
+    assert.ok(
+      Math.abs(drawer.earlyMid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
+      `halfway where its sound starts: ${JSON.stringify(drawer)}`,
+    );
+    assert.equal(drawer.farMid, drawer.mid, "a sound start 100 ms before the stamp is not this opening's");
     assert.deepEqual(errors, []);
     await page.evaluate("globalThis.player.close()");
   } finally {
