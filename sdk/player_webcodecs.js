@@ -720,6 +720,13 @@ export function createWebCodecsSink(options) {
   return {
     /** @type {"webcodecs"} */
     playback: /** @type {"webcodecs"} */ ("webcodecs"),
+    /**
+     * Timeline instants (ms) where a sound starts after a silence, as the decoded audio shows them (the
+     * last 32): the video-free drawer opens the mouth on them, as the video presenter shows its frames.
+     */
+    soundStarts() {
+      return onsets.slice();
+    },
     /** Subprotocols offered before `avatar-media.v0`. */
     subprotocols: [FRAMES_SUBPROTOCOL],
     /**
