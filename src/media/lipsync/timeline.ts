@@ -39,6 +39,11 @@ interface ResponseFrames {
 const UNDECIDED = 255;
 /** Placements older than this behind the newest are forgotten (ms). */
 const KEEP_MS = 3000;
+/**
+ * The change stream waits at most this long (ms of written timeline) for a step's decision; past it the step
+ * is passed over as held (a response whose frames never come must not stop the stream).
+ */
+const EMIT_WAIT_MS = 300;
 
 /** Counters of a timeline. */
 export interface TimelineStats {
@@ -52,6 +57,8 @@ export interface TimelineStats {
 export class VisemeTimeline {
   readonly #rate: number;
   readonly #responses = new Map<string, ResponseFrames>();
+  /** Responses whose frames were dropped (barge-in, or forgotten as old): their placed speech is silent. */
+  readonly #gone = new Set<string>();
   #placements: Placement[] = [];
   /** Queued speech not written yet, where it will play (see {@link VisemeTimeline.queued}). */
   #queued: Placement | null = null;
@@ -75,7 +82,7 @@ export class VisemeTimeline {
       r = { frames: new Uint8Array(1024).fill(UNDECIDED), count: 0 };
       this.#responses.set(f.responseId, r);
       // Responses are few; keep the recent ones.
-      if (this.#responses.size > 16) this.#responses.delete(this.#responses.keys().next().value!);
+      if (this.#responses.size > 16) this.#forget(this.#responses.keys().next().value!);
     }
     if (f.frame >= r.frames.length) {
       const grown = new Uint8Array(Math.max(r.frames.length * 2, f.frame + 1)).fill(UNDECIDED);
@@ -110,7 +117,13 @@ export class VisemeTimeline {
 
   /** Barge-in: the response's frames are dropped (what was placed of it has played or is cut). */
   interrupt(responseId: string): void {
+    this.#forget(responseId);
+  }
+
+  #forget(responseId: string): void {
     this.#responses.delete(responseId);
+    this.#gone.add(responseId);
+    if (this.#gone.size > 64) this.#gone.delete(this.#gone.values().next().value!);
   }
 
   /**
@@ -148,7 +161,8 @@ export class VisemeTimeline {
     const p = this.#placementAt(s);
     if (!p) return VISEME_INDEX.sil;
     const r = this.#responses.get(p.responseId);
-    if (!r) return VISEME_INDEX.sil;
+    // No frame of it decided yet: unknown (its speech is placed); dropped: silent.
+    if (!r) return this.#gone.has(p.responseId) ? VISEME_INDEX.sil : -1;
     const frame = Math.floor((p.from + s - p.at) * 100 / this.#rate);
     const v = frame < r.frames.length ? r.frames[frame] : UNDECIDED;
     return v === UNDECIDED ? -1 : v;
@@ -193,7 +207,11 @@ export class VisemeTimeline {
     for (; s + step <= until; s += step) {
       const ms = s * 1000 / this.#rate;
       const v = this.targetAt(ms);
-      if (v === -1) break; // not decided yet: resume from here
+      if (v === -1) {
+        // Not decided yet: resume from here — unless the timeline is written far past it (passed over).
+        if ((this.#writtenUntil - s) * 1000 / this.#rate < EMIT_WAIT_MS) break;
+        continue;
+      }
       if (v !== this.#lastEmitted) {
         this.#lastEmitted = v;
         const w = coarticulate(ms, (t) => this.targetAt(t), new Float32Array(VISEME_COUNT));
