@@ -11,6 +11,7 @@ import {
   type EngineSocket,
   engineTransport,
   type Frame,
+  InputTurns,
   WireError,
 } from "../../src/providers/wire/socket.ts";
 import { generateEngineTls } from "../../engine/mod.ts";
@@ -413,5 +414,32 @@ Deno.test("socket: a header value no HTTP header can carry fails before any conn
     assert.equal(connections, 0);
   } finally {
     await p.close();
+  }
+});
+
+Deno.test("socket: engine input yields to the timers after a busy run, never when it comes now and then", async () => {
+  let now = 0;
+  const turns = new InputTurns(4, 1, () => now);
+  let timerRan = false;
+  setTimeout(() => timerRan = true, 0); // a timer due meanwhile (a session's clock) runs before the input goes on
+  // Messages 0.5 ms apart (a burst): the run reaches the budget after 4 ms and waits for a timer.
+  const waits: (Promise<void> | null)[] = [];
+  for (let i = 0; i < 12; i++) {
+    waits.push(turns.next());
+    now += 0.5;
+  }
+  const first = waits.findIndex((w) => w !== null);
+  assert.equal(first, 8, "the first wait comes once 4 ms of input ran without a gap");
+  assert.ok(waits.slice(first).every((w) => w === waits[first]), "everyone waits for the same timer");
+  assert.equal(timerRan, false);
+  await waits[first];
+  assert.ok(timerRan, "a due timer ran before the input went on");
+  assert.equal(turns.next(), null, "a new run starts after the wait");
+  assert.equal(turns.yields, 1);
+  // Input 2 ms apart (the loop free in between) never waits, however long it goes on.
+  const calm = new InputTurns(4, 1, () => now);
+  for (let i = 0; i < 50; i++) {
+    assert.equal(calm.next(), null);
+    now += 2;
   }
 });

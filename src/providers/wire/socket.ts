@@ -47,6 +47,57 @@ export type WireFailure =
   /** The URL or headers cannot be used at all. */
   | { kind: "invalid" };
 
+/** Where a connection is. */
+type SocketState = "open" | "closing" | "closed";
+
+/** The read buffer an engine connection starts with (it grows for larger messages). */
+const READ_BUFFER_BYTES = 16 * 1024;
+
+/**
+ * Engine input yields to the process's timers when it has kept the event loop busy. An engine that sends
+ * a burst (a vendor's audio ahead of real time; engines catching up after a stall), and above all a
+ * hundred sessions' engines whose reads complete in the same turn of the event loop, are processed as one
+ * unbroken run of continuations (each message feeds the lip sync and the playout): measured at up to 250
+ * ms, during which every session's media clock (its silence, its animation, its frames) waited. After
+ * {@link InputTurns.budgetMs} of input processed without a gap, the next message waits for one shared
+ * `setTimeout(0)`: the timers already due run first. Input that arrives now and then never waits.
+ */
+export class InputTurns {
+  #busySince = 0;
+  #last = -Infinity;
+  #gate: Promise<void> | null = null;
+  /** Times the input yielded (a counter). */
+  yields = 0;
+
+  constructor(
+    readonly budgetMs = 4,
+    /** Input this far apart (ms) is not one run: the event loop was free in between. */
+    readonly gapMs = 1,
+    readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Called before each message is handled: a promise to wait for first, or null to go on. */
+  next(): Promise<void> | null {
+    if (this.#gate) return this.#gate;
+    const now = this.now();
+    if (now - this.#last > this.gapMs) this.#busySince = now;
+    this.#last = now;
+    if (now - this.#busySince < this.budgetMs) return null;
+    this.yields++;
+    this.#gate = new Promise((resolve) =>
+      setTimeout(() => {
+        this.#gate = null;
+        this.#busySince = this.#last = this.now();
+        resolve();
+      }, 0)
+    );
+    return this.#gate;
+  }
+}
+
+/** The process's engine input (every engine connection's messages). */
+export const inputTurns = new InputTurns();
+
 /** A failure to open a connection (its message names no host, URL or header). */
 export class WireError extends Error {
   override name = "WireError";
@@ -480,7 +531,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** A WebSocket connection over a Deno connection. */
 class ByteSocket extends EngineSocket {
-  #state: "open" | "closing" | "closed" = "open";
+  #state: SocketState = "open";
   #closeSent = false;
   #received: Closed | null = null;
   readonly #out: Uint8Array[] = [];
@@ -610,8 +661,9 @@ class ByteSocket extends EngineSocket {
   }
 
   async #readLoop(rest: Uint8Array): Promise<void> {
-    // Received bytes not parsed yet: acc[start, end), grown by doubling, compacted before growing.
-    let acc = new Uint8Array(Math.max(64 * 1024, rest.length));
+    // Received bytes not parsed yet: acc[start, end), grown by doubling, compacted before growing (16 KB to
+    // start: one per engine connection, and a session's engine sends 20–100 ms of audio at a time).
+    let acc = new Uint8Array(Math.max(READ_BUFFER_BYTES, rest.length));
     acc.set(rest);
     let start = 0, end = rest.length;
     try {
@@ -621,12 +673,19 @@ class ByteSocket extends EngineSocket {
           if (n < 0) break;
           start = n;
           if (this.#state === "closed") break;
+          // A burst of input must not keep the process's timers (the sessions' media clocks) waiting.
+          const turn = inputTurns.next();
+          if (turn) {
+            await turn;
+            // It may have been closed meanwhile (the state is read again after the wait).
+            if ((this.#state as SocketState) === "closed") break;
+          }
         }
         if (this.#state === "closed") break;
         if (start === end) start = end = 0;
-        if (acc.length - end < 16 * 1024) {
+        if (acc.length - end < READ_BUFFER_BYTES / 4) {
           const live = end - start;
-          if (live + 16 * 1024 > acc.length) {
+          if (live + READ_BUFFER_BYTES / 4 > acc.length) {
             const next = new Uint8Array(acc.length * 2);
             next.set(acc.subarray(start, end));
             acc = next;
