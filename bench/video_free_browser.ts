@@ -7,17 +7,17 @@
  *
  * 1. **What drawing the avatar costs.** The CPU time of Chromium's whole process tree (browser, renderer,
  *    GPU/compositor, audio and other utility processes; `utime + stime` of every process and thread from
- *    `/proc`) over a window, in three pages of the same origin, one after the other, each in a fresh context
- *    with a 512×512 canvas shown at 512 CSS px (the demo page's canvas):
- *    - `idle`: the page, no player;
- *    - `player_no_draw`: the player on a session that talks half the time (running speech, 1.2 s on,
- *      1.2 s off), drawing into a stand-in canvas whose 2D context does nothing (the player decodes and
- *      plays the sound, receives the animation track and runs its drawing logic; no pixels);
- *    - `player`: the same with the page's canvas.
+ *    `/proc`), in pages of the same origin, each in a fresh context with a 512×512 canvas shown at 512 CSS
+ *    px (the demo page's canvas):
+ *    - `idle`: the page, no player, for `--seconds`;
+ *    - the player on a session that talks half the time (running speech, 1.2 s on, 1.2 s off), its drawing
+ *      switched on and off in alternating 4.8 s slices (`--seconds` of each): `player` — it draws on the
+ *      canvas; `player_no_draw` — it draws through a context that drops the calls (it decodes and plays the
+ *      sound, receives the animation track and runs its drawing logic; no pixels, nothing to composite).
  *    `player − idle` is the player's cost; `player − player_no_draw` the drawing (rasterising the layers,
- *    compositing and presenting the canvas), reported as measured and per 25 frames drawn a second; the
- *    page also times the drawing calls on its main thread (first `clearRect` → last `restore` of a frame).
- *    `--reps N` alternates the three windows N times.
+ *    compositing and presenting the canvas), reported as measured, per pair of slices, and per 25 frames
+ *    drawn a second; the page also times the drawing calls on its main thread (first `clearRect` → last
+ *    `restore` of a frame). `--reps N` pages of each (default 2).
  * 2. **Mouth vs sound.** The page taps the player's sound (the player plays into the page's own
  *    `AudioContext` through `audioOutput`) and detects each burst's onset (−40 dBFS after 150 ms of quiet)
  *    in an AudioWorklet, timed when it is heard (`getOutputTimestamp()`), as `bench:player` does for video;
@@ -227,8 +227,8 @@ async function mouthBox(size: number): Promise<{ x: number; y: number; w: number
   return { x: b.x, y: b.y, w: b.width, h: b.height };
 }
 
-/** A page mode: no player; the player drawing into nothing; the player drawing; drawing + probes. */
-type Mode = "idle" | "player_no_draw" | "player" | "sync";
+/** A page mode: no player; the player (its drawing switched on and off); the player drawing + probes. */
+type Mode = "idle" | "player" | "sync";
 
 /**
  * The page's side. `setup(...)` builds the page: a `size`×`size` canvas at `size` CSS px; with a player,
@@ -257,9 +257,20 @@ globalThis.setup = async ({ mode, meta, clientToken, size, box }) => {
     return ctx;
   };
   let target = canvas;
-  if (mode === "player_no_draw") {
-    const nop = () => {};
-    const ctx = count({ clearRect: nop, drawImage: nop, save: nop, restore: nop, translate: nop, globalAlpha: 1 });
+  if (mode === "player") {
+    // The player draws through a context that passes its calls on to the canvas's while g.drawOn, and
+    // drops them otherwise (the drawer's logic runs either way; no pixels, nothing to composite).
+    g.drawOn = true;
+    const real = canvas.getContext("2d");
+    const ctx = {};
+    for (const m of ["clearRect", "drawImage", "save", "restore", "translate"]) {
+      ctx[m] = (...a) => { if (g.drawOn) real[m](...a); };
+    }
+    Object.defineProperty(ctx, "globalAlpha", {
+      get: () => real.globalAlpha,
+      set: (v) => { if (g.drawOn) real.globalAlpha = v; },
+    });
+    count(ctx);
     target = { width: size, height: size, getContext: () => ctx };
   } else count(canvas.getContext("2d"));
   const { createPlayer } = await import("/sdk/player.js");
@@ -349,9 +360,9 @@ async function setup(page: Page, mode: Mode, s: Session | null, box: unknown) {
 
 // ---------------------------------------------------------------- 1. CPU
 
-/** One CPU window. */
+/** CPU over one page's windows of one state. */
 export interface CpuWindow {
-  mode: Exclude<Mode, "sync">;
+  mode: "idle" | "player_no_draw" | "player";
   rep: number;
   seconds: number;
   /** Chromium's process tree, % of one core. */
@@ -367,8 +378,10 @@ export interface CpuWindow {
   load_average: string;
 }
 
-/** The CPU figures: the mean of each mode's windows, and the differences. */
+/** The CPU figures: the mean of each state's windows, and the differences. */
 export interface CpuSummary {
+  /** Drawing (player − player_no_draw) of each pair of consecutive slices of one page, % of a core. */
+  drawing_pairs_pct: number[];
   idle_pct: number;
   player_no_draw_pct: number;
   player_pct: number;
@@ -382,53 +395,110 @@ export interface CpuSummary {
   draw_calls_pct: number;
 }
 
-async function cpuWindow(
-  mode: Exclude<Mode, "sync">,
+/** Samples Chromium's tree and the page's draw counters. */
+async function sample(page: Page) {
+  const d = await page.evaluate(`[globalThis.draws, globalThis.drawMs]`) as [number, number];
+  return { tree: chromiumTree(), at: performance.now(), draws: d[0], drawMs: d[1] };
+}
+
+/** Accumulates windows of one state. */
+class Acc {
+  seconds = 0;
+  cpuS = 0;
+  draws = 0;
+  drawMs = 0;
+  exited = 0;
+  byKind: Record<string, number> = {};
+  byThread: Record<string, number> = {};
+  add(a: Awaited<ReturnType<typeof sample>>, b: Awaited<ReturnType<typeof sample>>): number {
+    const d = treeDelta(a.tree, b.tree);
+    const s = (b.at - a.at) / 1000;
+    this.seconds += s;
+    this.cpuS += d.cpuS;
+    this.draws += b.draws - a.draws;
+    this.drawMs += b.drawMs - a.drawMs;
+    this.exited += d.exited;
+    for (const [k, v] of Object.entries(d.byKind)) this.byKind[k] = (this.byKind[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(d.byThread)) this.byThread[k] = (this.byThread[k] ?? 0) + v;
+    return d.cpuS / s * 100;
+  }
+  window(mode: CpuWindow["mode"], rep: number, underrun: number | null): CpuWindow {
+    const share = (x: number) => r2(x / this.seconds * 100);
+    const top = Object.entries(this.byThread).sort((x, y) => y[1] - x[1]).slice(0, 8);
+    return {
+      mode,
+      rep,
+      seconds: r1(this.seconds),
+      cpu_pct: share(this.cpuS),
+      by_kind_pct: Object.fromEntries(Object.entries(this.byKind).map(([k, v]) => [k, share(v)])),
+      top_threads_pct: Object.fromEntries(top.map(([k, v]) => [k, share(v)])),
+      exited_processes: this.exited,
+      draws_per_s: r1(this.draws / this.seconds),
+      draw_calls_pct: r2(this.drawMs / 1000 / this.seconds * 100),
+      audio_underrun_ms: underrun,
+      load_average: loadavg(),
+    };
+  }
+}
+
+/** Slices of the player page, drawing on and off in turn (two periods of the talk pattern each). */
+const SLICE_MS = 4800;
+
+/**
+ * One page: `idle` — one window of `seconds`; `player` — `seconds` with the drawing on and as many with it
+ * off, in alternating slices of {@link SLICE_MS} (the same session, page and moment for both states).
+ */
+async function cpuPage(
+  mode: "idle" | "player",
   rep: number,
   seconds: number,
   svc: Service,
   engine: BenchEngine,
   browser: Browser,
   box: unknown,
-): Promise<CpuWindow> {
+): Promise<{ windows: CpuWindow[]; pairs: number[] }> {
   const s = mode === "idle" ? null : await createSession(svc, engine);
   const { context, page } = await newPage(browser, svc.url);
   let talking: Promise<void> | null = null;
   try {
     await setup(page, mode, s, box);
+    const slices = mode === "idle" ? 1 : 2 * Math.max(1, Math.round(seconds * 1000 / SLICE_MS));
     if (s) {
       talking = engine.talk(s.id, {
         burstMs: 1200,
         gapMs: 1200,
-        bursts: Math.ceil((seconds + 6) / 2.4),
+        bursts: Math.ceil((slices * SLICE_MS / 1000 + 8) / 2.4),
         sound: "speech",
       });
     }
     await sleep(3000); // past the start-up (art loaded, anchor settled, the first burst under way)
-    const d0 = await page.evaluate(`[globalThis.draws, globalThis.drawMs]`) as [number, number];
-    const a = chromiumTree();
-    const t0 = performance.now();
-    await sleep(seconds * 1000);
-    const b = chromiumTree();
-    const elapsed = (performance.now() - t0) / 1000;
-    const d1 = await page.evaluate(`[globalThis.draws, globalThis.drawMs]`) as [number, number];
-    const stats = s ? await page.evaluate(`globalThis.player.stats()`) as Record<string, number> : null;
-    const d = treeDelta(a, b);
-    const share = (x: number) => r2(x / elapsed * 100);
-    const top = Object.entries(d.byThread).sort((x, y) => y[1] - x[1]).slice(0, 8);
-    return {
-      mode,
-      rep,
-      seconds: r1(elapsed),
-      cpu_pct: share(d.cpuS),
-      by_kind_pct: Object.fromEntries(Object.entries(d.byKind).map(([k, v]) => [k, share(v)])),
-      top_threads_pct: Object.fromEntries(top.map(([k, v]) => [k, share(v)])),
-      exited_processes: d.exited,
-      draws_per_s: r1((d1[0] - d0[0]) / elapsed),
-      draw_calls_pct: r2((d1[1] - d0[1]) / 1000 / elapsed * 100),
-      audio_underrun_ms: stats ? r1(stats.audioUnderrunMs) : null,
-      load_average: loadavg(),
-    };
+    if (mode === "idle") {
+      const acc = new Acc();
+      const a = await sample(page);
+      await sleep(seconds * 1000);
+      acc.add(a, await sample(page));
+      return { windows: [acc.window("idle", rep, null)], pairs: [] };
+    }
+    const on = new Acc(), off = new Acc();
+    const pairs: number[] = [];
+    let pending: number | null = null;
+    for (let i = 0; i < slices; i++) {
+      // on, off, on, off … on even pages; off, on … on odd ones
+      const drawing = (i + rep) % 2 === 0;
+      await page.evaluate(`globalThis.drawOn = ${drawing}`);
+      await sleep(200); // the switch reaches the drawing
+      const a = await sample(page);
+      await sleep(SLICE_MS - 200);
+      const pctNow = (drawing ? on : off).add(a, await sample(page));
+      if (pending === null) pending = drawing ? pctNow : -pctNow;
+      else {
+        pairs.push(r2(pending + (drawing ? pctNow : -pctNow)));
+        pending = null;
+      }
+    }
+    const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, number>;
+    const under = r1(stats.audioUnderrunMs);
+    return { windows: [on.window("player", rep, under), off.window("player_no_draw", rep, under)], pairs };
   } finally {
     await context.close();
     if (s) await endSession(svc, s.id);
@@ -436,7 +506,7 @@ async function cpuWindow(
   }
 }
 
-function summarise(windows: CpuWindow[]): CpuSummary {
+function summarise(windows: CpuWindow[], pairs: number[]): CpuSummary {
   const mean = (mode: string, pick: (w: CpuWindow) => number) => {
     const ws = windows.filter((w) => w.mode === mode);
     return ws.reduce((x, w) => x + pick(w), 0) / Math.max(1, ws.length);
@@ -447,6 +517,7 @@ function summarise(windows: CpuWindow[]): CpuSummary {
   const draws = mean("player", (w) => w.draws_per_s);
   const drawing = full - noDraw;
   return {
+    drawing_pairs_pct: pairs,
     idle_pct: r2(idle),
     player_no_draw_pct: r2(noDraw),
     player_pct: r2(full),
@@ -684,15 +755,17 @@ export async function benchVideoFreeBrowser(options: {
     const box = await mouthBox(CANVAS_SIZE);
     if (!options.skip?.includes("cpu")) {
       const windows: CpuWindow[] = [];
+      const pairs: number[] = [];
       for (let rep = 0; rep < reps; rep++) {
-        for (const mode of ["idle", "player_no_draw", "player"] as const) {
-          const w = await cpuWindow(mode, rep, seconds, svc, options.engine, browser, box);
-          console.log(`bench video-free browser: cpu ${JSON.stringify(w)}`);
-          windows.push(w);
+        for (const mode of ["idle", "player"] as const) {
+          const p = await cpuPage(mode, rep, seconds, svc, options.engine, browser, box);
+          for (const w of p.windows) console.log(`bench video-free browser: cpu ${JSON.stringify(w)}`);
+          windows.push(...p.windows);
+          pairs.push(...p.pairs);
           await sleep(1000);
         }
       }
-      result.cpu = { seconds, reps, windows, summary: summarise(windows) };
+      result.cpu = { seconds, reps, windows, summary: summarise(windows, pairs) };
     }
     if (!options.skip?.includes("sync")) {
       result.sync = await syncRun(svc, options.engine, browser, bursts, box);
@@ -715,7 +788,7 @@ export function videoFreeBrowserTable(r: VideoFreeBrowserResult): string {
     const s = r.cpu.summary;
     lines.push(
       `Video-free player in Chromium, ${r.canvas_px}×${r.canvas_px} canvas, Chromium's whole process tree ` +
-        `(${r.cpu.reps} × ${r.cpu.seconds} s windows per page):`,
+        `(${r.cpu.reps} pages × ${r.cpu.seconds} s per state):`,
       "",
       "| page | CPU, % of a core | draws/s | drawing calls (main thread) |",
       "| --- | --- | --- | --- |",
@@ -727,6 +800,9 @@ export function videoFreeBrowserTable(r: VideoFreeBrowserResult): string {
       "| --- | --- | --- |",
       `| the player's cost (player − idle) | ${s.player_cost_pct} % of a core | |`,
       `| drawing the avatar (player − drawing into nothing), as drawn | ${s.drawing_pct} % at ${s.draws_per_s} draws/s | |`,
+      `| … per pair of ${SLICE_MS / 1000} s slices, min / median / max | ${pct(s.drawing_pairs_pct, 0)} / ${
+        pct(s.drawing_pairs_pct, 50)
+      } / ${pct(s.drawing_pairs_pct, 100)} % (${s.drawing_pairs_pct.length}) | |`,
       `| drawing the avatar, per 25 fps | ${s.drawing_per_25fps_pct} % of a core | ≤ 3 % |`,
     );
   }

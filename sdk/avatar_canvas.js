@@ -14,9 +14,8 @@
  * silence is centred instead on where the sound starts, when the caller knows it (`soundStarts`, from the
  * decoded audio) and it lies at most {@link OPENING_LEAD_MS} before the stamp: the lip sync decides an
  * opening some tens of ms into its sound (the video player shows the opening frame at the sound's start
- * likewise). A transparent background
- * (`bg_id: "transparent"`) draws nothing behind the avatar: the page shows through. Format of the art and
- * the messages: docs/media-plane.md#video-free-clients.
+ * likewise). A transparent background (`bg_id: "transparent"`) draws nothing behind the avatar: the page
+ * shows through. Format of the art and the messages: docs/media-plane.md#video-free-clients.
  *
  * @module
  */
@@ -28,7 +27,7 @@
 const CROSSFADE_MS = 40;
 /**
  * How far before an opening viseme's stamp a sound start may lie to be taken as the opening's instant (ms):
- * the lip sync stamps the first open viseme of a sound 20–40 ms after it starts (measured,
+ * the lip sync stamps the first open viseme of a sound ≈ 20 or ≈ 40 ms after it starts (measured,
  * `bench/video_free_browser.ts`); a sound start follows ≥ 120 ms of quiet, so none is mistaken for another.
  */
 const OPENING_LEAD_MS = 60;

@@ -147,7 +147,10 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
           ...(soundStarts ? { soundStarts: () => soundStarts } : {}),
         });
         d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
-        while (!d.ready()) await new Promise((r) => setTimeout(r, 20));
+        for (let i = 0; !d.ready(); i++) {
+          if (i > 1500) throw new Error("the art did not load in 30 s");
+          await new Promise((r) => setTimeout(r, 20));
+        }
         const ctx = canvas.getContext("2d");
         // The sum of every pixel's RGB: the mouth is the only part that changes below.
         const shade = () => {
