@@ -127,7 +127,8 @@ export async function startServiceProcess(
   return { url: info.url, apiKey: info.api_key, pid: info.pid, child };
 }
 
-export async function createSession(svc: Service, engine: BenchEngine) {
+/** Creates a session on the bench engine (the service's default transport unless one is named). */
+export async function createSession(svc: Service, engine: BenchEngine, transport?: string) {
   const t = wallNow();
   const res = await fetch(`${svc.url}/v1/sessions`, {
     method: "POST",
@@ -137,6 +138,7 @@ export async function createSession(svc: Service, engine: BenchEngine) {
       provider_config: {
         external_engine: { url: engine.url, auth_headers: { Authorization: "Bearer bench" } },
       },
+      ...(transport ? { transport } : {}),
     }),
   });
   const body = await res.json();
@@ -145,6 +147,7 @@ export async function createSession(svc: Service, engine: BenchEngine) {
   return {
     id: body.session_id as string,
     token: body.client_token as string,
+    meta: body.stream_metadata as Record<string, unknown>,
     wsUrl: `${svc.url.replace("http", "ws")}${path}`,
     createMs: wallNow() - t,
   };

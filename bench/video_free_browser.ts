@@ -48,7 +48,12 @@ import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
 import { type BenchEngine, startBenchEngine } from "./engine.ts";
-import { type Service, startServiceProcess } from "./service_child.ts";
+import {
+  createSession as createServiceSession,
+  endSession,
+  type Service,
+  startServiceProcess,
+} from "./service_child.ts";
 
 /** The demo page's canvas (px, square). */
 export const CANVAS_SIZE = 512;
@@ -195,27 +200,8 @@ interface Session {
 }
 
 async function createSession(svc: Service, engine: BenchEngine): Promise<Session> {
-  const res = await fetch(`${svc.url}/v1/sessions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${svc.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      provider_type: "external_engine",
-      provider_config: {
-        external_engine: { url: engine.url, auth_headers: { Authorization: "Bearer bench" } },
-      },
-      transport: "websocket_fmp4",
-    }),
-  });
-  const body = await res.json();
-  if (!res.ok) throw new Error(`create: ${res.status} ${JSON.stringify(body)}`);
-  return { id: body.session_id, clientToken: body.client_token, meta: body.stream_metadata };
-}
-
-async function endSession(svc: Service, id: string): Promise<void> {
-  await fetch(`${svc.url}/v1/sessions/${id}/end?force=true`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${svc.apiKey}` },
-  }).then((r) => r.body?.cancel());
+  const s = await createServiceSession(svc, engine, "websocket_fmp4");
+  return { id: s.id, clientToken: s.token, meta: s.meta };
 }
 
 // ---------------------------------------------------------------- the page
