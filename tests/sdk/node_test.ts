@@ -21,7 +21,9 @@ const ended = await client.endSession(created.session_id, { force: true });
 const keys = await client.listApiKeys();
 let failure = null;
 try {
-  await client.getSession(created.session_id.slice(0, -1) + "Z");
+  // Another session's id: the last character changed (an id that already ends in "Z" gets a "Y").
+  const other = created.session_id.slice(0, -1) + (created.session_id.endsWith("Z") ? "Y" : "Z");
+  await client.getSession(other);
 } catch (err) {
   failure = { instance: err instanceof ApiError, name: err.name, code: err.code, status: err.status, requestId: err.requestId };
 }
