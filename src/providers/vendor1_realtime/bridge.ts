@@ -41,11 +41,10 @@ import {
   vendorStartFailure,
 } from "../wire/handshake.ts";
 import type { Closed, EngineSocket, Frame } from "../wire/socket.ts";
+import { jsonMessage, obj } from "../wire/json.ts";
 import { endpointOf } from "../wire/socket.ts";
 import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
 const str = (v: unknown): string => typeof v === "string" ? v : "";
 
 /**
@@ -180,13 +179,8 @@ class Vendor1Connection extends BridgeConnection {
   }
 
   protected onFrame(frame: Frame): void {
-    if (typeof frame !== "string") return;
-    let msg: Json;
-    try {
-      msg = obj(JSON.parse(frame));
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(frame);
+    if (!msg) return;
     const type = msg.type;
     const events = this.ctx.events;
     if (is(type, SERVER_EVENTS.audioDelta)) {

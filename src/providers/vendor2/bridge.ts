@@ -40,6 +40,7 @@ import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/brid
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
 import type { Closed, Endpoint, EngineSocket, Frame } from "../wire/socket.ts";
+import { type Json, jsonMessage, obj } from "../wire/json.ts";
 import { endpointOf } from "../wire/socket.ts";
 import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 
@@ -47,9 +48,6 @@ import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 export const VENDOR2_API_VERSION = "2026-08-14";
 /** The input format the bridge asks for (the agent answers in the same one). */
 export const VENDOR2_INPUT_FORMAT = "pcm_24000";
-
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
 
 /** The agent's WebSocket URL: the base, the agent id as a path segment, the version and the token. */
 export function vendor2Url(base: string, agentId: string, accessToken: string): string {
@@ -168,13 +166,8 @@ class Vendor2Connection extends BridgeConnection {
   }
 
   protected onFrame(frame: Frame): void {
-    if (typeof frame !== "string") return;
-    let msg: Json;
-    try {
-      msg = obj(JSON.parse(frame));
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(frame);
+    if (!msg) return;
     const events = this.ctx.events;
     switch (msg.type) {
       case "audio_output": {

@@ -43,6 +43,7 @@ import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/brid
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
 import type { Closed, Endpoint, EngineSocket, Frame } from "../wire/socket.ts";
+import { type Json, jsonMessage, obj } from "../wire/json.ts";
 import { endpointOf, endpointOfBytes } from "../wire/socket.ts";
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
@@ -55,9 +56,6 @@ export const VENDOR3_SUBPROTOCOL = "convai";
 
 /** A response ends after this long without its audio (the vendor sends no end-of-turn event). */
 export const AGENT_AUDIO_GAP_MS = 500;
-
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : {};
 
 /** The audio formats `conversation_initiation_metadata` announces. */
 interface Formats {
@@ -210,13 +208,8 @@ class Vendor3Connection extends BridgeConnection {
   }
 
   protected onFrame(frame: Frame): void {
-    if (typeof frame !== "string") return;
-    let msg: Json;
-    try {
-      msg = obj(JSON.parse(frame));
-    } catch {
-      return;
-    }
+    const msg = jsonMessage(frame);
+    if (!msg) return;
     const events = this.ctx.events;
     switch (msg.type) {
       case "audio": {
