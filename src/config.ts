@@ -149,6 +149,11 @@ export interface MediaConfig {
    * visemes are decided at its deadline with the look-ahead that has arrived, and the sound is not delayed).
    */
   lipSyncHoldMs: number;
+  /**
+   * Which libopus encodes the sessions' audio: `auto` (the system's libopus through FFI where it loads,
+   * else the WebAssembly build), `native` (start-up fails without it) or `wasm`.
+   */
+  opusEncoder: "auto" | "native" | "wasm";
 }
 
 /** Settings of the `webrtc_sfu` transport (see docs/configuration.md, "WebRTC through an SFU"). */
@@ -261,6 +266,10 @@ const VARIABLES = {
   SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
   SVC_LIPSYNC_HOLD_MS: { schema: int(0, 80), default: "0" },
+  SVC_OPUS_ENCODER: {
+    schema: z.enum(["auto", "native", "wasm"], { error: "must be auto, native or wasm" }),
+    default: "auto",
+  },
   SVC_DEMO_PAGE: { schema: bool, default: "true" },
   SVC_SFU_JANUS_URL: {
     schema: z.url({ protocol: /^wss?$/, error: "must be a ws:// or wss:// URL (Janus's WebSocket API)" }),
@@ -456,6 +465,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
       lipSyncHoldMs: v.SVC_LIPSYNC_HOLD_MS!,
+      opusEncoder: v.SVC_OPUS_ENCODER!,
     },
     // On by default on one host; an API process serves it only when asked to (each start mints a demo key).
     demoPage: role === "all" ? v.SVC_DEMO_PAGE! : role === "api" && !!env.SVC_DEMO_PAGE && v.SVC_DEMO_PAGE!,

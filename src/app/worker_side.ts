@@ -79,6 +79,9 @@ export async function startMediaPlane(
   });
   a.logger.info("media plane ready", {
     ffmpeg: plane.ffmpegVersion,
+    opus: `${plane.audioEncoder.version} (${plane.audioEncoder.backend}${
+      plane.audioEncoder.why ? `: ${plane.audioEncoder.why}` : ""
+    })`,
     format: plane.renderer.format,
     capacity: plane.capacity,
   });

@@ -29,6 +29,7 @@ import { loadArtBank } from "./art_bank.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";
 import { checkFfmpeg } from "./ffmpeg.ts";
 import { FrameCache } from "./frame_cache.ts";
+import { opusBackend } from "./opus_encoder.ts";
 import { ReferenceRenderer } from "./reference_renderer.ts";
 import type { Renderer } from "./renderer.ts";
 import { AvatarSessionMedia, type MediaObserver } from "./session_media.ts";
@@ -90,6 +91,8 @@ export class MediaPlane implements MediaPlaneInfo {
     readonly renderer: Renderer,
     readonly catalog: Catalog,
     readonly ffmpegVersion: string,
+    /** The libopus that encodes the sessions' audio ({@link opusBackend}). */
+    readonly audioEncoder: { backend: "native" | "wasm"; version: string; why: string },
   ) {
     this.#publicUrl = options.publicUrl;
     for (const [kind, implementation] of Object.entries(TRANSPORT_IMPLEMENTATIONS)) {
@@ -137,6 +140,8 @@ export class MediaPlane implements MediaPlaneInfo {
    */
   static async create(options: MediaPlaneOptions): Promise<MediaPlane> {
     const version = await checkFfmpeg(options.config.ffmpegPath);
+    // `native` without the library stops start-up here, with the reason.
+    const audioEncoder = opusBackend(options.config.opusEncoder ?? "auto");
     const catalog = options.catalog ?? CATALOG;
     let renderer = options.renderer;
     if (!renderer) {
@@ -144,7 +149,7 @@ export class MediaPlane implements MediaPlaneInfo {
       const art = await loadArtBank(catalog, width, height);
       renderer = new ReferenceRenderer(art, fps, new FrameCache(frameCacheBytes));
     }
-    return new MediaPlane(options, renderer, catalog, version);
+    return new MediaPlane(options, renderer, catalog, version, audioEncoder);
   }
 
   /** Renders in progress. */
@@ -223,6 +228,7 @@ export class MediaPlane implements MediaPlaneInfo {
       ffmpegPath: config.ffmpegPath,
       crf: VIDEO_CRF,
       audioBitrate: AUDIO_BITRATE,
+      audioEncoder: this.audioEncoder.backend,
       firstFrameTimeoutMs: config.firstFrameTimeoutMs,
       lipSync: { holdMs: config.lipSyncHoldMs },
       gopFrames: this.options.gopFrames,

@@ -1,23 +1,22 @@
 /**
- * The session's audio encoder, in process: PCM16 mono at 48 kHz → Opus packets of 20 ms, with libopus
- * compiled to WebAssembly (`opusscript`, libopus 1.4). One encoder per session, no process: measured at
- * about 0.25 % of a core while speaking and 0.1 % in silence (complexity 3, 24 kbit/s; see
- * docs/media-plane.md), about 90 KB of memory each (the WebAssembly module is shared).
+ * The session's audio encoder, in process: PCM16 mono at 48 kHz → Opus packets of 20 ms. One encoder per
+ * session, no process. libopus itself through FFI where it loads (`opus_native.ts`: the system's library,
+ * with the CPU's vector instructions), else libopus compiled to WebAssembly (`opus_wasm.ts`); the choice is
+ * `SVC_OPUS_ENCODER` (docs/configuration.md). Complexity 2, 24 kbit/s, variable bitrate: costs and quality
+ * of each backend and complexity measured in docs/media-plane.md ("Audio").
  *
  * Low-delay mode (CELT only): the encoder's look-ahead, the stream's pre-skip, is 2.5 ms (120 samples).
  *
  * Digital silence (the avatar is quiet half the time or more) is not encoded again and again: once the
  * encoder has settled on silence (after {@link SILENCE_SETTLE} silent packets, when its packet is a silent
  * frame of 3 bytes), that packet is repeated until sound comes back; the encoder then goes on from a silent
- * state, as the decoder does. Variable bitrate (libopus's default, set explicitly).
+ * state, as the decoder does.
  *
  * @module
  */
-// The package's WebAssembly build, driven directly: its JavaScript wrapper (`opusscript`'s index.js) writes
-// each encoder's samples through views taken once, at twice the address it allocated — past about 80
-// encoders that lands outside the heap ("offset is out of bounds") or on other encoders' memory.
-import createOpusModule from "opusscript/build/opusscript_native_wasm.js";
 import type { OpusHead } from "./ogg_opus.ts";
+import { nativeOpus, NativeOpusEncoder } from "./opus_native.ts";
+import { WasmOpusEncoder } from "./opus_wasm.ts";
 
 /** Samples per Opus packet (20 ms at 48 kHz). */
 export const OPUS_FRAME = 960;
@@ -29,8 +28,13 @@ const SET_BITRATE = 4002;
 const SET_COMPLEXITY = 4010;
 /** libopus `OPUS_SET_VBR` (the package's default is constant bitrate: silence would cost as much as speech). */
 const SET_VBR = 4006;
-/** Encoder complexity (0–10): 3 costs a fifth of 10 for speech at these rates. */
-const COMPLEXITY = 3;
+/**
+ * Encoder complexity (0–10). 2 sounds as 3 and above do on speech at these rates by every measure taken
+ * (signal-to-noise, segmental SNR, log-spectral distance; docs/media-plane.md) at ≈ 75 % of 3's cost: in
+ * low-delay mode 3 adds only CELT's spreading decision; 1 drops the time-frequency analysis too (slightly
+ * worse), 0 the transient analysis and all spreading (log-spectral distance 7.5 → 12.3 dB).
+ */
+export const OPUS_COMPLEXITY = 2;
 /**
  * Silent packets encoded before the settled silent packet may be repeated instead (libopus keeps coding
  * the tail of the sound for ≈ 260 ms of digital silence, 61-byte packets at 24 kb/s, then sends 3-byte
@@ -40,47 +44,30 @@ export const SILENCE_SETTLE = 16;
 /** A packet this small (bytes) is a silent frame. */
 const SILENT_PACKET_MAX = 8;
 
-/** The parts of the build's Emscripten module used here. */
-interface OpusModule {
-  OpusScriptHandler: {
-    new (rate: number, channels: number, application: number): OpusHandler;
-    destroy_handler(h: OpusHandler): void;
-  };
-  _malloc(bytes: number): number;
-  _free(ptr: number): void;
-  /** Views of the module's memory (replaced when the memory grows: read them at each use). */
-  HEAPU8: Uint8Array;
-  HEAPU16: Uint16Array;
-}
-
-/** The build's encoder handle (`src/opusscript_encoder.cpp` of opusscript). */
-interface OpusHandler {
-  /**
-   * Encodes `frameSize` samples at `input`: first packs `bytes` samples in place from one 16-bit slot per
-   * byte (`input[i] = input[2i + 1] << 8 | input[2i]`; 0: the input already holds the samples).
-   */
-  _encode(input: number, bytes: number, output: number, frameSize: number): number;
-  _encoder_ctl(ctl: number, arg: number): number;
-}
-
 /** `OPUS_APPLICATION_RESTRICTED_LOWDELAY`. */
 const RESTRICTED_LOWDELAY = 2051;
 /** Largest Opus packet (bytes). */
 const MAX_PACKET = 1276 * 3;
 
-let opusModule: OpusModule | null = null;
-/** The shared WebAssembly module (instantiated on first use, synchronously). */
-function opusLib(): OpusModule {
-  return opusModule ??= (createOpusModule as unknown as () => OpusModule)();
+/** Which libopus encodes: `auto` = native where it loads, else WebAssembly. */
+export type OpusBackend = "auto" | "native" | "wasm";
+
+/** The libopus an encoder of `backend` uses here, and why the native one is not used (when it is not). */
+export function opusBackend(
+  backend: OpusBackend = "auto",
+): { backend: "native" | "wasm"; version: string; why: string } {
+  if (backend === "wasm") return { backend: "wasm", version: "libopus 1.4 (WebAssembly)", why: "asked for" };
+  const { lib, why } = nativeOpus();
+  if (lib) return { backend: "native", version: lib.version, why: "" };
+  if (backend === "native") throw new Error(`native libopus did not load: ${why}`);
+  return { backend: "wasm", version: "libopus 1.4 (WebAssembly)", why };
 }
 
 /** An in-process Opus encoder (mono, 48 kHz, 20 ms packets). */
 export class OpusEncoder {
-  readonly #lib: OpusModule;
-  readonly #enc: OpusHandler;
-  /** The input slots (one 16-bit slot per PCM byte) and the output packet, in the module's memory. */
-  readonly #in: number;
-  readonly #out: number;
+  readonly #enc: NativeOpusEncoder | WasmOpusEncoder;
+  /** The libopus that encodes. */
+  readonly backend: "native" | "wasm";
   /** Samples waiting for a whole packet. */
   readonly #pending = new Int16Array(OPUS_FRAME);
   #fill = 0;
@@ -92,15 +79,17 @@ export class OpusEncoder {
   /** Packets encoded and packets repeated (counters). */
   readonly stats = { encoded: 0, repeated: 0 };
 
-  constructor(bitrate: number) {
-    this.#lib = opusLib();
-    this.#enc = new this.#lib.OpusScriptHandler(48000, 1, RESTRICTED_LOWDELAY);
-    this.#in = this.#lib._malloc(OPUS_FRAME * 2 * 2);
-    this.#out = this.#lib._malloc(MAX_PACKET);
-    for (const [ctl, value] of [[SET_BITRATE, bitrate], [SET_COMPLEXITY, COMPLEXITY], [SET_VBR, 1]]) {
-      const rc = this.#enc._encoder_ctl(ctl, value);
-      if (rc < 0) throw new Error(`opus encoder ctl ${ctl} failed (${rc})`);
-    }
+  /**
+   * `backend`: which libopus ({@link opusBackend}; `native` throws where it does not load). `complexity`:
+   * {@link OPUS_COMPLEXITY} unless given (the benches compare).
+   */
+  constructor(bitrate: number, backend: OpusBackend = "auto", complexity = OPUS_COMPLEXITY) {
+    const settings: [number, number][] = [[SET_BITRATE, bitrate], [SET_COMPLEXITY, complexity], [SET_VBR, 1]];
+    const lib = opusBackend(backend).backend === "native" ? nativeOpus().lib : null;
+    this.#enc = lib
+      ? new NativeOpusEncoder(lib, 48000, RESTRICTED_LOWDELAY, settings, MAX_PACKET)
+      : new WasmOpusEncoder(48000, RESTRICTED_LOWDELAY, settings, MAX_PACKET, OPUS_FRAME);
+    this.backend = lib ? "native" : "wasm";
   }
 
   /** The stream's identification header (what an MP4 `dOps` box or a decoder needs). */
@@ -140,25 +129,16 @@ export class OpusEncoder {
       this.stats.repeated++;
       return this.#silence;
     }
-    // The samples themselves, copied as they are (views taken now: the memory may have grown since the last
-    // call); 0 "bytes" for the handler to pack, so it hands them to opus_encode untouched (its packing
-    // loop turns one 16-bit slot per byte into samples: converting every byte to a slot cost a fifth of
-    // the encoder's time).
-    this.#lib.HEAPU16.set(new Uint16Array(pcm.buffer, pcm.byteOffset, pcm.length), this.#in >> 1);
-    const n = this.#enc._encode(this.#in, 0, this.#out, OPUS_FRAME);
-    if (n < 0) throw new Error(`opus encode failed (${n})`);
-    const packet = this.#lib.HEAPU8.slice(this.#out, this.#out + n);
+    const packet = this.#enc.encode(pcm);
     this.stats.encoded++;
     if (this.#silentRun >= SILENCE_SETTLE && packet.length <= SILENT_PACKET_MAX) this.#silence = packet;
     return packet;
   }
 
-  /** Frees the encoder's WebAssembly memory. */
+  /** Frees the encoder. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#lib.OpusScriptHandler.destroy_handler(this.#enc);
-    this.#lib._free(this.#in);
-    this.#lib._free(this.#out);
+    this.#enc.close();
   }
 }

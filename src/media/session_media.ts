@@ -35,7 +35,7 @@ import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { AUDIO_RATE, EncoderProcess, videoEncoderArgs } from "./ffmpeg.ts";
 import { FlvDemuxer } from "./flv.ts";
 import type { OpusHead } from "./ogg_opus.ts";
-import { OPUS_FRAME, OpusEncoder } from "./opus_encoder.ts";
+import { OPUS_FRAME, type OpusBackend, OpusEncoder } from "./opus_encoder.ts";
 import type { FaceState } from "./motion.ts";
 import type { G2p } from "./lipsync/g2p.ts";
 import { type CharAlignment, LOOKAHEAD_MS, type WordTiming } from "./lipsync/engine.ts";
@@ -93,6 +93,8 @@ export interface SessionMediaDeps {
   crf: number;
   /** Opus bitrate, bits per second. */
   audioBitrate: number;
+  /** Which libopus encodes the audio (default `auto`: native where it loads). */
+  audioEncoder?: OpusBackend;
   /** Deadline for the first encoded frame when starting (→ 504 SVC_RENDER_TIMEOUT). */
   firstFrameTimeoutMs: number;
   /** Frames between keyframes (default: the frame rate, one a second). */
@@ -253,7 +255,7 @@ export class AvatarSessionMedia implements SessionMedia {
       },
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
-    this.#opusEnc = new OpusEncoder(deps.audioBitrate);
+    this.#opusEnc = new OpusEncoder(deps.audioBitrate, deps.audioEncoder);
     this.#opus = this.#opusEnc.head;
     this.#hold = Math.round(
       Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? 0)) * AUDIO_RATE / 1000,

@@ -45,6 +45,7 @@ Deno.test("config: embedded defaults", () => {
     firstFrameTimeoutMs: 5000,
     frameCacheBytes: 256 * 1024 * 1024,
     lipSyncHoldMs: 0,
+    opusEncoder: "auto",
   });
   assert.equal(c.demoPage, true);
 });
@@ -104,6 +105,7 @@ Deno.test("config: invalid values stop start-up with one line naming the variabl
     [{ SVC_RENDER_WIDTH: "513" }, "SVC_RENDER_WIDTH"],
     [{ SVC_RENDER_FPS: "7" }, "SVC_RENDER_FPS"],
     [{ SVC_RENDER_CAPACITY: "0" }, "SVC_RENDER_CAPACITY"],
+    [{ SVC_OPUS_ENCODER: "fastest" }, "SVC_OPUS_ENCODER"],
   ];
   for (const [env, name] of cases) {
     const err = assert.throws(() => loadConfig(env), ConfigError) as unknown;

@@ -1,14 +1,41 @@
 /**
- * The in-process Opus encoder: 20 ms packets that decode back to the sound (2.5 ms pre-skip), and digital
- * silence repeated as one settled 3-byte packet instead of being encoded again (the sound after it decodes
- * as well as before).
+ * The in-process Opus encoder, both backends (the system's libopus through FFI, libopus in WebAssembly): 20 ms
+ * packets that decode back to the sound (2.5 ms pre-skip), and digital silence repeated as one settled 3-byte
+ * packet instead of being encoded again (the sound after it decodes as well as before).
  */
 import assert from "node:assert/strict";
 import { OpusDecoder } from "opus-decoder";
-import { OPUS_FRAME, OPUS_PRE_SKIP, OpusEncoder, SILENCE_SETTLE } from "../../src/media/opus_encoder.ts";
+import {
+  OPUS_FRAME,
+  OPUS_PRE_SKIP,
+  type OpusBackend,
+  opusBackend,
+  OpusEncoder,
+  SILENCE_SETTLE,
+} from "../../src/media/opus_encoder.ts";
 
-Deno.test("opus encoder: 20 ms packets decode back to the sound; settled silence is repeated, not re-encoded", async () => {
+Deno.test("opus encoder: the system's libopus loads through FFI here (Linux with ffmpeg's libopus0)", () => {
+  const b = opusBackend("auto");
+  assert.equal(b.backend, "native", b.why);
+  assert.match(b.version, /^libopus \d+\.\d+/);
   const enc = new OpusEncoder(24000);
+  assert.equal(enc.backend, "native");
+  enc.close();
+  assert.equal(opusBackend("wasm").backend, "wasm");
+  const wasm = new OpusEncoder(24000, "wasm");
+  assert.equal(wasm.backend, "wasm");
+  wasm.close();
+});
+
+for (const backend of ["native", "wasm"] as OpusBackend[]) {
+  Deno.test(`opus encoder (${backend}): 20 ms packets decode back to the sound; settled silence is repeated, not re-encoded`, async () => {
+    await roundTrip(backend);
+  });
+}
+
+async function roundTrip(backend: OpusBackend): Promise<void> {
+  const enc = new OpusEncoder(24000, backend);
+  assert.equal(enc.backend, backend);
   // 1 s of tone, 1 s of digital silence, 1 s of tone (written in odd-sized pieces).
   const pcm = new Int16Array(48000 * 3);
   for (let j = 0; j < pcm.length; j++) {
@@ -48,16 +75,16 @@ Deno.test("opus encoder: 20 ms packets decode back to the sound; settled silence
   let loud = 0;
   for (let j = 60000; j < 94000; j++) loud = Math.max(loud, Math.abs(out[j]));
   assert.ok(loud < 0.01, `the silence decodes silent (${loud})`);
-});
+}
 
-Deno.test("opus encoder: hundreds at once (one per session) all encode, the first ones too after the memory grew", () => {
+Deno.test("opus encoder: hundreds at once (one per session, each backend) all encode, the first ones too after the memory grew", () => {
   const pcm = new Int16Array(OPUS_FRAME);
   for (let j = 0; j < pcm.length; j++) pcm[j] = Math.round(8000 * Math.sin(j / 5));
   const encoders: OpusEncoder[] = [];
   try {
     // (opusscript's own wrapper failed at the 79th: "offset is out of bounds")
-    for (let i = 0; i < 400; i++) encoders.push(new OpusEncoder(24000));
-    for (const e of [encoders[0], encoders[199], encoders[399]]) {
+    for (let i = 0; i < 400; i++) encoders.push(new OpusEncoder(24000, i % 2 ? "native" : "wasm"));
+    for (const e of [encoders[0], encoders[1], encoders[198], encoders[199], encoders[398], encoders[399]]) {
       let bytes = 0;
       e.encode(pcm, (p) => bytes = p.length);
       assert.ok(bytes > 8, `a packet of ${bytes} bytes`);
