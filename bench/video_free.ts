@@ -3,7 +3,8 @@
  * how many sessions one core sustains when every client asks for no video (`video=0`: the session's audio
  * and the animation track; the browser draws the avatar). Each session is watched by one such client and
  * talks half of the time (1.2 s tone bursts, 1.2 s gaps, from the V0 bench engine in real time, so the
- * lip-sync engine classifies audio: its most expensive source).
+ * lip-sync engine classifies audio: its most expensive source), each session at its own phase of the
+ * engine's 20 ms chunks (`--aligned`: all on one, a burst every 20 ms).
  *
  * The service runs as its own process pinned to one core with `taskset` (as the video run's); the engine
  * and the clients run on the other cores. Per step: CPU of the service's process tree per session, its RSS
@@ -198,6 +199,8 @@ export async function benchVideoFree(options: {
   engine: BenchEngine;
   quick: boolean;
   steps?: number[];
+  /** Every session's engine chunks on the same 20 ms phase (the run before 26 Nov; default: spread). */
+  aligned?: boolean;
   seconds?: number;
 }): Promise<VideoFreeResult> {
   const svc = await startServiceProcess(options.caFile, options.dir, options.core, {
@@ -227,8 +230,11 @@ export async function benchVideoFree(options: {
       }
       const clients = sessions.map((s) => new FreeClient(s.wsUrl, s.token));
       await Promise.all(clients.map((c) => c.sync()));
+      // Sessions start talking at 24 instants 100 ms apart, and (unless `aligned`) each at its own phase of the
+      // engine's 20 ms chunks, as independent conversations do: aligned, every talking session's chunk
+      // arrives in the same millisecond, 50 times a second (a burst no real host sees).
       const talking = sessions.map((s, i) =>
-        sleep((i % 24) * 100).then(() =>
+        sleep((i % 24) * 100 + (options.aligned ? 0 : (i * 7) % 20)).then(() =>
           options.engine.talk(s.id, { burstMs: 1200, gapMs: 1200, bursts: Math.ceil((seconds + 8) / 2.4) })
         )
       );
@@ -341,6 +347,7 @@ if (import.meta.main) {
       steps: { type: "string" },
       seconds: { type: "string", default: "10" },
       quick: { type: "boolean", default: false },
+      aligned: { type: "boolean", default: false },
     },
   }).values;
   const nproc = navigator.hardwareConcurrency;
@@ -362,6 +369,7 @@ if (import.meta.main) {
       core,
       engine,
       quick: args.quick!,
+      aligned: args.aligned!,
       steps: args.steps?.split(",").map(Number),
       seconds: Number(args.seconds),
     });
