@@ -41,6 +41,7 @@ import type { G2p } from "./lipsync/g2p.ts";
 import { type CharAlignment, LOOKAHEAD_MS, type WordTiming } from "./lipsync/engine.ts";
 import { SessionFace, type SessionLipSyncStats } from "./lipsync/session_face.ts";
 import type { TimelineViseme } from "./lipsync/timeline.ts";
+import { VISEME_COUNT } from "./lipsync/visemes.ts";
 import { PlayoutQueue } from "./playout_queue.ts";
 import type { Renderer, RenderSession } from "./renderer.ts";
 import { LinearResampler } from "./resample.ts";
@@ -194,6 +195,18 @@ export class AvatarSessionMedia implements SessionMedia {
   readonly #opusEnc: OpusEncoder;
   /** The face of the latest frame instant (rendered at once when a video client arrives). */
   #lastFace: { k: number; face: FaceState } | null = null;
+  /** The storage {@link #keepFace} copies into (one per session: no allocation per frame). */
+  readonly #keptFace: { k: number; face: FaceState } = {
+    k: -1,
+    face: {
+      visemes: new Float32Array(VISEME_COUNT),
+      eyes: "open",
+      look: "neutral",
+      headDx: 0,
+      headDy: 0,
+      mode: "idle",
+    },
+  };
   /** Video encoders being stopped (the session's stop waits for them). */
   readonly #retiring = new Set<Promise<unknown>>();
   /** What video-free clients were last told of the face (changes only are sent). */
@@ -411,10 +424,12 @@ export class AvatarSessionMedia implements SessionMedia {
       // and the last one kept may be from long ago): the keyframe must carry the current instant's time,
       // else the frames after it are not contiguous with it and an MSE player drops them until the next
       // keyframe (up to a GOP, 1 s, later).
-      const face = this.#lastFace?.k === due
-        ? this.#lastFace.face
+      const kept = this.#lastFace?.k === due ? this.#lastFace.face : null;
+      // A copy of the kept face: the renderer may read it after the next frame's face is kept in its place.
+      const face = kept
+        ? { ...kept, visemes: kept.visemes.slice() }
         : this.#face.faceAt((due + 0.5) * this.#frameMs);
-      this.#lastFace = { k: due, face: { ...face, visemes: face.visemes.slice() } };
+      this.#keepFace(due, face);
       this.#renderOne(due, face);
     }
   }
@@ -633,7 +648,7 @@ export class AvatarSessionMedia implements SessionMedia {
       // The face at the middle of the frame's display time: a sound's mouth is on screen within half a
       // frame of the sound. The frame is its visemes' deadline (they are decided now, if not yet).
       const face = this.#face.faceAt((k + 0.5) * this.#frameMs);
-      this.#lastFace = { k, face: { ...face, visemes: face.visemes.slice() } };
+      this.#keepFace(k, face);
       this.#animateFace(k, face);
       if (!this.#video) continue;
       if (this.#renderPending || this.#video.pendingWrites >= MAX_PENDING_FRAMES) {
@@ -642,6 +657,19 @@ export class AvatarSessionMedia implements SessionMedia {
       }
       this.#renderOne(k, face);
     }
+  }
+
+  /** Keeps frame `k`'s face (copied in place: the face handed out is reused by the next call). */
+  #keepFace(k: number, face: FaceState): void {
+    const kept = this.#keptFace;
+    kept.k = k;
+    kept.face.visemes.set(face.visemes);
+    kept.face.eyes = face.eyes;
+    kept.face.look = face.look;
+    kept.face.headDx = face.headDx;
+    kept.face.headDy = face.headDy;
+    kept.face.mode = face.mode;
+    this.#lastFace = kept;
   }
 
   /**

@@ -25,15 +25,22 @@ export function encodeFrame(
   payload: Uint8Array,
 ): Uint8Array {
   const out = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  const dv = new DataView(out.buffer);
   out[0] = kind === "video" ? 1 : 2;
   out[1] = key ? 1 : 0;
-  // The 64-bit time as two 32-bit halves (no BigInt per frame): the high half is signed.
+  // The 64-bit time as two 32-bit halves (no BigInt, no DataView per frame): the high half is signed.
   const us = Math.round(timeMs * 1000);
   const high = Math.floor(us / 2 ** 32);
-  dv.setInt32(4, high);
-  dv.setUint32(8, us - high * 2 ** 32);
-  dv.setUint32(12, Math.max(0, Math.round(durationMs * 1000)));
+  putUint32(out, 4, high >>> 0);
+  putUint32(out, 8, us - high * 2 ** 32);
+  putUint32(out, 12, Math.max(0, Math.round(durationMs * 1000)));
   out.set(payload, FRAME_HEADER_BYTES);
   return out;
+}
+
+/** Writes `v` (0 … 2³² − 1) big-endian at `at`. */
+function putUint32(out: Uint8Array, at: number, v: number): void {
+  out[at] = v >>> 24;
+  out[at + 1] = (v >>> 16) & 0xff;
+  out[at + 2] = (v >>> 8) & 0xff;
+  out[at + 3] = v & 0xff;
 }
