@@ -210,7 +210,14 @@ export class AvatarSessionMedia implements SessionMedia {
   /** Video encoders being stopped (the session's stop waits for them). */
   readonly #retiring = new Set<Promise<unknown>>();
   /** What video-free clients were last told of the face (changes only are sent). */
-  #told = { face: "", head: "" };
+  /** What video-free clients were last told (compared field by field: no string per frame). */
+  readonly #told: { mode: string; eyes: string; look: string; headDx: number; headDy: number } = {
+    mode: "",
+    eyes: "",
+    look: "",
+    headDx: NaN,
+    headDy: NaN,
+  };
   #t0 = 0;
   /** The clock's next wake-up, on the plane's shared timer. */
   #timer: WakeUp | undefined;
@@ -679,17 +686,17 @@ export class AvatarSessionMedia implements SessionMedia {
   #animateFace(k: number, face: FaceState): void {
     if (!this.#transport?.animationClients) return;
     const t = Math.round((k + 0.5) * this.#frameMs);
-    const f = `${face.mode}/${face.eyes}/${face.look}`;
-    if (f !== this.#told.face) {
-      this.#told.face = f;
+    const told = this.#told;
+    if (face.mode !== told.mode || face.eyes !== told.eyes || face.look !== told.look) {
+      told.mode = face.mode;
+      told.eyes = face.eyes;
+      told.look = face.look;
       this.#animate({ type: "face", t_ms: t, state: face.mode, eyes: face.eyes, look: face.look });
     }
-    if (k % HEAD_EVERY_FRAMES === 0) {
-      const h = `${face.headDx}/${face.headDy}`;
-      if (h !== this.#told.head) {
-        this.#told.head = h;
-        this.#animate({ type: "head", t_ms: t, dx: face.headDx, dy: face.headDy });
-      }
+    if (k % HEAD_EVERY_FRAMES === 0 && (face.headDx !== told.headDx || face.headDy !== told.headDy)) {
+      told.headDx = face.headDx;
+      told.headDy = face.headDy;
+      this.#animate({ type: "head", t_ms: t, dx: face.headDx, dy: face.headDy });
     }
   }
 
