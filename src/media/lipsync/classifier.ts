@@ -9,7 +9,8 @@
  *
  * @module
  */
-import { HOP, MEL_BANDS, MelAnalyser, type MelFrame, StreamResampler, WINDOW } from "./dsp.ts";
+import { HOP, MEL_BANDS, type MelFrame, WINDOW } from "./dsp.ts";
+import { type LipSyncFrontEnd, lipSyncFrontEnd } from "./frontend.ts";
 import { DENSE_WASM } from "./dense_wasm.ts";
 import { MODEL_META, MODEL_TENSORS } from "./model_weights.ts";
 import { VISEME_COUNT } from "./visemes.ts";
@@ -224,8 +225,8 @@ export class StreamingClassifier {
   readonly #m: ClassifierModel;
   /** The dense layers' WebAssembly kernel (null: JavaScript). */
   readonly #kernel: DenseKernel | null;
-  readonly #resampler: StreamResampler;
-  readonly #mel = new MelAnalyser();
+  /** Resampling and log-mel analysis (WebAssembly, or JavaScript with `useJs`). */
+  readonly #front: LipSyncFrontEnd;
   readonly #norm: FrameNormaliser;
   /** Projected frames (tanh(Wp·x + bp)), a ring of the last `span` frames. */
   readonly #ring: Float32Array;
@@ -258,12 +259,12 @@ export class StreamingClassifier {
     readonly sampleRate: number,
     model: ClassifierModel = classifierModel(),
     normaliser: FrameNormaliser = new FrameNormaliser(model.mu0),
-    /** Run the dense layers in JavaScript instead of WebAssembly (the tests compare the two). */
+    /** Run the front end and the dense layers in JavaScript instead of WebAssembly (the tests compare the two). */
     useJs = false,
   ) {
     this.#m = model;
     this.#kernel = useJs ? null : kernelOf(model);
-    this.#resampler = new StreamResampler(sampleRate);
+    this.#front = lipSyncFrontEnd(sampleRate, useJs);
     this.#norm = normaliser;
     this.#minOff = Math.min(...model.offsets);
     this.#maxOff = Math.max(...model.offsets);
@@ -289,7 +290,7 @@ export class StreamingClassifier {
     // Each analysed frame is scored before the next is projected: the ring holds the context of one
     // frame, so a push that completes several frames must not project them all first (the oldest context
     // would be overwritten, and the result would depend on how the audio is chunked).
-    this.#mel.push(this.#resampler.process(pcm), (f) => {
+    this.#front.push(pcm, (f) => {
       this.#project(f);
       this.#score(onFrame, false);
     });
@@ -324,10 +325,7 @@ export class StreamingClassifier {
   end(onFrame: (k: number, logPost: Float32Array) => void): void {
     if (this.#ended) return;
     // Half a window of silence completes the frames whose window reaches past the end.
-    this.#mel.push(
-      this.#resampler.process(new Float32Array(Math.round(this.sampleRate * 0.03))),
-      (f) => this.#project(f),
-    );
+    this.#front.push(new Float32Array(Math.round(this.sampleRate * 0.03)), (f) => this.#project(f));
     this.#ended = true;
     this.#score(onFrame, true);
   }
