@@ -35,6 +35,39 @@
       (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
       (f32.add (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
 
+;; Natural log of four positive, normal f32: v = m·2^e with m in [√½, √2), f = m − 1, s = f / (2 + f),
+  ;; ln(1 + f) = 2s·(1 + s²/3 + s⁴/5 + s⁶/7 + s⁸/9) (|s| < 0.172: the next term is below 2e-9), plus e·ln 2.
+  ;; Within a few f32 ulps of Math.log; NaN stays NaN.
+  (func $log4 (param $v v128) (result v128)
+    (local $e v128) (local $m v128) (local $big v128) (local $s v128) (local $z v128) (local $p v128)
+    (local.set $e (i32x4.sub (i32x4.shr_u (local.get $v) (i32.const 23)) (v128.const i32x4 127 127 127 127)))
+    (local.set $m
+      (v128.or (v128.and (local.get $v) (v128.const i32x4 0x7fffff 0x7fffff 0x7fffff 0x7fffff))
+        (v128.const i32x4 0x3f800000 0x3f800000 0x3f800000 0x3f800000)))
+    ;; m > √2: m/2, e + 1 (a true lane is −1).
+    (local.set $big (f32x4.gt (local.get $m) (v128.const f32x4 1.4142135 1.4142135 1.4142135 1.4142135)))
+    (local.set $m
+      (v128.bitselect (f32x4.mul (local.get $m) (v128.const f32x4 0.5 0.5 0.5 0.5)) (local.get $m) (local.get $big)))
+    (local.set $e (i32x4.sub (local.get $e) (local.get $big)))
+    (local.set $s
+      (f32x4.div (f32x4.sub (local.get $m) (v128.const f32x4 1 1 1 1))
+        (f32x4.add (local.get $m) (v128.const f32x4 1 1 1 1))))
+    (local.set $z (f32x4.mul (local.get $s) (local.get $s)))
+    (local.set $p (v128.const f32x4 0.11111111 0.11111111 0.11111111 0.11111111))
+    (local.set $p
+      (f32x4.add (f32x4.mul (local.get $p) (local.get $z)) (v128.const f32x4 0.14285715 0.14285715 0.14285715 0.14285715)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $z)) (v128.const f32x4 0.2 0.2 0.2 0.2)))
+    (local.set $p
+      (f32x4.add (f32x4.mul (local.get $p) (local.get $z)) (v128.const f32x4 0.33333334 0.33333334 0.33333334 0.33333334)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $z)) (v128.const f32x4 1 1 1 1)))
+    (f32x4.add
+      (f32x4.add
+        (f32x4.mul (f32x4.add (local.get $s) (local.get $s)) (local.get $p))
+        (f32x4.mul (f32x4.convert_i32x4_s (local.get $e))
+          (v128.const f32x4 0.6931472 0.6931472 0.6931472 0.6931472)))
+      ;; 0, or NaN where v is NaN or infinite.
+      (f32x4.sub (local.get $v) (local.get $v))))
+
   ;; The windowed-sinc resampler of StreamResampler (its exact-phase case): for each output sample while
   ;; `n < maxOut` and input index `ipos + half < len`, out[n] = Σ_k table[iphase][k] · buf[ipos − half + 1 + k],
   ;; then the position advances by p/q input samples. `stride` is a filter row's byte length (its taps padded
@@ -96,8 +129,9 @@
         (br $each)))
     (local.get $prev))
 
-  ;; One frame: the 400 pre-emphasised samples at `src` → 27 f32 at `dst`: the 26 mel bands' mean power
-  ;; (before the log) and the windowed frame's summed power (before the mean and the log).
+  ;; One frame: the 400 pre-emphasised samples at `src` → 28 f32 at `dst` (16-byte aligned): the natural log
+  ;; of each of the 26 mel bands' mean power plus 1e-2, the log of the windowed frame's mean power plus 1e-2
+  ;; (as MelAnalyser), and a spare.
   (func $analyse (param $src i32) (param $dst i32)
     (local $m i32) (local $a v128) (local $b v128) (local $en v128)
     (local $g i32) (local $r i32) (local $o i32)
@@ -250,10 +284,19 @@
       (f32.store (i32.add (local.get $dst) (i32.shr_u (local.get $g) (i32.const 2))) (call $hsum (local.get $acc)))
       (local.set $g (i32.add (local.get $g) (i32.const 16)))
       (br_if $bands (i32.lt_u (local.get $g) (i32.const 416))))
-    (f32.store offset=104 (local.get $dst) (call $hsum (local.get $en))))
+    (f32.store offset=104 (local.get $dst) (f32.div (call $hsum (local.get $en)) (f32.const 400)))
+    (f32.store offset=108 (local.get $dst) (f32.const 0))
+    ;; The logs, four at a time.
+    (local.set $m (i32.const 0))
+    (loop $logs
+      (local.set $o (i32.add (local.get $dst) (local.get $m)))
+      (v128.store (local.get $o)
+        (call $log4 (f32x4.add (v128.load (local.get $o)) (v128.const f32x4 0.01 0.01 0.01 0.01))))
+      (local.set $m (i32.add (local.get $m) (i32.const 16)))
+      (br_if $logs (i32.lt_u (local.get $m) (i32.const 112)))))
 
   ;; Analyses every complete frame of the `len` pre-emphasised samples at `buf` (frame f at sample 160·f,
-  ;; 400 long): 27 f32 per frame at `dst` (see $analyse). Returns the frames analysed.
+  ;; 400 long): 28 f32 per frame at `dst` (see $analyse). Returns the frames analysed.
   (func (export "frames") (param $buf i32) (param $len i32) (param $dst i32) (result i32)
     (local $start i32) (local $n i32)
     (block $done
@@ -261,7 +304,7 @@
         (br_if $done (i32.gt_s (i32.add (local.get $start) (i32.const 400)) (local.get $len)))
         (call $analyse
           (i32.add (local.get $buf) (i32.shl (local.get $start) (i32.const 2)))
-          (i32.add (local.get $dst) (i32.mul (local.get $n) (i32.const 108))))
+          (i32.add (local.get $dst) (i32.mul (local.get $n) (i32.const 112))))
         (local.set $n (i32.add (local.get $n) (i32.const 1)))
         (local.set $start (i32.add (local.get $start) (i32.const 160)))
         (br $each)))

@@ -60,8 +60,8 @@ export class JsFrontEnd implements LipSyncFrontEnd {
 const PIECE_OUT = 2048;
 /** The highest input rate the WebAssembly resampler takes (above, the JavaScript front end runs). */
 const MAX_RATE = 48_000;
-/** Floats per analysed frame in the module's output: 26 band powers and the frame's summed power. */
-const FRAME_FLOATS = MEL_BANDS + 1;
+/** Floats per analysed frame in the module's output: 26 log band powers, the log energy, a spare. */
+const FRAME_FLOATS = MEL_BANDS + 2;
 /** Frames a piece can complete at most. */
 const MAX_FRAMES = Math.ceil((WINDOW + PIECE_OUT + 1) / HOP);
 
@@ -310,12 +310,12 @@ export class WasmFrontEnd implements LipSyncFrontEnd {
     this.#mel.set(mem.subarray(m.melBuf / 4 + used, m.melBuf / 4 + len));
     const out = this.#out;
     out.set(mem.subarray(m.frameBuf / 4, m.frameBuf / 4 + count * FRAME_FLOATS));
-    // 4. The logs (as MelAnalyser), and the callbacks.
+    // 4. The callbacks.
     const frame = this.#frame, bands = frame.bands;
     for (let f = 0; f < count; f++) {
       const o = f * FRAME_FLOATS;
-      for (let b = 0; b < MEL_BANDS; b++) bands[b] = Math.log(out[o + b] + 1e-2);
-      frame.energy = Math.log(out[o + MEL_BANDS] / WINDOW + 1e-2);
+      for (let b = 0; b < MEL_BANDS; b++) bands[b] = out[o + b];
+      frame.energy = out[o + MEL_BANDS];
       this.frames++;
       onFrame(frame);
     }
