@@ -74,6 +74,35 @@ Deno.test("lip-sync front end: the WebAssembly log-mel frames are the JavaScript
   }
 });
 
+Deno.test("lip-sync front end: streams share the WebAssembly scratch, even when a frame's callback feeds another stream", () => {
+  const a = speechLike(24000, 1), b = speechLike(48000, 1).map((x) => -x);
+  const alone = (rate: number, pcm: Int16Array) => {
+    const out: number[][] = [];
+    const f = new WasmFrontEnd(rate);
+    for (let i = 0; i < pcm.length; i += rate / 50) {
+      f.push(pcm.subarray(i, i + rate / 50), (fr) => out.push([...fr.bands, fr.energy]));
+    }
+    return out;
+  };
+  const refA = alone(24000, a), refB = alone(48000, b);
+  // Stream B is fed from inside A's callbacks (each frame of A → 20 ms of B: two frames, which the module
+  // writes where A's second frame of the call was), then the rest of B after.
+  const fa = new WasmFrontEnd(24000), fb = new WasmFrontEnd(48000);
+  const outA: number[][] = [], outB: number[][] = [];
+  const takeB = (fr: { bands: Float32Array; energy: number }) => outB.push([...fr.bands, fr.energy]);
+  let atB = 0;
+  for (let i = 0; i < a.length; i += 480) {
+    fa.push(a.subarray(i, i + 480), (fr) => {
+      fb.push(b.subarray(atB, atB + 960), takeB);
+      atB += 960;
+      outA.push([...fr.bands, fr.energy]);
+    });
+  }
+  for (; atB < b.length; atB += 960) fb.push(b.subarray(atB, atB + 960), takeB);
+  assert.deepEqual(outA, refA);
+  assert.deepEqual(outB, refB);
+});
+
 Deno.test("lip-sync kernel: the WebAssembly front end and dense layers score as the JavaScript ones", () => {
   const rate = 24000;
   const pcm = speechLike(rate, 3);

@@ -297,11 +297,21 @@ export class StreamingClassifier {
     // Each analysed frame is scored before the next is projected: the ring holds the context of one
     // frame, so a push that completes several frames must not project them all first (the oldest context
     // would be overwritten, and the result would depend on how the audio is chunked).
-    this.#front.push(pcm, (f) => {
-      this.#project(f);
-      this.#score(onFrame, false);
-    });
+    const outer = this.#sink;
+    this.#sink = onFrame;
+    try {
+      this.#front.push(pcm, this.#onMelFrame);
+    } finally {
+      this.#sink = outer;
+    }
   }
+
+  /** The callback of the push under way (a field, so that a push allocates no closure). */
+  #sink: ((k: number, logPost: Float32Array) => void) | null = null;
+  readonly #onMelFrame = (f: MelFrame): void => {
+    this.#project(f);
+    this.#score(this.#sink!, false);
+  };
 
   /**
    * The deadline: scores now the frames before `until` that are not scored yet, with the audio pushed so

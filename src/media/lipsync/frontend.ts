@@ -253,8 +253,11 @@ export class WasmFrontEnd implements LipSyncFrontEnd {
   }
 
   push(samples: Int16Array | Float32Array, onFrame: (frame: MelFrame) => void): void {
-    for (let at = 0; at < samples.length; at += this.#piece) {
-      this.#pushPiece(samples.subarray(at, at + this.#piece), onFrame);
+    if (samples.length <= this.#piece) this.#pushPiece(samples, onFrame);
+    else {
+      for (let at = 0; at < samples.length; at += this.#piece) {
+        this.#pushPiece(samples.subarray(at, at + this.#piece), onFrame);
+      }
     }
   }
 
@@ -264,8 +267,10 @@ export class WasmFrontEnd implements LipSyncFrontEnd {
     // 1. To 16 kHz, at outBuf.
     let n: number;
     if (this.#filter) {
+      // (Copies without views: a call allocates nothing. The whole history array goes in: what lies past
+      // its length is overwritten by the piece or never read.)
       const base = m.inBuf / 4;
-      mem.set(this.#hist.subarray(0, this.#histLen), base);
+      mem.set(this.#hist, base);
       mem.set(piece, base + this.#histLen);
       const len = this.#histLen + piece.length;
       mem.fill(0, base + len, base + len + 4);
@@ -291,7 +296,7 @@ export class WasmFrontEnd implements LipSyncFrontEnd {
       // Keep the filter's history before the next output instant.
       const keepFrom = Math.max(0, ipos - this.#half + 1);
       this.#histLen = len - keepFrom;
-      this.#hist.set(mem.subarray(base + keepFrom, base + len));
+      for (let i = 0; i < this.#histLen; i++) this.#hist[i] = mem[base + keepFrom + i];
       ipos -= keepFrom;
       this.#ipos = ipos;
     } else {
@@ -300,16 +305,17 @@ export class WasmFrontEnd implements LipSyncFrontEnd {
       n = out.length;
     }
     // 2. Pre-emphasis, after the samples not yet analysed; 3. the frames.
-    mem.set(this.#mel.subarray(0, this.#melLen), m.melBuf / 4);
+    mem.set(this.#mel, m.melBuf / 4);
     this.#prev = m.preemph(m.outBuf, n, m.melBuf + this.#melLen * 4, this.#prev);
     const len = this.#melLen + n;
     const count = m.analyse(m.melBuf, len, m.frameBuf);
     mem = m.f32;
     const used = count * HOP;
     this.#melLen = len - used;
-    this.#mel.set(mem.subarray(m.melBuf / 4 + used, m.melBuf / 4 + len));
-    const out = this.#out;
-    out.set(mem.subarray(m.frameBuf / 4, m.frameBuf / 4 + count * FRAME_FLOATS));
+    const mel = this.#mel, from = m.melBuf / 4 + used;
+    for (let i = 0; i < this.#melLen; i++) mel[i] = mem[from + i];
+    const out = this.#out, frames = m.frameBuf / 4;
+    for (let i = 0; i < count * FRAME_FLOATS; i++) out[i] = mem[frames + i];
     // 4. The callbacks.
     const frame = this.#frame, bands = frame.bands;
     for (let f = 0; f < count; f++) {
