@@ -30,10 +30,12 @@
   ;; The first free byte.
   (global $heap (export "heap") i32 (i32.const 13488))
 
+  ;; The sum of four lanes, as (0 + 2) + (1 + 3): the order the resampler's four-at-a-time reduction takes
+  ;; (an output sample is the same whichever way it was computed).
   (func $hsum (param $v v128) (result f32)
     (f32.add
-      (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
-      (f32.add (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
+      (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 2 (local.get $v)))
+      (f32.add (f32x4.extract_lane 1 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
 
 ;; Natural log of four positive, normal f32: v = m·2^e with m in [√½, √2), f = m − 1, s = f / (2 + f),
   ;; ln(1 + f) = 2s·(1 + s²/3 + s⁴/5 + s⁶/7 + s⁸/9) (|s| < 0.172: the next term is below 2e-9), plus e·ln 2.
@@ -72,14 +74,94 @@
   ;; `n < maxOut` and input index `ipos + half < len`, out[n] = Σ_k table[iphase][k] · buf[ipos − half + 1 + k],
   ;; then the position advances by p/q input samples. `stride` is a filter row's byte length (its taps padded
   ;; with zeros to a multiple of four: the buffer must hold three finite values past `len`). `ipos` and
-  ;; `iphase` are read from and written back to the two i32 at `ctl`. Returns the samples written.
+  ;; `iphase` are read from and written back to the two i32 at `ctl`; ctl + 8 … ctl + 39 is scratch. Four
+  ;; output samples at a time while four are due (four sums side by side, reduced together), then one at a
+  ;; time. Returns the samples written.
   (func (export "resample")
     (param $table i32) (param $stride i32) (param $q i32) (param $p i32) (param $half i32)
     (param $buf i32) (param $len i32) (param $out i32) (param $maxOut i32) (param $ctl i32) (result i32)
     (local $n i32) (local $ipos i32) (local $iphase i32) (local $row i32) (local $src i32) (local $k i32)
     (local $acc v128) (local $whole i32)
+    (local $ip i32) (local $ph i32) (local $j i32) (local $r0 i32) (local $r1 i32) (local $r2 i32) (local $r3 i32)
+    (local $s0 i32) (local $s1 i32) (local $s2 i32) (local $s3 i32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $lo v128) (local $hi v128)
+    (local $frac i32)
     (local.set $ipos (i32.load (local.get $ctl)))
     (local.set $iphase (i32.load offset=4 (local.get $ctl)))
+    ;; A step of p/q input samples: $whole samples and $frac/q (no division per output; iphase < q).
+    (local.set $whole (i32.div_u (local.get $p) (local.get $q)))
+    (local.set $frac (i32.rem_u (local.get $p) (local.get $q)))
+    (block $quadsdone
+      (loop $quads
+        (br_if $quadsdone (i32.gt_u (i32.add (local.get $n) (i32.const 4)) (local.get $maxOut)))
+        ;; The four outputs' filter rows and first inputs (each within the input, or one at a time).
+        (local.set $ip (local.get $ipos))
+        (local.set $ph (local.get $iphase))
+        (local.set $j (i32.const 0))
+        (loop $positions
+          (br_if $quadsdone (i32.ge_s (i32.add (local.get $ip) (local.get $half)) (local.get $len)))
+          (i32.store offset=8 (i32.add (local.get $ctl) (local.get $j))
+            (i32.add (local.get $table) (i32.mul (local.get $ph) (local.get $stride))))
+          (i32.store offset=12 (i32.add (local.get $ctl) (local.get $j))
+            (i32.add (local.get $buf)
+              (i32.shl (i32.add (i32.sub (local.get $ip) (local.get $half)) (i32.const 1)) (i32.const 2))))
+          (local.set $ip (i32.add (local.get $ip) (local.get $whole)))
+          (local.set $ph (i32.add (local.get $ph) (local.get $frac)))
+          (if (i32.ge_u (local.get $ph) (local.get $q))
+            (then
+              (local.set $ph (i32.sub (local.get $ph) (local.get $q)))
+              (local.set $ip (i32.add (local.get $ip) (i32.const 1)))))
+          (local.set $j (i32.add (local.get $j) (i32.const 8)))
+          (br_if $positions (i32.lt_u (local.get $j) (i32.const 32))))
+        (local.set $r0 (i32.load offset=8 (local.get $ctl)))
+        (local.set $s0 (i32.load offset=12 (local.get $ctl)))
+        (local.set $r1 (i32.load offset=16 (local.get $ctl)))
+        (local.set $s1 (i32.load offset=20 (local.get $ctl)))
+        (local.set $r2 (i32.load offset=24 (local.get $ctl)))
+        (local.set $s2 (i32.load offset=28 (local.get $ctl)))
+        (local.set $r3 (i32.load offset=32 (local.get $ctl)))
+        (local.set $s3 (i32.load offset=36 (local.get $ctl)))
+        (local.set $a0 (v128.const f32x4 0 0 0 0))
+        (local.set $a1 (v128.const f32x4 0 0 0 0))
+        (local.set $a2 (v128.const f32x4 0 0 0 0))
+        (local.set $a3 (v128.const f32x4 0 0 0 0))
+        (local.set $k (i32.const 0))
+        (loop $taps4
+          (local.set $a0
+            (f32x4.add (local.get $a0)
+              (f32x4.mul (v128.load (i32.add (local.get $r0) (local.get $k)))
+                (v128.load (i32.add (local.get $s0) (local.get $k))))))
+          (local.set $a1
+            (f32x4.add (local.get $a1)
+              (f32x4.mul (v128.load (i32.add (local.get $r1) (local.get $k)))
+                (v128.load (i32.add (local.get $s1) (local.get $k))))))
+          (local.set $a2
+            (f32x4.add (local.get $a2)
+              (f32x4.mul (v128.load (i32.add (local.get $r2) (local.get $k)))
+                (v128.load (i32.add (local.get $s2) (local.get $k))))))
+          (local.set $a3
+            (f32x4.add (local.get $a3)
+              (f32x4.mul (v128.load (i32.add (local.get $r3) (local.get $k)))
+                (v128.load (i32.add (local.get $s3) (local.get $k))))))
+          (local.set $k (i32.add (local.get $k) (i32.const 16)))
+          (br_if $taps4 (i32.lt_u (local.get $k) (local.get $stride))))
+        ;; (a0₀ + a0₂, a0₁ + a0₃, a1₀ + a1₂, a1₁ + a1₃), the same for a2, a3; then the pairs' sums.
+        (local.set $lo
+          (f32x4.add
+            (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $a0) (local.get $a1))
+            (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $a0) (local.get $a1))))
+        (local.set $hi
+          (f32x4.add
+            (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $a2) (local.get $a3))
+            (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $a2) (local.get $a3))))
+        (v128.store (i32.add (local.get $out) (i32.shl (local.get $n) (i32.const 2)))
+          (f32x4.add
+            (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $lo) (local.get $hi))
+            (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $lo) (local.get $hi))))
+        (local.set $n (i32.add (local.get $n) (i32.const 4)))
+        (local.set $ipos (local.get $ip))
+        (local.set $iphase (local.get $ph))
+        (br $quads)))
     (block $done
       (loop $outs
         (br_if $done (i32.ge_u (local.get $n) (local.get $maxOut)))
@@ -100,12 +182,12 @@
           (br_if $taps (i32.lt_u (local.get $k) (local.get $stride))))
         (f32.store (i32.add (local.get $out) (i32.shl (local.get $n) (i32.const 2))) (call $hsum (local.get $acc)))
         (local.set $n (i32.add (local.get $n) (i32.const 1)))
-        (local.set $iphase (i32.add (local.get $iphase) (local.get $p)))
+        (local.set $ipos (i32.add (local.get $ipos) (local.get $whole)))
+        (local.set $iphase (i32.add (local.get $iphase) (local.get $frac)))
         (if (i32.ge_u (local.get $iphase) (local.get $q))
           (then
-            (local.set $whole (i32.div_u (local.get $iphase) (local.get $q)))
-            (local.set $ipos (i32.add (local.get $ipos) (local.get $whole)))
-            (local.set $iphase (i32.sub (local.get $iphase) (i32.mul (local.get $whole) (local.get $q))))))
+            (local.set $iphase (i32.sub (local.get $iphase) (local.get $q)))
+            (local.set $ipos (i32.add (local.get $ipos) (i32.const 1)))))
         (br $outs)))
     (i32.store (local.get $ctl) (local.get $ipos))
     (i32.store offset=4 (local.get $ctl) (local.get $iphase))

@@ -92,7 +92,7 @@ class FrontEndModule {
   readonly resample: ResampleFn;
   readonly preemph: PreemphFn;
   readonly analyse: FramesFn;
-  /** Scratch (byte offsets): resampler input, its output, the analysis buffer, frames out, two i32. */
+  /** Scratch (byte offsets): resampler input, its output, the analysis buffer, frames out, ten i32. */
   readonly inBuf: number;
   readonly outBuf: number;
   readonly melBuf: number;
@@ -157,7 +157,7 @@ class FrontEndModule {
     this.outBuf = alloc(PIECE_OUT + 8);
     this.melBuf = alloc(WINDOW + PIECE_OUT + 8);
     this.frameBuf = alloc(MAX_FRAMES * FRAME_FLOATS);
-    this.ctl = alloc(4);
+    this.ctl = alloc(10); // ipos, iphase, and four (row, input) pairs
     this.#top = top;
     this.#ensure(top);
   }
