@@ -8,14 +8,21 @@
 /** Resamples a continuous mono stream chunk by chunk. */
 export class LinearResampler {
   readonly #step: number;
+  /** The output rate is twice the input's (24 → 48 kHz, the engines' usual rate): the integer path. */
+  readonly #double: boolean;
   /** Position of the next output sample, in input samples relative to the current chunk (-1 = previous last). */
   #t = 0;
   #last = 0;
   #primed = false;
 
-  constructor(readonly inRate: number, readonly outRate: number) {
+  /**
+   * @param options.generic interpolate with the general loop even when the output rate is twice the input's
+   *   (the tests compare the two paths)
+   */
+  constructor(readonly inRate: number, readonly outRate: number, options: { generic?: boolean } = {}) {
     if (!(inRate > 0 && outRate > 0)) throw new RangeError("sample rates must be positive");
     this.#step = inRate / outRate;
+    this.#double = outRate === 2 * inRate && !options.generic;
   }
 
   /** Resamples one chunk; the output length varies by at most one sample from `len × outRate / inRate`. */
@@ -27,6 +34,7 @@ export class LinearResampler {
       this.#primed = true;
     }
     const len = input.length;
+    if (this.#double) return this.#doubled(input);
     const out = new Int16Array(Math.ceil((len + 1) / this.#step) + 1);
     let n = 0;
     let t = this.#t;
@@ -41,5 +49,39 @@ export class LinearResampler {
     this.#t = t - len;
     this.#last = input[len - 1];
     return out.subarray(0, n);
+  }
+
+  /**
+   * The general loop's result when the step is exactly ½ (every position a multiple of ½, exact in floating
+   * point): on an input sample the sample itself; halfway, `Math.round((a + b) / 2)` (halves up), which is
+   * `(a + b + 1) >> 1` in integers. Same samples, no floating point per sample, an array of the exact size.
+   */
+  #doubled(input: Int16Array): Int16Array {
+    const len = input.length;
+    let t = this.#t; // −1, −½ or 0
+    // Positions t, t + ½, … below len − 1.
+    const count = Math.max(0, 2 * (len - 1 - t));
+    const out = new Int16Array(count);
+    let i = Math.floor(t), k = 0;
+    if (t !== i && k < count) {
+      // Halfway past input sample i (i = −1: the previous chunk's last sample).
+      out[k++] = ((i < 0 ? this.#last : input[i]) + input[i + 1] + 1) >> 1;
+      i++;
+    }
+    if (i < 0 && k < count) {
+      out[k++] = this.#last;
+      if (k < count) out[k++] = (this.#last + input[0] + 1) >> 1;
+      i = 0;
+    }
+    for (; k + 1 < count; i++) {
+      const a = input[i];
+      out[k++] = a;
+      out[k++] = (a + input[i + 1] + 1) >> 1;
+    }
+    if (k < count) out[k++] = input[i];
+    t += count / 2;
+    this.#t = t - len;
+    this.#last = input[len - 1];
+    return out;
   }
 }

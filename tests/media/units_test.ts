@@ -183,6 +183,31 @@ Deno.test("resampler: 24 kHz → 48 kHz doubles the length, keeps the waveform, 
   assert.equal(new LinearResampler(48000, 48000).process(input).length, input.length);
 });
 
+Deno.test("resampler: the integer path of an exact doubling gives the general loop's samples, whatever the chunking", () => {
+  let seed = 11;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const input = new Int16Array(24000);
+  // Noise over the whole range (halves of both signs, the extremes), then a tone.
+  for (let i = 0; i < input.length; i++) {
+    input[i] = i < 12000 ? Math.floor(rand() * 65536) - 32768 : Math.round(9000 * Math.sin(i / 7));
+  }
+  input[100] = 32767, input[101] = 32767, input[102] = -32768, input[103] = -32768, input[104] = -32767;
+  const fast = new LinearResampler(24000, 48000),
+    general = new LinearResampler(24000, 48000, { generic: true });
+  let total = 0;
+  for (let at = 0; at < input.length;) {
+    // Chunks of 1 to 700 samples (1 and 2 exercise the carried position and last sample).
+    const n = rand() < 0.1 ? 1 + Math.floor(rand() * 2) : 1 + Math.floor(rand() * 700);
+    const chunk = input.subarray(at, at + n);
+    const a = fast.process(chunk), b = general.process(chunk);
+    assert.deepEqual([...a], [...b], `chunk at ${at}`);
+    assert.equal(a.length, a.buffer.byteLength / 2, "an array of the exact size");
+    total += a.length;
+    at += n;
+  }
+  assert.ok(Math.abs(total - 48000) <= 2, `${total} samples`);
+});
+
 Deno.test("loudness lip sync (the bench baseline): silence rests, speech opens the mouth, the release takes a few frames", () => {
   const lips = new LipSync();
   assert.equal(lips.next(analyse(new Int16Array(1920), 48000)), "rest");

@@ -9,7 +9,8 @@
  *
  * @module
  */
-import { HOP, MEL_BANDS, MelAnalyser, type MelFrame, StreamResampler, WINDOW } from "./dsp.ts";
+import { HOP, MEL_BANDS, type MelFrame, WINDOW } from "./dsp.ts";
+import { type LipSyncFrontEnd, lipSyncFrontEnd } from "./frontend.ts";
 import { DENSE_WASM } from "./dense_wasm.ts";
 import { MODEL_META, MODEL_TENSORS } from "./model_weights.ts";
 import { VISEME_COUNT } from "./visemes.ts";
@@ -87,37 +88,40 @@ export function classifierModel(): ClassifierModel {
 
 /**
  * The model's dense layers in WebAssembly with SIMD (`scripts/lipsync/dense.wat`), one instance per model
- * and process: the weights are copied into its memory once, and each call copies its input into a scratch
- * area (the calls are synchronous, so classifiers share it). Four f32 lanes: about three times faster than
- * the JavaScript loops, which stay as the fallback (a model whose layer widths are not multiples of four).
- * The sums are taken in f32, in another order than in JavaScript: scores differ by ~1e-6.
+ * and process: the weights are copied into its memory once, input by input (each input's weights to every
+ * output together, the outputs padded to a multiple of four), and the classifiers write each layer's input
+ * straight into its scratch (the views below) and read the result from it (the calls are synchronous, so
+ * classifiers share it). The JavaScript loops stay as the reference and the fallback (`useJs`). The sums are
+ * taken in f32, in another order than in JavaScript: scores differ by ~1e-6.
  */
 type DenseFn = (w: number, b: number, x: number, y: number, n: number, m: number, relu: number) => void;
-type KernelSlot =
-  | "wp"
-  | "bp"
-  | "w1"
-  | "b1"
-  | "w2"
-  | "b2"
-  | "w3"
-  | "b3"
-  | "x"
-  | "p"
-  | "ctx"
-  | "a1"
-  | "a2"
-  | "out";
+
+/** One layer in the kernel's memory: transposed weights, bias, widths (`m4`: outputs padded). */
+interface KernelLayer {
+  w: number;
+  b: number;
+  n: number;
+  m4: number;
+}
 
 class DenseKernel {
-  readonly #f32: Float32Array;
   readonly #dense: DenseFn;
-  /** Byte offsets of the weights and of the scratch vectors. */
-  readonly #at: Record<KernelSlot, number>;
-  readonly #m: ClassifierModel;
+  readonly #proj: KernelLayer;
+  readonly #l1: KernelLayer;
+  readonly #l2: KernelLayer;
+  readonly #l3: KernelLayer;
+  /** Byte offsets of the scratch vectors. */
+  readonly #at: { x: number; p: number; ctx: number; a1: number; a2: number; out: number };
+  /** The projection's input (a normalised frame), written by the caller. */
+  readonly x: Float32Array;
+  /** The projection's output (before its tanh), after {@link project}. */
+  readonly p: Float32Array;
+  /** The MLP's input (a context of projected frames), written by the caller. */
+  readonly ctx: Float32Array;
+  /** The logits of the visemes, after {@link mlp}. */
+  readonly out: Float32Array;
 
   constructor(m: ClassifierModel) {
-    this.#m = m;
     const bin = atob(DENSE_WASM);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
@@ -125,68 +129,72 @@ class DenseKernel {
     const memory = instance.exports.memory as WebAssembly.Memory;
     this.#dense = instance.exports.dense as DenseFn;
     const ctxLen = m.offsets.length * m.proj;
-    const sizes = {
-      wp: m.wp.length,
-      bp: m.bp.length,
-      w1: m.w1.length,
-      b1: m.b1.length,
-      w2: m.w2.length,
-      b2: m.b2.length,
-      w3: m.w3.length,
-      b3: m.b3.length,
-      x: m.inputDim,
-      p: m.proj,
-      ctx: ctxLen,
-      a1: m.h1,
-      a2: m.h2,
-      out: VISEME_COUNT,
+    let top = 0;
+    const alloc = (floats: number) => {
+      const at = top;
+      top += Math.ceil(floats / 4) * 16; // 16-byte aligned
+      return at;
     };
-    const at = {} as Record<KernelSlot, number>;
-    let offset = 0;
-    for (const [name, n] of Object.entries(sizes)) {
-      at[name as KernelSlot] = offset;
-      offset += Math.ceil(n / 4) * 16; // 16-byte aligned
-    }
-    const pages = Math.ceil(offset / 65536);
-    if (memory.buffer.byteLength < offset) memory.grow(pages - memory.buffer.byteLength / 65536);
-    this.#f32 = new Float32Array(memory.buffer);
+    const pad4 = (n: number) => Math.ceil(n / 4) * 4;
+    const specs = [
+      [m.wp, m.bp, m.inputDim, m.proj],
+      [m.w1, m.b1, ctxLen, m.h1],
+      [m.w2, m.b2, m.h1, m.h2],
+      [m.w3, m.b3, m.h2, VISEME_COUNT],
+    ] as const;
+    const layers = specs.map(([, , n, m]) => ({ w: alloc(n * pad4(m)), b: alloc(pad4(m)), n, m4: pad4(m) }));
+    const at = {
+      x: alloc(m.inputDim),
+      p: alloc(pad4(m.proj)),
+      ctx: alloc(ctxLen),
+      a1: alloc(pad4(m.h1)),
+      a2: alloc(pad4(m.h2)),
+      out: alloc(pad4(VISEME_COUNT)),
+    };
+    const pages = Math.ceil(top / 65536);
+    if (memory.buffer.byteLength < top) memory.grow(pages - memory.buffer.byteLength / 65536);
+    const f32 = new Float32Array(memory.buffer);
+    specs.forEach(([w, b, n, outs], l) => {
+      const { w: wAt, b: bAt, m4 } = layers[l];
+      // Row o of the model's weights holds output o's weight of each input: stored here input by input.
+      for (let o = 0; o < outs; o++) {
+        for (let i = 0; i < n; i++) f32[wAt / 4 + i * m4 + o] = w[o * n + i];
+      }
+      f32.set(b, bAt / 4);
+    });
+    [this.#proj, this.#l1, this.#l2, this.#l3] = layers;
     this.#at = at;
-    for (const name of ["wp", "bp", "w1", "b1", "w2", "b2", "w3", "b3"] as const) {
-      this.#f32.set(m[name], at[name] / 4);
-    }
+    this.x = f32.subarray(at.x / 4, at.x / 4 + m.inputDim);
+    this.p = f32.subarray(at.p / 4, at.p / 4 + m.proj);
+    this.ctx = f32.subarray(at.ctx / 4, at.ctx / 4 + ctxLen);
+    this.out = f32.subarray(at.out / 4, at.out / 4 + VISEME_COUNT);
   }
 
-  /** Whether the kernel can run this model (every layer's input width a multiple of four). */
-  static fits(m: ClassifierModel): boolean {
-    return [m.inputDim, m.offsets.length * m.proj, m.h1, m.h2].every((n) => n % 4 === 0);
+  #run(l: KernelLayer, x: number, y: number, relu: number): void {
+    this.#dense(l.w, l.b, x, y, l.n, l.m4, relu);
   }
 
-  /** The projection of one normalised frame (before its tanh). */
-  project(x: Float32Array, out: Float32Array): void {
-    const m = this.#m, at = this.#at;
-    this.#f32.set(x, at.x / 4);
-    this.#dense(at.wp, at.bp, at.x, at.p, m.inputDim, m.proj, 0);
-    out.set(this.#f32.subarray(at.p / 4, at.p / 4 + m.proj));
+  /** The projection of the frame in {@link x} into {@link p} (before its tanh). */
+  project(): void {
+    this.#run(this.#proj, this.#at.x, this.#at.p, 0);
   }
 
-  /** The three layers over a context: the logits of the visemes. */
-  mlp(ctx: Float32Array, out: Float32Array): void {
-    const m = this.#m, at = this.#at;
-    this.#f32.set(ctx, at.ctx / 4);
-    this.#dense(at.w1, at.b1, at.ctx, at.a1, ctx.length, m.h1, 1);
-    this.#dense(at.w2, at.b2, at.a1, at.a2, m.h1, m.h2, 1);
-    this.#dense(at.w3, at.b3, at.a2, at.out, m.h2, VISEME_COUNT, 0);
-    out.set(this.#f32.subarray(at.out / 4, at.out / 4 + VISEME_COUNT));
+  /** The three layers over the context in {@link ctx}: the logits of the visemes in {@link out}. */
+  mlp(): void {
+    const at = this.#at;
+    this.#run(this.#l1, at.ctx, at.a1, 1);
+    this.#run(this.#l2, at.a1, at.a2, 1);
+    this.#run(this.#l3, at.a2, at.out, 0);
   }
 }
 
-const kernels = new WeakMap<ClassifierModel, DenseKernel | null>();
+const kernels = new WeakMap<ClassifierModel, DenseKernel>();
 
-/** The WebAssembly kernel of a model (null: the JavaScript loops run it). */
-function kernelOf(m: ClassifierModel): DenseKernel | null {
+/** The WebAssembly kernel of a model. */
+function kernelOf(m: ClassifierModel): DenseKernel {
   let k = kernels.get(m);
   if (k === undefined) {
-    k = DenseKernel.fits(m) ? new DenseKernel(m) : null;
+    k = new DenseKernel(m);
     kernels.set(m, k);
   }
   return k;
@@ -224,8 +232,8 @@ export class StreamingClassifier {
   readonly #m: ClassifierModel;
   /** The dense layers' WebAssembly kernel (null: JavaScript). */
   readonly #kernel: DenseKernel | null;
-  readonly #resampler: StreamResampler;
-  readonly #mel = new MelAnalyser();
+  /** Resampling and log-mel analysis (WebAssembly, or JavaScript with `useJs`). */
+  readonly #front: LipSyncFrontEnd;
   readonly #norm: FrameNormaliser;
   /** Projected frames (tanh(Wp·x + bp)), a ring of the last `span` frames. */
   readonly #ring: Float32Array;
@@ -258,12 +266,12 @@ export class StreamingClassifier {
     readonly sampleRate: number,
     model: ClassifierModel = classifierModel(),
     normaliser: FrameNormaliser = new FrameNormaliser(model.mu0),
-    /** Run the dense layers in JavaScript instead of WebAssembly (the tests compare the two). */
+    /** Run the front end and the dense layers in JavaScript instead of WebAssembly (the tests compare the two). */
     useJs = false,
   ) {
     this.#m = model;
     this.#kernel = useJs ? null : kernelOf(model);
-    this.#resampler = new StreamResampler(sampleRate);
+    this.#front = lipSyncFrontEnd(sampleRate, useJs);
     this.#norm = normaliser;
     this.#minOff = Math.min(...model.offsets);
     this.#maxOff = Math.max(...model.offsets);
@@ -289,11 +297,21 @@ export class StreamingClassifier {
     // Each analysed frame is scored before the next is projected: the ring holds the context of one
     // frame, so a push that completes several frames must not project them all first (the oldest context
     // would be overwritten, and the result would depend on how the audio is chunked).
-    this.#mel.push(this.#resampler.process(pcm), (f) => {
-      this.#project(f);
-      this.#score(onFrame, false);
-    });
+    const outer = this.#sink;
+    this.#sink = onFrame;
+    try {
+      this.#front.push(pcm, this.#onMelFrame);
+    } finally {
+      this.#sink = outer;
+    }
   }
+
+  /** The callback of the push under way (a field, so that a push allocates no closure). */
+  #sink: ((k: number, logPost: Float32Array) => void) | null = null;
+  readonly #onMelFrame = (f: MelFrame): void => {
+    this.#project(f);
+    this.#score(this.#sink!, false);
+  };
 
   /**
    * The deadline: scores now the frames before `until` that are not scored yet, with the audio pushed so
@@ -324,22 +342,24 @@ export class StreamingClassifier {
   end(onFrame: (k: number, logPost: Float32Array) => void): void {
     if (this.#ended) return;
     // Half a window of silence completes the frames whose window reaches past the end.
-    this.#mel.push(
-      this.#resampler.process(new Float32Array(Math.round(this.sampleRate * 0.03))),
-      (f) => this.#project(f),
-    );
+    this.#front.push(new Float32Array(Math.round(this.sampleRate * 0.03)), (f) => this.#project(f));
     this.#ended = true;
     this.#score(onFrame, true);
   }
 
   #project(f: MelFrame): void {
-    const m = this.#m;
-    this.#norm.normalise(f.bands, f.energy, this.#x);
+    const m = this.#m, kernel = this.#kernel;
+    // With the kernel, the frame is normalised straight into its memory, and projected there.
+    const x = kernel ? kernel.x : this.#x;
+    this.#norm.normalise(f.bands, f.energy, x);
     const slot = (this.#frames % this.#span) * m.proj;
-    this.#quiet[this.#frames % this.#span] = this.#x[MEL_BANDS] <= QUIET_LEVEL ? 1 : 0;
-    if (this.#kernel) this.#kernel.project(this.#x, this.#proj);
-    else dense(m.wp, m.bp, this.#x, this.#proj, false);
-    for (let o = 0; o < m.proj; o++) this.#ring[slot + o] = Math.tanh(this.#proj[o]);
+    this.#quiet[this.#frames % this.#span] = x[MEL_BANDS] <= QUIET_LEVEL ? 1 : 0;
+    let proj = this.#proj;
+    if (kernel) {
+      kernel.project();
+      proj = kernel.p;
+    } else dense(m.wp, m.bp, x, proj, false);
+    for (let o = 0; o < m.proj; o++) this.#ring[slot + o] = Math.tanh(proj[o]);
     this.#frames++;
   }
 
@@ -350,8 +370,9 @@ export class StreamingClassifier {
       this.#next < until || (this.#next <= last && (final || this.#next + this.#maxOff <= last))
     ) {
       const k = this.#next;
-      // Gather the context (clamped to the frames that exist; the ring holds the last `span` frames).
-      const ctx = this.#ctx;
+      // Gather the context (clamped to the frames that exist; the ring holds the last `span` frames), with
+      // the kernel straight into its memory.
+      const ctx = this.#kernel ? this.#kernel.ctx : this.#ctx;
       let quiet = true;
       for (let j = 0; j < m.offsets.length; j++) {
         const f = Math.min(last, Math.max(0, k + m.offsets[j], last - this.#span + 1));
@@ -368,8 +389,10 @@ export class StreamingClassifier {
         this.#next++;
         continue;
       }
-      if (this.#kernel) this.#kernel.mlp(ctx, this.#out);
-      else {
+      if (this.#kernel) {
+        this.#kernel.mlp();
+        this.#out.set(this.#kernel.out);
+      } else {
         dense(m.w1, m.b1, ctx, this.#a1, true);
         dense(m.w2, m.b2, this.#a1, this.#a2, true);
         dense(m.w3, m.b3, this.#a2, this.#out, false);

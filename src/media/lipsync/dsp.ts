@@ -54,6 +54,37 @@ function filterTable(key: string, q: number, half: number, cutoff: number): Floa
   return table;
 }
 
+/** How {@link StreamResampler} resamples one pair of rates. */
+export interface ResamplingDesign {
+  /** The two rates are equal: the samples pass as they are. */
+  passthrough: boolean;
+  /** Each of the `q` output phases has its own filter row (else a 256-phase table is interpolated). */
+  exact: boolean;
+  /** Output phases, and the input step per output sample as the fraction `p / q`. */
+  q: number;
+  p: number;
+  /** Half the filter's length: each output sample weighs `2 × half` input samples. */
+  half: number;
+  /** `q + 1` rows of `2 × half` taps. */
+  table: Float32Array;
+}
+
+/** The design of a rate pair (its table shared by the process). */
+export function resamplingDesign(fromRate: number, toRate: number = FEATURE_RATE): ResamplingDesign {
+  if (!(fromRate >= 1000 && fromRate <= 384_000) || !Number.isInteger(fromRate)) {
+    throw new RangeError(`unsupported sample rate ${fromRate}`);
+  }
+  const g = gcd(fromRate, toRate);
+  const exact = toRate / g <= 2048;
+  const q = exact ? toRate / g : 256;
+  const p = exact ? fromRate / g : fromRate / toRate * 256;
+  const down = Math.min(1, toRate / fromRate);
+  const cutoff = 0.45 * down; // cycles per input sample
+  const half = Math.ceil(6 / down);
+  const table = filterTable(`${fromRate}/${toRate}`, q, half, cutoff);
+  return { passthrough: fromRate === toRate, exact, q, p, half, table };
+}
+
 /**
  * A streaming resampler to a fixed rate: a windowed-sinc low-pass (cut-off at 0.45 × the lower rate)
  * evaluated at each output instant. When the rates' ratio reduces to at most 2048 output phases (every
@@ -79,19 +110,14 @@ export class StreamResampler {
   readonly #passthrough: boolean;
 
   constructor(readonly fromRate: number, readonly toRate: number = FEATURE_RATE) {
-    if (!(fromRate >= 1000 && fromRate <= 384_000) || !Number.isInteger(fromRate)) {
-      throw new RangeError(`unsupported sample rate ${fromRate}`);
-    }
-    this.#passthrough = fromRate === toRate;
-    const g = gcd(fromRate, toRate);
-    this.#exact = toRate / g <= 2048;
-    this.#q = this.#exact ? toRate / g : 256;
-    this.#p = this.#exact ? fromRate / g : fromRate / toRate * 256;
-    const down = Math.min(1, toRate / fromRate);
-    const cutoff = 0.45 * down; // cycles per input sample
-    this.#half = Math.ceil(6 / down);
-    this.#taps = 2 * this.#half;
-    this.#table = filterTable(`${fromRate}/${toRate}`, this.#q, this.#half, cutoff);
+    const d = resamplingDesign(fromRate, toRate);
+    this.#passthrough = d.passthrough;
+    this.#exact = d.exact;
+    this.#q = d.q;
+    this.#p = d.p;
+    this.#half = d.half;
+    this.#taps = 2 * d.half;
+    this.#table = d.table;
     // Start with half a filter of zeros so the first output sample is centred on input sample 0.
     this.#bufLen = this.#half - 1;
     this.#ipos = this.#half - 1;
@@ -152,16 +178,17 @@ export class StreamResampler {
 
 /** A radix-2 complex FFT of a fixed size (in place, on separate real and imaginary arrays). */
 class Fft {
-  readonly #cos: Float32Array;
-  readonly #sin: Float32Array;
+  /** The twiddles e^(−2πi·j/size), j < size/2. */
+  readonly cos: Float32Array;
+  readonly sin: Float32Array;
   readonly #rev: Uint32Array;
 
   constructor(readonly size: number) {
-    this.#cos = new Float32Array(size / 2);
-    this.#sin = new Float32Array(size / 2);
+    this.cos = new Float32Array(size / 2);
+    this.sin = new Float32Array(size / 2);
     for (let i = 0; i < size / 2; i++) {
-      this.#cos[i] = Math.cos(-2 * Math.PI * i / size);
-      this.#sin[i] = Math.sin(-2 * Math.PI * i / size);
+      this.cos[i] = Math.cos(-2 * Math.PI * i / size);
+      this.sin[i] = Math.sin(-2 * Math.PI * i / size);
     }
     const bits = Math.log2(size);
     this.#rev = new Uint32Array(size);
@@ -191,7 +218,7 @@ class Fft {
       const stride = n / len;
       for (let i = 0; i < n; i += len) {
         for (let j = 0; j < half; j++) {
-          const wr = this.#cos[j * stride], wi = this.#sin[j * stride];
+          const wr = this.cos[j * stride], wi = this.sin[j * stride];
           const a = i + j, b = a + half;
           const xr = re[b] * wr - im[b] * wi;
           const xi = re[b] * wi + im[b] * wr;
@@ -254,6 +281,27 @@ const MEL = {
   re: new Float32Array(FFT_SIZE / 2),
   im: new Float32Array(FFT_SIZE / 2),
   power: new Float32Array(FFT_SIZE / 2 + 1),
+};
+
+/** The analysis' tables, read-only (the WebAssembly front end, `frontend.ts`, copies them). */
+export const ANALYSIS_TABLES: {
+  /** The 256-point complex FFT's twiddles (cos, sin of −2πj/256). */
+  readonly fftCos: Float32Array;
+  readonly fftSin: Float32Array;
+  /** cos and sin of −2πk/512, k ≤ 256: the split of the packed real FFT. */
+  readonly twCos: Float32Array;
+  readonly twSin: Float32Array;
+  /** The mel filters: first FFT bin and weights. */
+  readonly filters: readonly { first: number; weights: Float32Array }[];
+  /** The Hann window ({@link WINDOW} samples). */
+  readonly window: Float32Array;
+} = {
+  fftCos: MEL.fft.cos,
+  fftSin: MEL.fft.sin,
+  twCos: MEL.twCos,
+  twSin: MEL.twSin,
+  filters: MEL.filters,
+  window: MEL.window,
 };
 
 /**
