@@ -1,7 +1,8 @@
 /**
  * The session's Opus encoder, each backend and complexity side by side (`deno run -A bench/opus_encoders.ts
  * [--repeats 7]`): CPU per 20 ms packet and what the decoded sound loses, on 31 s of speech (espeak-ng, two
- * voices, three sentences, 24 kbit/s, low-delay mode as the service encodes it). The rows' timings are
+ * voices, three sentences, 24 kbit/s, low-delay mode as the service encodes it), by backend, complexity and
+ * coded bandwidth. The rows' timings are
  * interleaved (one pass of each, repeated), so a busy machine slows them alike.
  *
  * Quality measures, decoded with `opus-decoder` and aligned on the best delay: SNR over the whole signal,
@@ -20,8 +21,16 @@ import {
   OPUS_PRE_SKIP,
   type OpusBackend,
   opusBackend,
+  opusBandwidthFor,
   OpusEncoder,
 } from "../src/media/opus_encoder.ts";
+
+const BANDWIDTH_NAMES: Record<number, string> = {
+  1101: "narrowband",
+  1103: "wideband",
+  1104: "superwideband",
+  1105: "fullband",
+};
 
 const SENTENCES = [
   "Well, the quick brown fox jumps over the lazy dog, and then we should probably talk about your order.",
@@ -49,6 +58,8 @@ export function benchSpeech(): Int16Array {
 export interface EncoderRow {
   backend: "native" | "wasm";
   complexity: number;
+  /** The coded bandwidth (fullband 20 kHz, superwideband 12, wideband 8). */
+  bandwidth: string;
   us_per_packet_median: number;
   us_per_packet_min: number;
   snr_db: number;
@@ -57,8 +68,13 @@ export interface EncoderRow {
   bytes_per_packet: number;
 }
 
-function encodeAll(pcm: Int16Array, backend: OpusBackend, complexity: number): Uint8Array[] {
-  const enc = new OpusEncoder(24000, backend, complexity);
+function encodeAll(
+  pcm: Int16Array,
+  backend: OpusBackend,
+  complexity: number,
+  sourceRate: number,
+): Uint8Array[] {
+  const enc = new OpusEncoder(24000, { backend, complexity, sourceRate });
   const packets: Uint8Array[] = [];
   try {
     enc.encode(pcm, (p) => packets.push(p));
@@ -127,27 +143,35 @@ export async function benchOpusEncoders(repeats: number): Promise<EncoderRow[]> 
   const pcm = benchSpeech();
   const frames = pcm.length / OPUS_FRAME;
   const native = opusBackend("auto").backend === "native";
-  const variants: [OpusBackend, number][] = [
-    ["wasm", 3],
-    ["wasm", 2],
-    ...(native ? [0, 1, 2, 3, 5].map((c) => ["native", c] as [OpusBackend, number]) : []),
+  // [backend, complexity, the source rate the coded bandwidth is chosen for]: the speech is espeak-ng's
+  // (22.05 kHz: nothing above 11 kHz), so 24 kHz (superwideband, 12 kHz) loses nothing of it, 48 kHz codes
+  // up to 20 kHz (fullband) and 16 kHz (wideband, 8 kHz) cuts it.
+  const variants: [OpusBackend, number, number][] = [
+    ["wasm", 3, 48000],
+    ["wasm", 2, 24000],
+    ...(native
+      ? [[0, 24000], [1, 24000], [2, 24000], [3, 24000], [2, 48000], [3, 48000], [2, 16000]].map(([c, r]) =>
+        ["native", c, r] as [OpusBackend, number, number]
+      )
+      : []),
   ];
   const times = variants.map(() => [] as number[]);
   for (let r = 0; r < repeats; r++) {
-    variants.forEach(([backend, cx], i) => {
+    variants.forEach(([backend, cx, rate], i) => {
       const t = performance.now();
-      encodeAll(pcm, backend, cx);
+      encodeAll(pcm, backend, cx, rate);
       times[i].push((performance.now() - t) / frames * 1000);
     });
   }
   const rows: EncoderRow[] = [];
-  for (const [i, [backend, cx]] of variants.entries()) {
-    const packets = encodeAll(pcm, backend, cx);
+  for (const [i, [backend, cx, rate]] of variants.entries()) {
+    const packets = encodeAll(pcm, backend, cx, rate);
     const q = quality(pcm, await decodeAll(packets));
     const t = [...times[i]].sort((a, b) => a - b);
     rows.push({
       backend: backend as "native" | "wasm",
       complexity: cx,
+      bandwidth: BANDWIDTH_NAMES[opusBandwidthFor(rate)],
       us_per_packet_median: Math.round(t[t.length >> 1] * 10) / 10,
       us_per_packet_min: Math.round(t[0] * 10) / 10,
       snr_db: Math.round(q.snr * 100) / 100,
@@ -170,7 +194,7 @@ if (import.meta.main) {
   console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const r of rows) {
     console.log(
-      `| ${r.backend} | ${r.complexity} | ${r.us_per_packet_median} | ${r.us_per_packet_min} | ${r.snr_db} | ${r.seg_snr_db} | ${r.lsd_db} | ${r.bytes_per_packet} |`,
+      `| ${r.backend} | ${r.complexity} | ${r.bandwidth} | ${r.us_per_packet_median} | ${r.us_per_packet_min} | ${r.snr_db} | ${r.seg_snr_db} | ${r.lsd_db} | ${r.bytes_per_packet} |`,
     );
   }
   console.log(`load ${(await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ")}`);

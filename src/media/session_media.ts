@@ -275,7 +275,10 @@ export class AvatarSessionMedia implements SessionMedia {
       },
     });
     this.#resampler = new LinearResampler(deps.connection.outputSampleRate, AUDIO_RATE);
-    this.#opusEnc = new OpusEncoder(deps.audioBitrate, deps.audioEncoder);
+    this.#opusEnc = new OpusEncoder(deps.audioBitrate, {
+      backend: deps.audioEncoder,
+      sourceRate: deps.connection.outputSampleRate,
+    });
     this.#opus = this.#opusEnc.head;
     this.#hold = Math.round(
       Math.min(LOOKAHEAD_MS, Math.max(0, deps.lipSync?.holdMs ?? 0)) * AUDIO_RATE / 1000,

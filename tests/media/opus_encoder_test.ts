@@ -10,6 +10,7 @@ import {
   OPUS_PRE_SKIP,
   type OpusBackend,
   opusBackend,
+  opusBandwidthFor,
   OpusEncoder,
   SILENCE_SETTLE,
 } from "../../src/media/opus_encoder.ts";
@@ -22,7 +23,7 @@ Deno.test("opus encoder: the system's libopus loads through FFI here (Linux with
   assert.equal(enc.backend, "native");
   enc.close();
   assert.equal(opusBackend("wasm").backend, "wasm");
-  const wasm = new OpusEncoder(24000, "wasm");
+  const wasm = new OpusEncoder(24000, { backend: "wasm" });
   assert.equal(wasm.backend, "wasm");
   wasm.close();
 });
@@ -34,7 +35,7 @@ for (const backend of ["native", "wasm"] as OpusBackend[]) {
 }
 
 async function roundTrip(backend: OpusBackend): Promise<void> {
-  const enc = new OpusEncoder(24000, backend);
+  const enc = new OpusEncoder(24000, { backend });
   assert.equal(enc.backend, backend);
   // 1 s of tone, 1 s of digital silence, 1 s of tone (written in odd-sized pieces).
   const pcm = new Int16Array(48000 * 3);
@@ -83,7 +84,9 @@ Deno.test("opus encoder: hundreds at once (one per session, each backend) all en
   const encoders: OpusEncoder[] = [];
   try {
     // (opusscript's own wrapper failed at the 79th: "offset is out of bounds")
-    for (let i = 0; i < 400; i++) encoders.push(new OpusEncoder(24000, i % 2 ? "native" : "wasm"));
+    for (let i = 0; i < 400; i++) {
+      encoders.push(new OpusEncoder(24000, { backend: i % 2 ? "native" : "wasm" }));
+    }
     for (const e of [encoders[0], encoders[1], encoders[198], encoders[199], encoders[398], encoders[399]]) {
       let bytes = 0;
       e.encode(pcm, (p) => bytes = p.length);
@@ -91,5 +94,33 @@ Deno.test("opus encoder: hundreds at once (one per session, each backend) all en
     }
   } finally {
     for (const e of encoders) e.close();
+  }
+});
+
+Deno.test("opus encoder: the coded bandwidth is the source's (an engine at 24 kHz: superwideband, nothing coded past 12 kHz)", () => {
+  assert.deepEqual([8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000].map(opusBandwidthFor), [
+    1101,
+    1103,
+    1103,
+    1104,
+    1104,
+    1105,
+    1105,
+    1105,
+  ]);
+  const pcm = new Int16Array(OPUS_FRAME * 10);
+  for (let j = 0; j < pcm.length; j++) pcm[j] = Math.round(8000 * Math.sin(j * 2 * Math.PI * 440 / 48000));
+  for (const backend of ["native", "wasm"] as OpusBackend[]) {
+    for (const [sourceRate, configs] of [[24000, [24, 27]], [16000, [20, 23]], [48000, [28, 31]]] as const) {
+      const enc = new OpusEncoder(24000, { backend, sourceRate });
+      const tocs: number[] = [];
+      enc.encode(pcm, (p) => tocs.push(p[0] >> 3));
+      enc.close();
+      // The TOC's configuration: CELT-only 16–19 narrowband, 20–23 wideband, 24–27 superwideband, 28–31 fullband.
+      assert.ok(
+        tocs.slice(2).every((c) => c >= configs[0] && c <= configs[1]),
+        `${backend} ${sourceRate}: ${tocs}`,
+      );
+    }
   }
 });
