@@ -2,8 +2,8 @@
  * The session's audio encoder, in process: PCM16 mono at 48 kHz → Opus packets of 20 ms. One encoder per
  * session, no process. libopus itself through FFI where it loads (`opus_native.ts`: the system's library,
  * with the CPU's vector instructions), else libopus compiled to WebAssembly (`opus_wasm.ts`); the choice is
- * `SVC_OPUS_ENCODER` (docs/configuration.md). Complexity 2, 24 kbit/s, variable bitrate: costs and quality
- * of each backend and complexity measured in docs/media-plane.md ("Audio").
+ * `SVC_OPUS_ENCODER` (docs/configuration.md). Complexity 3, 24 kbit/s, variable bitrate, the bandwidth of
+ * the engine's sample rate: costs and quality of each choice measured in docs/media-plane.md ("Audio").
  *
  * Low-delay mode (CELT only): the encoder's look-ahead, the stream's pre-skip, is 2.5 ms (120 samples).
  *
@@ -29,12 +29,11 @@ const SET_COMPLEXITY = 4010;
 /** libopus `OPUS_SET_VBR` (the package's default is constant bitrate: silence would cost as much as speech). */
 const SET_VBR = 4006;
 /**
- * Encoder complexity (0–10). 2 sounds as 3 and above do on speech at these rates by every measure taken
- * (signal-to-noise, segmental SNR, log-spectral distance; docs/media-plane.md) at ≈ 75 % of 3's cost: in
- * low-delay mode 3 adds only CELT's spreading decision; 1 drops the time-frequency analysis too (slightly
- * worse), 0 the transient analysis and all spreading (log-spectral distance 7.5 → 12.3 dB).
+ * Encoder complexity (0–10). 3 costs a fifth of 10 for speech at these rates; 2 (CELT's spreading decision
+ * left out) costs no less here, 1 drops the time-frequency analysis (slightly worse), 0 the transient
+ * analysis and all spreading (log-spectral distance 7.5 → 12 dB): `bench/opus_encoders.ts`.
  */
-export const OPUS_COMPLEXITY = 2;
+export const OPUS_COMPLEXITY = 3;
 /**
  * Silent packets encoded before the settled silent packet may be repeated instead (libopus keeps coding
  * the tail of the sound for ≈ 260 ms of digital silence, 61-byte packets at 24 kb/s, then sends 3-byte
