@@ -7,10 +7,13 @@
  *
  * Low-delay mode (CELT only): the encoder's look-ahead, the stream's pre-skip, is 2.5 ms (120 samples).
  *
- * Digital silence (the avatar is quiet half the time or more) is not encoded again and again: once the
- * encoder has settled on silence (after {@link SILENCE_SETTLE} silent packets, when its packet is a silent
- * frame of 3 bytes), that packet is repeated until sound comes back; the encoder then goes on from a silent
- * state, as the decoder does.
+ * Digital silence (the avatar is quiet half the time or more) is not encoded again and again. At the first
+ * frame of digital silence the encoder is reset (`OPUS_RESET_STATE`: its settings stay): the sound before is
+ * whole in the packets already made (their 2.5 ms look-ahead saw the silence coming), and left alone libopus
+ * would go on coding the decaying state of its filters for ≈ 300 ms (61-byte packets of noise near −45 dBFS
+ * that cost a whole encode each); reset, it codes the frame as a 3-byte silent frame, which is then repeated
+ * until sound comes back. The encoder and the decoder then both go on from a silent state (a silent frame
+ * resets the decoder's band energies too).
  *
  * @module
  */
@@ -35,11 +38,10 @@ const SET_VBR = 4006;
  */
 export const OPUS_COMPLEXITY = 3;
 /**
- * Silent packets encoded before the settled silent packet may be repeated instead (libopus keeps coding
- * the tail of the sound for ≈ 260 ms of digital silence, 61-byte packets at 24 kb/s, then sends 3-byte
- * silent frames).
+ * Silent packets encoded before the silent packet may be repeated instead: the first silent frame, coded
+ * right after the reset.
  */
-export const SILENCE_SETTLE = 16;
+export const SILENCE_SETTLE = 1;
 /** A packet this small (bytes) is a silent frame. */
 const SILENT_PACKET_MAX = 8;
 
@@ -159,6 +161,7 @@ export class OpusEncoder {
       this.stats.repeated++;
       return this.#silence;
     }
+    if (silent && this.#silentRun === 1) this.#enc.reset();
     const packet = this.#enc.encode(pcm);
     this.stats.encoded++;
     if (this.#silentRun >= SILENCE_SETTLE && packet.length <= SILENT_PACKET_MAX) this.#silence = packet;

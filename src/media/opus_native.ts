@@ -60,6 +60,9 @@ export function nativeOpus(): { lib: NativeOpus | null; why: string } {
   return LOADED;
 }
 
+/** `OPUS_RESET_STATE` (takes no argument: the extra one of the setter's binding is ignored). */
+const RESET_STATE = 4028;
+
 /** `OPUS_SET_*` requests and their `OPUS_GET_*` twins (request + 1). */
 const GET = (set: number) => set + 1;
 
@@ -103,6 +106,11 @@ export class NativeOpusEncoder {
     const n = this.#lib.symbols.opus_encode(this.#st, pcm, pcm.length, this.#out, this.#out.length);
     if (n < 0) throw new Error(`opus encode failed (${n})`);
     return this.#out.slice(0, n);
+  }
+
+  /** `OPUS_RESET_STATE`: the encoder's state as new, its settings kept. */
+  reset(): void {
+    if (this.#st) this.#lib.symbols.opus_encoder_set(this.#st, RESET_STATE, 0);
   }
 
   /** Frees the encoder (idempotent). */

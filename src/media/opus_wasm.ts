@@ -84,6 +84,11 @@ export class WasmOpusEncoder {
     return this.#lib.HEAPU8.slice(this.#out, this.#out + n);
   }
 
+  /** `OPUS_RESET_STATE`: the encoder's state as new, its settings kept (the handler passes its argument on; unused). */
+  reset(): void {
+    if (!this.#closed) this.#enc._encoder_ctl(4028, 0);
+  }
+
   /** Frees the encoder's WebAssembly memory (idempotent). */
   close(): void {
     if (this.#closed) return;

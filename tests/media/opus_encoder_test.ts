@@ -50,11 +50,17 @@ async function roundTrip(backend: OpusBackend): Promise<void> {
     });
   }
   assert.equal(packets.length, pcm.length / OPUS_FRAME);
-  // The silence: encoded until the encoder settles, then its 3-byte packet repeated.
-  assert.ok(enc.stats.repeated >= 50 - SILENCE_SETTLE - 14, JSON.stringify(enc.stats));
+  // The silence: its first frame encoded (after the reset: a 3-byte silent frame), then that packet repeated.
+  assert.equal(enc.stats.repeated, 50 - SILENCE_SETTLE, JSON.stringify(enc.stats));
   assert.equal(enc.stats.encoded + enc.stats.repeated, packets.length);
-  const silent = packets.slice(80, 95);
+  const silent = packets.slice(50, 100);
   assert.ok(silent.every((p) => p.length <= 8), silent.map((p) => p.length).join(" "));
+  // The settings outlive the reset: the tone after the silence is still coded superwideband (a 24 kHz source).
+  const after = new OpusEncoder(24000, { backend, sourceRate: 24000 });
+  const tocs: number[] = [];
+  after.encode(pcm, (p) => tocs.push(p[0] >> 3));
+  after.close();
+  assert.ok(tocs.slice(102).every((c) => c >= 24 && c <= 27), `after the silence: ${tocs.slice(102)}`);
   enc.close();
 
   const dec = new OpusDecoder({ channels: 1, sampleRate: 48000, preSkip: 0 });
@@ -73,9 +79,17 @@ async function roundTrip(backend: OpusBackend): Promise<void> {
   };
   assert.ok(snr(2000, 46000) > 15, `the first tone: ${snr(2000, 46000).toFixed(1)} dB`);
   assert.ok(snr(98000, 142000) > 15, `the tone after the silence: ${snr(98000, 142000).toFixed(1)} dB`);
+  // The silence decodes silent from the sound's end on (no coded tail of the encoder's filters, ≈ −45 dBFS,
+  // as without the reset).
   let loud = 0;
-  for (let j = 60000; j < 94000; j++) loud = Math.max(loud, Math.abs(out[j]));
-  assert.ok(loud < 0.01, `the silence decodes silent (${loud})`);
+  for (let j = 48000 + 2 * OPUS_PRE_SKIP; j < 96000; j++) loud = Math.max(loud, Math.abs(out[j]));
+  assert.ok(loud < 1e-4, `the silence decodes silent (${loud})`);
+  // The tone's first 20 ms after the silence decode as well as the rest (the encoder starts clean, as the
+  // decoder does).
+  assert.ok(
+    snr(96000, 96960) > 15,
+    `the tone's first frame after the silence: ${snr(96000, 96960).toFixed(1)} dB`,
+  );
 }
 
 Deno.test("opus encoder: hundreds at once (one per session, each backend) all encode, the first ones too after the memory grew", () => {
