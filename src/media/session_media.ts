@@ -67,6 +67,14 @@ export const AUDIO_BLOCK = OPUS_FRAME;
 export const AUDIO_GRID_OFFSET = AUDIO_BLOCK / 2;
 /** Audio is kept at most this many blocks ahead of the clock (120 ms). */
 export const MAX_LEAD_BLOCKS = 6;
+/**
+ * While a response is still speaking and its next chunk has not come, silence is written only when it is
+ * due: when the block starts on the clock, or over the SFU (whose audio is sent 10 ms before it is due,
+ * paced) this long before (ms). Written a block ahead like the silence between responses, a real-time
+ * engine's chunk 0–20 ms late (by where its response fell on the block grid) cut 20 ms of silence into the
+ * speech.
+ */
+const OPEN_SILENCE_LEAD_PACED_MS = 15;
 /** A video-free client gets the head's pose every this many frames (5 a second at 25 fps). */
 const HEAD_EVERY_FRAMES = 5;
 /** Queued speech is bounded to 30 s (the engine protocol's bound); older audio is dropped. */
@@ -518,6 +526,7 @@ export class AvatarSessionMedia implements SessionMedia {
     if (queued >= AUDIO_BLOCK || (queued > 0 && this.#queue.settled)) {
       due = this.#written + AUDIO_BLOCK - MAX_LEAD_BLOCKS * AUDIO_BLOCK; // room for another speech block
     } else if (queued > 0) due = this.#written; // speech is late: an underrun is near
+    else if (this.#speaking()) due = this.#written - this.#openLead(); // its next chunk is on its way
     else due = this.#written - AUDIO_BLOCK; // keep a block of silence ahead
     const audioAt = this.#t0 + due * 1000 / AUDIO_RATE;
     const wake = Math.min(frameAt, audioAt);
@@ -525,11 +534,24 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#timer = this.#wakeUps.schedule(wake, this.#tick);
   }
 
+  /** Whether the response playing is still speaking: placed, open, its clients there, nothing of it queued. */
+  #speaking(): boolean {
+    const id = this.#placedResponse;
+    return id !== null && this.#clients() > 0 && this.#queue.length === 0 &&
+      this.#queue.expected(id) !== null;
+  }
+
+  /** How far ahead of the clock silence is written while a response is still speaking (samples). */
+  #openLead(): number {
+    return this.#transport?.kind === "webrtc_sfu" ? OPEN_SILENCE_LEAD_PACED_MS * AUDIO_RATE / 1000 : 0;
+  }
+
   /**
    * Writes audio blocks as the lead rules allow (see the module documentation): silence is kept between
    * one and two blocks (21–43 ms) ahead of the clock — speech that arrives is placed right after it, so
-   * that is the speech's wait — and never less than the half frame ahead of the clock at which a frame's
-   * face is taken (the middle of its display time). Over the SFU,
+   * that is the speech's wait — except while a response is still speaking and its next chunk has not come:
+   * then silence is written only when due ({@link OPEN_SILENCE_LEAD_PACED_MS}), the face of a frame taken
+   * beyond what is written holding its mouth until the chunk comes or the silence is written. Over the SFU,
    * whose audio is paced to the media clock, a clock tick tops the silence up to last until the next frame:
    * every packet is encoded well before its send time, so the pace the browser's jitter buffer sees stays
    * regular (packets a few ms late for their pace made it buffer, and delay the pictures with the sound).
@@ -558,6 +580,11 @@ export class AvatarSessionMedia implements SessionMedia {
       } else if (avail > 0) {
         if (this.#written > nowS) break;
         kind = "late";
+      } else if (this.#speaking()) {
+        // Its next chunk is on its way: silence only when due (an underrun, if it is written).
+        if (this.#written > nowS + this.#openLead()) break;
+        kind = "silence";
+        this.#stats.audioUnderruns++;
       } else if (this.#written >= nowS + silenceLead) {
         break;
       } else kind = "silence";
@@ -607,6 +634,18 @@ export class AvatarSessionMedia implements SessionMedia {
    */
   #showQueued(): void {
     const run = this.#clients() > 0 && !this.#queue.headHeld(this.#hold) ? this.#queue.headRun() : null;
+    if (run === null && this.#speaking()) {
+      // Nothing queued of a response still speaking: its next block is on its way. Until it comes (or the
+      // silence is written) a face taken there holds the last mouth decided (its visemes are not known yet).
+      const id = this.#placedResponse!;
+      this.#face.timeline.queued({
+        responseId: id,
+        from: this.#queue.expected(id)!,
+        at: this.#written,
+        n: AUDIO_BLOCK,
+      });
+      return;
+    }
     this.#face.timeline.queued(
       run && run.responseId === this.#placedResponse
         ? { responseId: run.responseId, from: run.from, at: this.#written, n: run.n }
