@@ -384,8 +384,11 @@ export interface BurstDetail {
   av: number | null;
   /** The open threshold (dark pixels). */
   open: number;
-  /** Frames shown from 100 ms before the onset to 100 ms after: [shown − onset, pts, dark]. */
-  frames: [number, number, number][];
+  /**
+   * Frames shown from 100 ms before the onset to 100 ms after: [shown − onset, pts, dark, shown − made (the
+   * frame's latency from the service's stamp)].
+   */
+  frames: [number, number, number, number][];
 }
 
 /** Matches bursts to onsets heard and open mouths shown. */
@@ -420,6 +423,7 @@ function analyse(
         r1(f.shown - onset),
         r1(f.pts),
         f.dark,
+        r1(f.shown - f.made),
       ]),
     });
   }
