@@ -12,7 +12,9 @@
  * ahead of the clock: silence fills the gaps (one to two blocks ahead: that is how long arriving speech
  * waits to be placed), speech is written as soon as a whole block of it is queued and at most that far
  * ahead, so barge-in can only leave that much already-encoded speech behind. A response's first audio
- * shorter than a block ends the next block (it is not held back for the rest of a block). With
+ * shorter than a block ends the next block (it is not held back for the rest of a block). A response still
+ * speaking whose next chunk has not come gets its silence only when it is due
+ * ({@link OPEN_SILENCE_LEAD_PACED_MS}): a real-time engine's chunk may be 20–40 ms late without a gap. With
  * `SVC_LIPSYNC_HOLD_MS` (default 0) a response's first block waits until that much of it is queued (or all
  * of it), which buys lip sync look-ahead with latency when the engine speaks in real time.
  *
@@ -214,6 +216,11 @@ export class AvatarSessionMedia implements SessionMedia {
   #speechTaken = 0;
   /** The response whose first sample was placed last (its placement is reported once). */
   #placedResponse: string | null = null;
+  /**
+   * The write position whose silence (a response still speaking, its next chunk not there) was found due
+   * and held back for one turn of the event loop (see {@link AvatarSessionMedia.#pumpAudio}).
+   */
+  #heldAt = -1;
   #frameQueue: number[] = [];
   #renderPending = false;
   #avcC: Uint8Array | null = null;
@@ -583,6 +590,13 @@ export class AvatarSessionMedia implements SessionMedia {
       } else if (this.#speaking()) {
         // Its next chunk is on its way: silence only when due (an underrun, if it is written).
         if (this.#written > nowS + this.#openLead()) break;
+        if (this.#heldAt !== this.#written) {
+          // Due now; but after the event loop was held up (a busy process), its expired timers run before
+          // the socket's messages that came meanwhile: the chunk may be here, unread. One turn later (the
+          // clock's next wake-up, already due, comes after them), the silence is written if it is not.
+          this.#heldAt = this.#written;
+          break;
+        }
         kind = "silence";
         this.#stats.audioUnderruns++;
       } else if (this.#written >= nowS + silenceLead) {
@@ -638,12 +652,10 @@ export class AvatarSessionMedia implements SessionMedia {
       // Nothing queued of a response still speaking: its next block is on its way. Until it comes (or the
       // silence is written) a face taken there holds the last mouth decided (its visemes are not known yet).
       const id = this.#placedResponse!;
-      this.#face.timeline.queued({
-        responseId: id,
-        from: this.#queue.expected(id)!,
-        at: this.#written,
-        n: AUDIO_BLOCK,
-      });
+      this.#face.timeline.queued(
+        { responseId: id, from: this.#queue.expected(id)!, at: this.#written, n: AUDIO_BLOCK },
+        true,
+      );
       return;
     }
     this.#face.timeline.queued(
