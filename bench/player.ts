@@ -300,13 +300,25 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       g.firstShown ??= shown;
       // Only the stamp's rows and the mouth's box are read (the whole frame would cost the page's main thread,
       // which the WebCodecs player shares, several ms a frame).
-      ctx.drawImage(video, 0, 0, size, 32, 0, 0, size, 32);
+      // The stamp is read before and after the mouth: the element may take the next frame between two
+      // draws (a frame presented right after a late callback), and a mouth read from another frame than its
+      // stamp is not counted.
+      const stamp = () => {
+        ctx.drawImage(video, 0, 0, size, 32, 0, 0, size, 32);
+        const top = ctx.getImageData(0, 0, size, 32).data;
+        let v = 0;
+        for (let i = 0; i < 32; i++) {
+          const x = Math.floor((i + 0.5) * size / 32);
+          v = v * 2 + (top[(16 * size + x) * 4] > 128 ? 1 : 0);
+        }
+        return v;
+      };
+      const v = stamp();
       ctx.drawImage(video, box.x, box.y, box.w, box.h, box.x, box.y, box.w, box.h);
-      const top = ctx.getImageData(0, 0, size, 32).data;
-      let v = 0;
-      for (let i = 0; i < 32; i++) {
-        const x = Math.floor((i + 0.5) * size / 32);
-        v = v * 2 + (top[(16 * size + x) * 4] > 128 ? 1 : 0);
+      if (stamp() !== v) {
+        g.torn = (g.torn ?? 0) + 1;
+        video.requestVideoFrameCallback(onFrame);
+        return;
       }
       const nowMs = Date.now();
       let made = nowMs - (((nowMs >>> 0) - v) >>> 0);
