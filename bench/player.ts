@@ -47,6 +47,7 @@ import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
 import { type JanusProcess, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine } from "./engine.ts";
+import { ONSET_TAP } from "./onset_tap.ts";
 
 type PathName = "webcodecs" | "mse" | "webrtc_sfu";
 const ALL_PATHS: PathName[] = ["webcodecs", "mse", "webrtc_sfu"];
@@ -264,7 +265,7 @@ async function mouthBox(size: number): Promise<{ x: number; y: number; w: number
  * The page's probes. `g.frames`: per presented frame {shown (epoch ms), made (epoch ms, from the stamp),
  * dark (mouth cavity pixels)}; `g.onsets`: burst onsets heard (epoch ms); `g.createdAt`, `g.firstShown`.
  */
-const PROBE = `
+const PROBE = `${ONSET_TAP}
 globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   const g = globalThis;
   const { createPlayer } = await import("/sdk/player.js");
@@ -272,25 +273,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   video.width = size; video.height = size;
   document.body.append(video);
   g.frames = []; g.onsets = []; g.firstShown = null;
-  const actx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
-  const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
-    " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true;" +
-    " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.01;" +
-    " if (loud && this.quiet >= sampleRate * 0.15) this.port.postMessage(currentFrame + i);" +
-    " this.quiet = loud ? 0 : this.quiet + 1; } return true; } } registerProcessor('onset', Onset);";
-  await actx.audioWorklet.addModule(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
-  const onset = new AudioWorkletNode(actx, "onset");
-  const mute = actx.createGain(); mute.gain.value = 0;
-  onset.connect(mute).connect(actx.destination);
-  // A frame of the context is heard at: performanceTime + (frame / rate - contextTime) (its output stamp).
-  const heard = (frame) => {
-    const ts = actx.getOutputTimestamp();
-    return performance.timeOrigin + ts.performanceTime + (frame / actx.sampleRate - ts.contextTime) * 1000;
-  };
-  onset.port.onmessage = (e) => g.onsets.push(heard(e.data));
-  const tap = actx.createGain();
-  tap.connect(actx.destination);
-  tap.connect(onset);
+  const { actx, onset, tap } = await g.onsetTap(g.onsets);
   const options = { video, streamMetadata: meta, clientToken, microphone: false };
   if (playback === "webcodecs") Object.assign(options, { playback, audioContext: actx, audioOutput: tap });
   if (playback === "mse") Object.assign(options, { playback });
@@ -317,13 +300,25 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       g.firstShown ??= shown;
       // Only the stamp's rows and the mouth's box are read (the whole frame would cost the page's main thread,
       // which the WebCodecs player shares, several ms a frame).
-      ctx.drawImage(video, 0, 0, size, 32, 0, 0, size, 32);
+      // The stamp is read before and after the mouth: the element may take the next frame between two
+      // draws (a frame presented right after a late callback), and a mouth read from another frame than its
+      // stamp is not counted.
+      const stamp = () => {
+        ctx.drawImage(video, 0, 0, size, 32, 0, 0, size, 32);
+        const top = ctx.getImageData(0, 0, size, 32).data;
+        let v = 0;
+        for (let i = 0; i < 32; i++) {
+          const x = Math.floor((i + 0.5) * size / 32);
+          v = v * 2 + (top[(16 * size + x) * 4] > 128 ? 1 : 0);
+        }
+        return v;
+      };
+      const v = stamp();
       ctx.drawImage(video, box.x, box.y, box.w, box.h, box.x, box.y, box.w, box.h);
-      const top = ctx.getImageData(0, 0, size, 32).data;
-      let v = 0;
-      for (let i = 0; i < 32; i++) {
-        const x = Math.floor((i + 0.5) * size / 32);
-        v = v * 2 + (top[(16 * size + x) * 4] > 128 ? 1 : 0);
+      if (stamp() !== v) {
+        g.torn = (g.torn ?? 0) + 1;
+        video.requestVideoFrameCallback(onFrame);
+        return;
       }
       const nowMs = Date.now();
       let made = nowMs - (((nowMs >>> 0) - v) >>> 0);
@@ -384,8 +379,11 @@ export interface BurstDetail {
   av: number | null;
   /** The open threshold (dark pixels). */
   open: number;
-  /** Frames shown from 100 ms before the onset to 100 ms after: [shown − onset, pts, dark]. */
-  frames: [number, number, number][];
+  /**
+   * Frames shown from 100 ms before the onset to 100 ms after: [shown − onset, pts, dark, shown − made (the
+   * frame's latency from the service's stamp)].
+   */
+  frames: [number, number, number, number][];
 }
 
 /** Matches bursts to onsets heard and open mouths shown. */
@@ -420,6 +418,7 @@ function analyse(
         r1(f.shown - onset),
         r1(f.pts),
         f.dark,
+        r1(f.shown - f.made),
       ]),
     });
   }

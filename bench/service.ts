@@ -15,11 +15,28 @@ import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import { compose } from "../src/app/compose.ts";
 import { workerOverrides } from "../src/app/worker_side.ts";
-import { stampingReferenceRenderer } from "./stamp.ts";
+import { type FrameTrace, stampingReferenceRenderer } from "./stamp.ts";
 
 if (import.meta.main) {
   const config = loadConfigFromEnv();
-  const renderer = Deno.args.includes("--stamp") ? await stampingReferenceRenderer(config.media) : undefined;
+  // Diagnosis: `BENCH_FRAME_TRACE=file` writes, per frame rendered, what the service knew of it (JSON lines
+  // `[session seed, frame index, wall ms, aa weight, top viseme, audio RMS per 10 ms]`, see `FrameTrace`).
+  const traceFile = Deno.env.get("BENCH_FRAME_TRACE");
+  let traced: string[] = [];
+  const trace = traceFile
+    ? (seed: number, t: FrameTrace) => {
+      traced.push(JSON.stringify([seed, ...t]));
+      if (traced.length >= 250) flushTrace();
+    }
+    : undefined;
+  const flushTrace = () => {
+    if (!traceFile || !traced.length) return;
+    Deno.writeTextFileSync(traceFile, traced.join("\n") + "\n", { append: true });
+    traced = [];
+  };
+  const renderer = Deno.args.includes("--stamp")
+    ? await stampingReferenceRenderer(config.media, trace)
+    : undefined;
   const service = await compose(config, {
     logger: createLogger({ level: "warn" }),
     worker: workerOverrides({ media: { renderer } }),
@@ -52,6 +69,7 @@ if (import.meta.main) {
     if (stopping) return;
     stopping = true;
     await service.close();
+    flushTrace();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", stop);

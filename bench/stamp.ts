@@ -18,11 +18,26 @@ export const STAMP_ROWS = 32;
 /** Bits of the stamp (blocks across the width). */
 export const STAMP_BITS = 32;
 
+/**
+ * What the service knew of one frame when it rendered it (diagnosis, {@link StampingRenderer}'s `trace`):
+ * [frame index, wall clock when rendered (ms), the face's "aa" weight, its strongest viseme's index, the
+ * RMS of each 10 ms quarter of the frame's audio as the service had it then (PCM16 units)].
+ */
+export type FrameTrace = [number, number, number, number, number[]];
+
 /** Wraps a renderer: each frame is copied (cached frames stay untouched) and stamped with `now()`. */
 export class StampingRenderer implements Renderer {
   readonly format: VideoFormat;
 
-  constructor(readonly inner: Renderer, readonly now: () => number = Date.now) {
+  /**
+   * @param trace when given, each frame rendered is recorded in it (what its face and audio were at render
+   *   time: a mouth drawn closed because its speech had not arrived yet shows here).
+   */
+  constructor(
+    readonly inner: Renderer,
+    readonly now: () => number = Date.now,
+    readonly trace?: (sessionSeed: number, t: FrameTrace) => void,
+  ) {
     this.format = inner.format;
   }
 
@@ -31,12 +46,29 @@ export class StampingRenderer implements Renderer {
     const stamp = (frame: Uint8Array) => stampFrame(frame, this.format, this.now());
     return {
       renderFrame: (req: FrameRequest) => {
+        if (this.trace) this.trace(options.seed, frameTrace(req, performance.timeOrigin + performance.now()));
         const frame = session.renderFrame(req);
         return frame instanceof Uint8Array ? stamp(frame) : frame.then(stamp);
       },
       close: () => session.close(),
     };
   }
+}
+
+function frameTrace(req: FrameRequest, at: number): FrameTrace {
+  const v = req.face?.visemes;
+  let top = 0;
+  for (let i = 1; v && i < v.length; i++) if (v[i] > v[top]) top = i;
+  const q = Math.max(1, Math.floor(req.audio.length / 4));
+  const rms: number[] = [];
+  for (let p = 0; p < req.audio.length; p += q) {
+    let sum = 0;
+    const end = Math.min(req.audio.length, p + q);
+    for (let i = p; i < end; i++) sum += req.audio[i] * req.audio[i];
+    rms.push(Math.round(Math.sqrt(sum / Math.max(1, end - p))));
+  }
+  const r = (x: number) => Math.round(x * 1000) / 1000;
+  return [req.index, Math.round(at * 10) / 10, r(v?.[10] ?? 0), top, rms];
 }
 
 /** A copy of a yuv420p frame with `value >>> 0` as a barcode in its top rows (neutral chroma there). */
@@ -61,8 +93,15 @@ export function stampFrame(frame: Uint8Array, format: VideoFormat, value: number
   return out;
 }
 
-/** The reference renderer of the configured size, stamping every frame. */
-export async function stampingReferenceRenderer(config: MediaConfig): Promise<Renderer> {
+/** The reference renderer of the configured size, stamping every frame (and tracing them through `trace`). */
+export async function stampingReferenceRenderer(
+  config: MediaConfig,
+  trace?: (sessionSeed: number, t: FrameTrace) => void,
+): Promise<Renderer> {
   const art = await loadArtBank(CATALOG, config.width, config.height);
-  return new StampingRenderer(new ReferenceRenderer(art, config.fps, new FrameCache(config.frameCacheBytes)));
+  return new StampingRenderer(
+    new ReferenceRenderer(art, config.fps, new FrameCache(config.frameCacheBytes)),
+    Date.now,
+    trace,
+  );
 }

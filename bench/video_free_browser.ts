@@ -48,6 +48,7 @@ import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
 import { type BenchEngine, startBenchEngine } from "./engine.ts";
+import { ONSET_TAP } from "./onset_tap.ts";
 import {
   createSession as createServiceSession,
   endSession,
@@ -222,7 +223,7 @@ type Mode = "idle" | "player" | "sync";
  * sound tap (`g.onsets`: epoch ms heard) and the mouth read after each frame the player drew (`g.reads`:
  * [rAF time (page ms), dark cavity pixels in the mouth's box, the box's mean darkness (255 − mean RGB)]).
  */
-const PAGE = `
+const PAGE = `${ONSET_TAP}
 globalThis.setup = async ({ mode, meta, clientToken, size, box }) => {
   const g = globalThis;
   document.body.innerHTML = "";
@@ -262,24 +263,7 @@ globalThis.setup = async ({ mode, meta, clientToken, size, box }) => {
   const { createPlayer } = await import("/sdk/player.js");
   const options = { canvas: target, streamMetadata: meta, clientToken, microphone: false };
   if (mode === "sync") {
-    const actx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
-    const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
-      " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true;" +
-      " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.01;" +
-      " if (loud && this.quiet >= sampleRate * 0.15) this.port.postMessage(currentFrame + i);" +
-      " this.quiet = loud ? 0 : this.quiet + 1; } return true; } } registerProcessor('onset', Onset);";
-    await actx.audioWorklet.addModule(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
-    const onset = new AudioWorkletNode(actx, "onset");
-    const mute = actx.createGain(); mute.gain.value = 0;
-    onset.connect(mute).connect(actx.destination);
-    const heard = (frame) => {
-      const ts = actx.getOutputTimestamp();
-      return performance.timeOrigin + ts.performanceTime + (frame / actx.sampleRate - ts.contextTime) * 1000;
-    };
-    onset.port.onmessage = (e) => g.onsets.push(heard(e.data));
-    const tap = actx.createGain();
-    tap.connect(actx.destination);
-    tap.connect(onset);
+    const { actx, tap } = await g.onsetTap(g.onsets);
     Object.assign(options, { audioContext: actx, audioOutput: tap });
   }
   if (mode === "sync") {

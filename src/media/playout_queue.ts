@@ -139,6 +139,16 @@ export class PlayoutQueue {
     return { responseId: head.responseId, from, n };
   }
 
+  /**
+   * Where the next sample of a response still speaking will come from (its samples pushed so far), or null
+   * when its audio is complete (done, interrupted) or it is unknown: while a response is open, a queue run
+   * dry means its next chunk is on its way.
+   */
+  expected(responseId: string): number | null {
+    const r = this.#responses.get(responseId);
+    return r && !r.done && !r.interrupted ? r.pushed : null;
+  }
+
   /** The response whose samples {@link take} would give next, or null when nothing is queued. */
   headResponse(): string | null {
     return this.#segments[0]?.responseId ?? null;

@@ -12,7 +12,9 @@
  * ahead of the clock: silence fills the gaps (one to two blocks ahead: that is how long arriving speech
  * waits to be placed), speech is written as soon as a whole block of it is queued and at most that far
  * ahead, so barge-in can only leave that much already-encoded speech behind. A response's first audio
- * shorter than a block ends the next block (it is not held back for the rest of a block). With
+ * shorter than a block ends the next block (it is not held back for the rest of a block). A response still
+ * speaking whose next chunk has not come gets its silence only when it is due
+ * ({@link OPEN_SILENCE_LEAD_PACED_MS}): a real-time engine's chunk may be 20–40 ms late without a gap. With
  * `SVC_LIPSYNC_HOLD_MS` (default 0) a response's first block waits until that much of it is queued (or all
  * of it), which buys lip sync look-ahead with latency when the engine speaks in real time.
  *
@@ -68,6 +70,14 @@ export const AUDIO_BLOCK = OPUS_FRAME;
 export const AUDIO_GRID_OFFSET = AUDIO_BLOCK / 2;
 /** Audio is kept at most this many blocks ahead of the clock (120 ms). */
 export const MAX_LEAD_BLOCKS = 6;
+/**
+ * While a response is still speaking and its next chunk has not come, silence is written only when it is
+ * due: when the block starts on the clock, or over the SFU (whose audio is sent 10 ms before it is due,
+ * paced) this long before (ms). Written a block ahead like the silence between responses, a real-time
+ * engine's chunk 0–20 ms late (by where its response fell on the block grid) cut 20 ms of silence into the
+ * speech.
+ */
+const OPEN_SILENCE_LEAD_PACED_MS = 15;
 /** A video-free client gets the head's pose every this many frames (5 a second at 25 fps). */
 const HEAD_EVERY_FRAMES = 5;
 /** Queued speech is bounded to 30 s (the engine protocol's bound); older audio is dropped. */
@@ -228,6 +238,11 @@ export class AvatarSessionMedia implements SessionMedia {
   #speechTaken = 0;
   /** The response whose first sample was placed last (its placement is reported once). */
   #placedResponse: string | null = null;
+  /**
+   * The write position whose silence (a response still speaking, its next chunk not there) was found due
+   * and held back for one turn of the event loop (see {@link AvatarSessionMedia.#pumpAudio}).
+   */
+  #heldAt = -1;
   #frameQueue: number[] = [];
   #renderPending = false;
   #avcC: Uint8Array | null = null;
@@ -545,6 +560,7 @@ export class AvatarSessionMedia implements SessionMedia {
     if (queued >= AUDIO_BLOCK || (queued > 0 && this.#queue.settled)) {
       due = this.#written + AUDIO_BLOCK - MAX_LEAD_BLOCKS * AUDIO_BLOCK; // room for another speech block
     } else if (queued > 0) due = this.#written; // speech is late: an underrun is near
+    else if (this.#speaking()) due = this.#written - this.#openLead(); // its next chunk is on its way
     else due = this.#written - AUDIO_BLOCK; // keep a block of silence ahead
     const audioAt = this.#t0 + due * 1000 / AUDIO_RATE;
     const wake = Math.min(frameAt, audioAt);
@@ -552,11 +568,24 @@ export class AvatarSessionMedia implements SessionMedia {
     this.#timer = this.#wakeUps.schedule(wake, this.#tick);
   }
 
+  /** Whether the response playing is still speaking: placed, open, its clients there, nothing of it queued. */
+  #speaking(): boolean {
+    const id = this.#placedResponse;
+    return id !== null && this.#clients() > 0 && this.#queue.length === 0 &&
+      this.#queue.expected(id) !== null;
+  }
+
+  /** How far ahead of the clock silence is written while a response is still speaking (samples). */
+  #openLead(): number {
+    return this.#transport?.kind === "webrtc_sfu" ? OPEN_SILENCE_LEAD_PACED_MS * AUDIO_RATE / 1000 : 0;
+  }
+
   /**
    * Writes audio blocks as the lead rules allow (see the module documentation): silence is kept between
    * one and two blocks (21–43 ms) ahead of the clock — speech that arrives is placed right after it, so
-   * that is the speech's wait — and never less than the half frame ahead of the clock at which a frame's
-   * face is taken (the middle of its display time). Over the SFU,
+   * that is the speech's wait — except while a response is still speaking and its next chunk has not come:
+   * then silence is written only when due ({@link OPEN_SILENCE_LEAD_PACED_MS}), the face of a frame taken
+   * beyond what is written holding its mouth until the chunk comes or the silence is written. Over the SFU,
    * whose audio is paced to the media clock, a clock tick tops the silence up to last until the next frame:
    * every packet is encoded well before its send time, so the pace the browser's jitter buffer sees stays
    * regular (packets a few ms late for their pace made it buffer, and delay the pictures with the sound).
@@ -585,6 +614,18 @@ export class AvatarSessionMedia implements SessionMedia {
       } else if (avail > 0) {
         if (this.#written > nowS) break;
         kind = "late";
+      } else if (this.#speaking()) {
+        // Its next chunk is on its way: silence only when due (an underrun, if it is written).
+        if (this.#written > nowS + this.#openLead()) break;
+        if (this.#heldAt !== this.#written) {
+          // Due now; but after the event loop was held up (a busy process), its expired timers run before
+          // the socket's messages that came meanwhile: the chunk may be here, unread. One turn later (the
+          // clock's next wake-up, already due, comes after them), the silence is written if it is not.
+          this.#heldAt = this.#written;
+          break;
+        }
+        kind = "silence";
+        this.#stats.audioUnderruns++;
       } else if (this.#written >= nowS + silenceLead) {
         break;
       } else kind = "silence";
@@ -634,6 +675,16 @@ export class AvatarSessionMedia implements SessionMedia {
    */
   #showQueued(): void {
     const run = this.#clients() > 0 && !this.#queue.headHeld(this.#hold) ? this.#queue.headRun() : null;
+    if (run === null && this.#speaking()) {
+      // Nothing queued of a response still speaking: its next block is on its way. Until it comes (or the
+      // silence is written) a face taken there holds the last mouth decided (its visemes are not known yet).
+      const id = this.#placedResponse!;
+      this.#face.timeline.queued(
+        { responseId: id, from: this.#queue.expected(id)!, at: this.#written, n: AUDIO_BLOCK },
+        true,
+      );
+      return;
+    }
     this.#face.timeline.queued(
       run && run.responseId === this.#placedResponse
         ? { responseId: run.responseId, from: run.from, at: this.#written, n: run.n }

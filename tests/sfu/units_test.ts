@@ -313,3 +313,45 @@ Deno.test("rtp sender: a burst sent the moment the socket is open arrives in ord
     await new Promise<void>((r) => rx.close(() => r()));
   }
 });
+
+Deno.test("mic receiver: a new publisher's packets (another SSRC) are all decoded while the fresh decoder starts, none by a freed one", async () => {
+  const out = await new Deno.Command("ffmpeg", {
+    args: [
+      "-hide_banner",
+      "-v",
+      "error",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=440:sample_rate=48000:duration=0.4",
+    ]
+      .concat(["-c:a", "libopus", "-frame_duration", "20", "-ac", "1", "-f", "ogg", "-"]),
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  const packets: Uint8Array[] = [];
+  new OggOpusDemuxer({ onHead: () => {}, onPacket: (p) => packets.push(p) }).push(out.stdout);
+  const pcm: Uint8Array[] = [];
+  const mic = await MicReceiver.open("127.0.0.1", 24000, (b) => pcm.push(b.slice()));
+  const sender = dgram.createSocket("udp4");
+  try {
+    // One publisher, then another (a reconnect): same packets, a new SSRC, sent at once.
+    const a = new RtpStream(111);
+    const b = new RtpStream(111);
+    for (const [i, p] of packets.entries()) sender.send(a.packet(i * 960, false, p), mic.port, "127.0.0.1");
+    for (const [i, p] of packets.entries()) sender.send(b.packet(i * 960, false, p), mic.port, "127.0.0.1");
+    await until(() => mic.stats.packets === 2 * packets.length, 10_000, "all packets");
+    await until(() => mic.stats.bytes >= 2 * packets.length * 960, 2_000, "every packet's PCM").catch(
+      () => {},
+    );
+    // 20 ms at 24 kHz from every packet (a packet decoded by a freed decoder gives none).
+    assert.equal(
+      mic.stats.bytes,
+      2 * packets.length * 960,
+      `${pcm.length} PCM chunks for ${2 * packets.length} packets`,
+    );
+  } finally {
+    await new Promise<void>((r) => sender.close(() => r()));
+    await mic.close();
+  }
+});

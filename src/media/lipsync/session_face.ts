@@ -51,6 +51,8 @@ export interface SessionLipSyncStats {
   /** Video frames whose viseme was decided in time, and frames that had to hold the last one. */
   framesOnTime: number;
   framesLate: number;
+  /** Frames that held the last mouth because their speech was still on its way (a real-time engine). */
+  framesAwaited: number;
   /**
    * Time spent in the viseme engine's calls, ms (they are synchronous: CPU time unless the process was
    * preempted meanwhile), and the speech it processed, ms.
@@ -219,6 +221,7 @@ export class SessionFace {
       responses: [...this.engine.history],
       framesOnTime: this.timeline.stats.onTime,
       framesLate: this.timeline.stats.late,
+      framesAwaited: this.timeline.stats.awaited,
       engineCpuMs: Math.round(this.#cpuMs * 10) / 10,
       speechMs: Math.round(this.#speechSamples * 1000 / this.#o.engineRate),
     };

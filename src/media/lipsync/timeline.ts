@@ -49,8 +49,13 @@ const EMIT_WAIT_MS = 300;
 export interface TimelineStats {
   /** Frames shown with a decision (rendered or queried). */
   onTime: number;
-  /** Queries for speech whose viseme was not decided yet (the last decision was held). */
+  /** Queries for speech whose viseme was not decided yet, its audio there (the last decision was held). */
   late: number;
+  /**
+   * Queries for speech still on its way (a response's next chunk, its silence not due yet: see
+   * {@link VisemeTimeline.queued}): nothing to decide from; the last decision was held.
+   */
+  awaited: number;
 }
 
 /** The visemes of one session's timeline. */
@@ -62,12 +67,14 @@ export class VisemeTimeline {
   #placements: Placement[] = [];
   /** Queued speech not written yet, where it will play (see {@link VisemeTimeline.queued}). */
   #queued: Placement | null = null;
+  /** The queued placement is speech still on its way (no audio of it yet). */
+  #awaited = false;
   readonly #listeners = new Set<(v: TimelineViseme) => void>();
   #lastEmitted = -1;
   /** Timeline sample up to which changes were emitted. */
   #emittedUntil = 0;
   #writtenUntil = 0;
-  readonly stats: TimelineStats = { onTime: 0, late: 0 };
+  readonly stats: TimelineStats = { onTime: 0, late: 0, awaited: 0 };
   readonly #weights = new Float32Array(VISEME_COUNT);
 
   /** @param sampleRate the timeline's sample rate (48 kHz in the media plane) */
@@ -130,10 +137,13 @@ export class VisemeTimeline {
    * Speech queued for playout and not written yet, and where it will play: `n` samples of a response from
    * its sample `from`, at timeline sample `at` (the playout writes queued speech contiguously from its write
    * position); null when none. Replaced at each call. A frame is shown from it until its real placement
-   * ({@link placed}) comes, so a mouth is drawn for speech that arrived just before its frame.
+   * ({@link placed}) comes, so a mouth is drawn for speech that arrived just before its frame. `awaited`:
+   * the speech has not arrived yet (a response still speaking, its next chunk on the way): a frame shown from
+   * it holds the last mouth decided.
    */
-  queued(p: Placement | null): void {
+  queued(p: Placement | null, awaited = false): void {
     this.#queued = p && p.n > 0 ? { ...p } : null;
+    this.#awaited = this.#queued !== null && awaited;
   }
 
   /** The placement (written, else queued) covering timeline sample `s`. */
@@ -176,7 +186,11 @@ export class VisemeTimeline {
     const own = this.targetAt(ms);
     let held = -1;
     if (own === -1) {
-      this.stats.late++;
+      const q = this.#queued;
+      const s = Math.floor(ms * this.#rate / 1000);
+      if (this.#awaited && q && s >= q.at && s < q.at + q.n && this.#placementAt(s) === q) {
+        this.stats.awaited++;
+      } else this.stats.late++;
       for (let back = 10; back <= 200 && held < 0; back += 10) held = this.targetAt(ms - back);
     } else this.stats.onTime++;
     return coarticulate(ms, (t) => {

@@ -34,6 +34,8 @@ export class MicReceiver {
   #decoder: OpusDecoder<OpusDecoderSampleRate> | null = null;
   #resampler: LinearResampler | null = null;
   #ssrc: number | null = null;
+  /** Counts decoder restarts: a restart overtaken by a newer one frees its decoder. */
+  #generation = 0;
   #closed = false;
   readonly stats: MicStats = { packets: 0, invalid: 0, bytes: 0 };
 
@@ -73,18 +75,25 @@ export class MicReceiver {
     return this.#socket.address().port;
   }
 
+  /**
+   * A fresh decoder (its WebAssembly instance starts asynchronously): the current one decodes until it is
+   * ready, then is freed. (Reset in place — `OpusDecoder.reset()` frees it at once and starts again
+   * asynchronously — the packets that came meanwhile were decoded by a freed decoder: `libopus -4
+   * OPUS_INVALID_PACKET` on the console and the new publisher's first packet lost.)
+   */
   async #reset(): Promise<void> {
-    this.#decoder?.free();
+    const generation = ++this.#generation;
     const direct = OPUS_RATES.includes(this.#rate);
     const decoder = new OpusDecoder({
       channels: 1,
       sampleRate: (direct ? this.#rate : 48000) as OpusDecoderSampleRate,
     });
     await decoder.ready;
-    if (this.#closed) {
+    if (this.#closed || generation !== this.#generation) {
       decoder.free();
       return;
     }
+    this.#decoder?.free();
     this.#decoder = decoder;
     this.#resampler = direct ? null : new LinearResampler(48000, this.#rate);
   }
@@ -99,7 +108,7 @@ export class MicReceiver {
     this.stats.packets++;
     if (this.#ssrc !== rtp.ssrc) {
       // A new publisher (a reconnect, or a newer client took the microphone): fresh decoder state.
-      if (this.#ssrc !== null) void this.#decoder.reset();
+      if (this.#ssrc !== null) void this.#reset().catch(() => {});
       this.#ssrc = rtp.ssrc;
     }
     let decoded;

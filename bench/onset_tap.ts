@@ -1,0 +1,35 @@
+/**
+ * The page side of the benches' sound tap, shared by `bench/player.ts` and `bench/video_free_browser.ts`:
+ * page script (a string, evaluated in the page before the bench's own) that defines
+ * `globalThis.onsetTap(onsets)`. It makes an `AudioContext` (48 kHz, "interactive") with a gain node `tap`
+ * that plays to the speakers and feeds an AudioWorklet detecting each onset — a sample above −40 dBFS after
+ * 150 ms of quiet — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
+ * output timestamp (`getOutputTimestamp()`). Resolves with `{ actx, onset, tap }`: give `actx` and `tap` to a
+ * player as its `audioContext` / `audioOutput`, or connect another source to `onset`.
+ *
+ * @module
+ */
+export const ONSET_TAP = `
+globalThis.onsetTap = async (onsets) => {
+  const actx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
+  const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
+    " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true;" +
+    " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.01;" +
+    " if (loud && this.quiet >= sampleRate * 0.15) this.port.postMessage(currentFrame + i);" +
+    " this.quiet = loud ? 0 : this.quiet + 1; } return true; } } registerProcessor('onset', Onset);";
+  await actx.audioWorklet.addModule(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
+  const onset = new AudioWorkletNode(actx, "onset");
+  const mute = actx.createGain(); mute.gain.value = 0;
+  onset.connect(mute).connect(actx.destination);
+  // A frame of the context is heard at: performanceTime + (frame / rate - contextTime) (its output stamp).
+  const heard = (frame) => {
+    const ts = actx.getOutputTimestamp();
+    return performance.timeOrigin + ts.performanceTime + (frame / actx.sampleRate - ts.contextTime) * 1000;
+  };
+  onset.port.onmessage = (e) => onsets.push(heard(e.data));
+  const tap = actx.createGain();
+  tap.connect(actx.destination);
+  tap.connect(onset);
+  return { actx, onset, tap };
+};
+`;
