@@ -115,6 +115,8 @@ class FreeClient {
   window(from: number, to: number, watch?: LoopWatch) {
     let underruns = 0, late = 0, messages = 0, clientStalled = 0;
     const lateness: number[] = [];
+    /** Late animation messages by type, with their lateness past the budget (ms). */
+    const lateByType: Record<string, number[]> = {};
     const off = this.offset ?? NaN;
     const audio = this.audio.filter((a) => a.pts + off >= from && a.pts + off < to);
     for (let i = 0; i < audio.length; i++) {
@@ -132,6 +134,7 @@ class FreeClient {
       messages++;
       if (m.at - due > BUDGET_MS) {
         late++;
+        (lateByType[m.type] ??= []).push(m.at - due - BUDGET_MS);
         if (watch?.stalled(due + BUDGET_MS, m.at - 5)) clientStalled++;
       }
     }
@@ -139,6 +142,7 @@ class FreeClient {
     return {
       underruns,
       late,
+      lateByType,
       messages,
       clientStalled,
       lateness,
@@ -159,6 +163,8 @@ export interface VideoFreeStep {
   audio_underruns: number;
   audio_received_share: number;
   late_animation_messages: number;
+  /** The late ones by message type (`viseme`, `face`, `head`), with how far past the budget (median, ms). */
+  late_animation_by_type: Record<string, { count: number; past_budget_p50_ms: number }>;
   /** Underruns and late messages that arrived while the clients' own event loop was stalled. */
   late_while_clients_stalled: number;
   /** The clients' process: its event loop's stalls over 20 ms during the window, and the longest (ms). */
@@ -254,11 +260,13 @@ export async function benchVideoFree(options: {
       await sleep(300);
       let underruns = 0, late = 0, messages = 0, bytes = 0, audioMs = 0, clientStalled = 0;
       const lateness: number[] = [];
+      const lateByType: Record<string, number[]> = {};
       for (const c of clients) {
         const w = c.window(from, to - BUDGET_MS - 200, watch);
         clientStalled += w.clientStalled;
         underruns += w.underruns;
         late += w.late;
+        for (const [type, l] of Object.entries(w.lateByType)) (lateByType[type] ??= []).push(...l);
         messages += w.messages;
         bytes += w.bytes;
         audioMs += w.audioMs;
@@ -271,6 +279,11 @@ export async function benchVideoFree(options: {
         audio_underruns: underruns,
         audio_received_share: r2(audioMs / (n * span * 1000)),
         late_animation_messages: late,
+        late_animation_by_type: Object.fromEntries(
+          Object.entries(lateByType).map((
+            [type, l],
+          ) => [type, { count: l.length, past_budget_p50_ms: r1(pct(l, 50)) }]),
+        ),
         late_while_clients_stalled: clientStalled,
         client_loop_stalls: stalls.length,
         client_loop_stall_max_ms: r1(Math.max(0, ...stalls.map(([a, b]) => b - a))),
