@@ -387,7 +387,10 @@ Deno.test("sfu browser: a viewer joining right after the create gets its first f
       await page.waitForFunction(`globalThis.firstIndex !== null`, undefined, { timeout: 30_000 });
       const first = await page.evaluate(`globalThis.firstIndex`) as number;
       assert.ok(first < 250, `the first frame shown is frame ${first}: not the cached opening keyframe (0)`);
-      assert.equal(first, 0, "the first frame shown is the opening keyframe Janus cached");
+      // The callback draws the element's current picture, which may already be the next frame or two on a
+      // busy machine (seen once in CI: 1). Frames 1 and 2 are predicted from 0 and nothing here answers a
+      // keyframe request, so showing either one means the cached opening keyframe arrived.
+      assert.ok(first <= 2, `the first frame shown is frame ${first}: not the opening keyframe Janus cached`);
     });
     assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
   }, { renderer: await indexStampingRenderer(), gopFrames: 250 });
