@@ -57,7 +57,7 @@ const BANDWIDTHS: [number, number][] = [[1101, 4000], [1103, 8000], [1104, 12000
  * The narrowest Opus bandwidth that codes everything audio sampled at `sourceRate` can hold (its Nyquist
  * frequency): an engine speaking at 24 kHz has nothing above 12 kHz, so coding up to 20 kHz (fullband, what
  * libopus picks at 24 kbit/s) spends bits and CPU on silence. Measured on speech from a 22 kHz source
- * (docs/media-plane.md): ≈ 10 % less CPU per packet, SNR 10.5 → 11.3 dB.
+ * (docs/media-plane.md): ≈ 10 % less CPU per packet, SNR +1 dB.
  */
 export function opusBandwidthFor(sourceRate: number): number {
   for (const [bw, top] of BANDWIDTHS) if (sourceRate / 2 <= top) return bw;
