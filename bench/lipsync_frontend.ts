@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { speechLike } from "../testing/speech_like.ts";
 import { parseArgs } from "node:util";
 import { StreamingClassifier } from "../src/media/lipsync/classifier.ts";
 import { JsFrontEnd, WasmFrontEnd } from "../src/media/lipsync/frontend.ts";
@@ -28,21 +29,6 @@ const args = parseArgs({
 const seconds = Number(args.seconds), reps = Number(args.reps);
 if (!(seconds > 0 && seconds <= 120)) throw new Error("--seconds: 1..120");
 if (!(Number.isInteger(reps) && reps >= 3 && reps <= 200)) throw new Error("--reps: 3..200");
-
-function speechLike(rate: number): Int16Array {
-  const pcm = new Int16Array(Math.round(rate * seconds));
-  let seed = 7;
-  const noise = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 - 0.5);
-  for (let i = 0; i < pcm.length; i++) {
-    const t = i / rate;
-    const env = Math.max(0, Math.sin(2 * Math.PI * 2.5 * t));
-    pcm[i] = Math.round(
-      env * (5000 * Math.sin(2 * Math.PI * 130 * t) + 2500 * Math.sin(2 * Math.PI * 900 * t)) +
-        1500 * noise(),
-    );
-  }
-  return pcm;
-}
 
 /** Feeds a stream in 20 ms chunks. */
 function chunks(pcm: Int16Array, rate: number, take: (chunk: Int16Array) => void): void {
@@ -61,7 +47,7 @@ const add = (group: string, variant: string, run: () => void) => cases.push({ gr
 const none = () => {};
 
 for (const rate of [16000, 24000, 48000]) {
-  const pcm = speechLike(rate);
+  const pcm = speechLike(rate, seconds);
   add(`front end ${rate / 1000} kHz`, "JavaScript", () => {
     const f = new JsFrontEnd(rate);
     chunks(pcm, rate, (c) => f.push(c, none));
@@ -71,7 +57,7 @@ for (const rate of [16000, 24000, 48000]) {
     chunks(pcm, rate, (c) => f.push(c, none));
   });
 }
-const at24 = speechLike(24000);
+const at24 = speechLike(24000, seconds);
 for (const useJs of [true, false]) {
   add("classifier 24 kHz", useJs ? "JavaScript" : "WebAssembly", () => {
     const c = new StreamingClassifier(24000, undefined, undefined, useJs);

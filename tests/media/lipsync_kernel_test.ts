@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { speechLike } from "../../testing/speech_like.ts";
 import { StreamingClassifier } from "../../src/media/lipsync/classifier.ts";
 import { JsFrontEnd, WasmFrontEnd } from "../../src/media/lipsync/frontend.ts";
 import {
@@ -12,22 +13,6 @@ for (const m of Object.values(WASM_MODULES)) {
   Deno.test(`lip-sync kernel: the committed WebAssembly is what scripts/lipsync/${m.wat} builds`, async () => {
     assert.equal(await committedWasmModuleText(m), wasmModuleText(m, await buildWasm(m)));
   });
-}
-
-/** Speech-like test sound: voiced with syllable-rate loudness, fricative noise, pauses. */
-function speechLike(rate: number, seconds: number): Int16Array {
-  const pcm = new Int16Array(Math.round(rate * seconds));
-  let seed = 7;
-  const noise = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 - 0.5);
-  for (let i = 0; i < pcm.length; i++) {
-    const t = i / rate;
-    const env = Math.max(0, Math.sin(2 * Math.PI * 2.5 * t));
-    pcm[i] = Math.round(
-      env * (5000 * Math.sin(2 * Math.PI * 130 * t) + 2500 * Math.sin(2 * Math.PI * 900 * t)) +
-        (t % 1 > 0.8 ? 3000 * noise() : 0),
-    );
-  }
-  return pcm;
 }
 
 Deno.test("lip-sync front end: the WebAssembly log-mel frames are the JavaScript ones, at every rate and chunking", () => {
