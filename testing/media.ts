@@ -10,7 +10,7 @@ import { CATALOG } from "../src/media/catalog.ts";
 import { FrameCache } from "../src/media/frame_cache.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../src/media/media_plane.ts";
 import { ReferenceRenderer } from "../src/media/reference_renderer.ts";
-import type { Renderer } from "../src/media/renderer.ts";
+import type { FrameRequest, Renderer } from "../src/media/renderer.ts";
 import type { AvatarSessionMedia } from "../src/media/session_media.ts";
 import { createLogger } from "../src/log.ts";
 import { FakeBridge } from "./fake_bridge.ts";
@@ -26,6 +26,27 @@ export function smallRenderer(): Promise<Renderer> {
     new ReferenceRenderer(art, 25, new FrameCache(64e6))
   );
   return renderer;
+}
+
+/**
+ * The small renderer with a watch on every frame it is asked for (`see` runs before the frame renders): what
+ * the service knew of each frame (its face, its time) when it drew it.
+ */
+export async function watchingRenderer(see: (req: FrameRequest) => void): Promise<Renderer> {
+  const inner = await smallRenderer();
+  return {
+    format: inner.format,
+    open(options) {
+      const session = inner.open(options);
+      return {
+        renderFrame(req) {
+          see(req);
+          return session.renderFrame(req);
+        },
+        close: () => session.close(),
+      };
+    },
+  };
 }
 
 /** A media test context. */

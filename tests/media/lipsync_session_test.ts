@@ -20,6 +20,7 @@ import {
   type MediaContext,
   smallRenderer,
   until,
+  watchingRenderer,
   withMedia,
 } from "../../testing/media.ts";
 import { MediaPlane } from "../../src/media/media_plane.ts";
@@ -29,7 +30,6 @@ import { testTls, withVendors } from "../providers/_helpers.ts";
 import { StreamResampler } from "../../src/media/lipsync/dsp.ts";
 import { dominant } from "../../src/media/lipsync/coarticulation.ts";
 import { VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";
-import type { Renderer } from "../../src/media/renderer.ts";
 import { vowelBurst } from "../../bench/engine.ts";
 
 const lib = EspeakLib.open();
@@ -265,21 +265,10 @@ Deno.test("lip sync session: an engine speaking in real time, no hold: each fram
 
 Deno.test("lip sync session: an engine speaking in real time, each response announced before its audio: the mouth opens with the speech's first sound, not frames later (a frame sees the speech still queued for playout)", async () => {
   // The faces drawn: each frame's start on the timeline and whether its mouth is open ("aa").
-  const inner = await smallRenderer();
   const drawn: { t: number; open: boolean }[] = [];
-  const renderer: Renderer = {
-    format: inner.format,
-    open(options) {
-      const session = inner.open(options);
-      return {
-        renderFrame(req) {
-          if (req.face) drawn.push({ t: req.timeMs, open: VISEMES[dominant(req.face.visemes)] === "aa" });
-          return session.renderFrame(req);
-        },
-        close: () => session.close(),
-      };
-    },
-  };
+  const renderer = await watchingRenderer((req) => {
+    if (req.face) drawn.push({ t: req.timeMs, open: VISEMES[dominant(req.face.visemes)] === "aa" });
+  });
   const BURSTS = 10;
   const starts: number[] = [];
   await withMedia(async (ctx) => {
@@ -326,21 +315,10 @@ Deno.test("lip sync session: a response's first sound starts a quarter frame off
   // sound. The two agree when the sound starts inside that frame's (start − 20, start + 20] with room to
   // spare for the codec's smear (the sound a player detects starts ~1 ms after the samples placed). Speech
   // in whole 20 ms blocks starts on a block: on the frames' middles — that edge — before the fix.
-  const inner = await smallRenderer();
   const drawn: { t: number; aa: number }[] = [];
-  const renderer: Renderer = {
-    format: inner.format,
-    open(options) {
-      const session = inner.open(options);
-      return {
-        renderFrame(req) {
-          if (req.face) drawn.push({ t: req.timeMs, aa: req.face.visemes[VISEME_INDEX.aa] });
-          return session.renderFrame(req);
-        },
-        close: () => session.close(),
-      };
-    },
-  };
+  const renderer = await watchingRenderer((req) => {
+    if (req.face) drawn.push({ t: req.timeMs, aa: req.face.visemes[VISEME_INDEX.aa] });
+  });
   const BURSTS = 8;
   let placed: { at: number; n: number }[] = [];
   await withMedia(async (ctx) => {
@@ -398,23 +376,12 @@ Deno.test("lip sync session: a real-time engine's chunk that comes after its fra
   // drawn as a mouth closing mid-vowel. Now that silence waits until it is due, and a frame rendered while
   // its speech is on its way holds the mouth it had. Here the chunks whose block holds a frame's face instant
   // (the middle of its display time) come right after that frame is rendered, 10 ms before they are due.
-  const inner = await smallRenderer();
   const drawn: { t: number; aa: number }[] = [];
   let rendered = (_t: number) => {};
-  const renderer: Renderer = {
-    format: inner.format,
-    open(options) {
-      const session = inner.open(options);
-      return {
-        renderFrame(req) {
-          if (req.face) drawn.push({ t: req.timeMs, aa: req.face.visemes[VISEME_INDEX.aa] });
-          rendered(req.timeMs);
-          return session.renderFrame(req);
-        },
-        close: () => session.close(),
-      };
-    },
-  };
+  const renderer = await watchingRenderer((req) => {
+    if (req.face) drawn.push({ t: req.timeMs, aa: req.face.visemes[VISEME_INDEX.aa] });
+    rendered(req.timeMs);
+  });
   /** Resolves once the frame starting at `t` ms (or a later one) is rendered, or after `maxMs`. */
   const renderedAt = (t: number, maxMs: number) =>
     new Promise<void>((resolve) => {

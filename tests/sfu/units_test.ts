@@ -24,6 +24,22 @@ import { iceServersFor, turnCredential } from "../../src/media/transports/webrtc
 import { until } from "../../testing/media.ts";
 
 /** An AVCC access unit of the given NAL units. */
+/** Opus packets of a 440 Hz tone of `seconds`, encoded by ffmpeg (libopus), 20 ms each, mono. */
+async function tonePackets(seconds: number): Promise<Uint8Array[]> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: [
+      ...["-hide_banner", "-v", "error", "-f", "lavfi"],
+      ...["-i", `sine=frequency=440:sample_rate=48000:duration=${seconds}`],
+      ...["-c:a", "libopus", "-frame_duration", "20", "-ac", "1", "-f", "ogg", "-"],
+    ],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  const packets: Uint8Array[] = [];
+  new OggOpusDemuxer({ onHead: () => {}, onPacket: (p) => packets.push(p) }).push(out.stdout);
+  return packets;
+}
+
 function avcc(...nals: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(nals.reduce((n, x) => n + 4 + x.length, 0));
   const dv = new DataView(out.buffer);
@@ -222,30 +238,7 @@ Deno.test("config: the SFU settings, and one line naming the variable when they 
 
 Deno.test("mic receiver: Opus RTP from Janus becomes PCM16 at the engine's rate (direct or resampled); junk is counted", async () => {
   // Real Opus packets: 1 s of a 440 Hz tone encoded by ffmpeg, 20 ms per packet, as a browser sends them.
-  const out = await new Deno.Command("ffmpeg", {
-    args: [
-      "-hide_banner",
-      "-v",
-      "error",
-      "-f",
-      "lavfi",
-      "-i",
-      "sine=frequency=440:sample_rate=48000:duration=1",
-      "-c:a",
-      "libopus",
-      "-frame_duration",
-      "20",
-      "-ac",
-      "1",
-      "-f",
-      "ogg",
-      "-",
-    ],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  const packets: Uint8Array[] = [];
-  new OggOpusDemuxer({ onHead: () => {}, onPacket: (p) => packets.push(p) }).push(out.stdout);
+  const packets = await tonePackets(1);
   assert.ok(packets.length >= 49);
   for (const rate of [24000, 22050]) {
     const pcm: Uint8Array[] = [];
@@ -315,22 +308,7 @@ Deno.test("rtp sender: a burst sent the moment the socket is open arrives in ord
 });
 
 Deno.test("mic receiver: a new publisher's packets (another SSRC) are all decoded while the fresh decoder starts, none by a freed one", async () => {
-  const out = await new Deno.Command("ffmpeg", {
-    args: [
-      "-hide_banner",
-      "-v",
-      "error",
-      "-f",
-      "lavfi",
-      "-i",
-      "sine=frequency=440:sample_rate=48000:duration=0.4",
-    ]
-      .concat(["-c:a", "libopus", "-frame_duration", "20", "-ac", "1", "-f", "ogg", "-"]),
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  const packets: Uint8Array[] = [];
-  new OggOpusDemuxer({ onHead: () => {}, onPacket: (p) => packets.push(p) }).push(out.stdout);
+  const packets = await tonePackets(0.4);
   const pcm: Uint8Array[] = [];
   const mic = await MicReceiver.open("127.0.0.1", 24000, (b) => pcm.push(b.slice()));
   const sender = dgram.createSocket("udp4");
