@@ -234,12 +234,7 @@ Deno.test("lip sync session: an engine speaking in real time, no hold: each fram
     const { engine, c, m, sp } = await watched(ctx);
     engine.events.onResponseStarted("r_1");
     // 20 ms chunks at the pace of real time (never ahead of it: a timer may fire late, not early).
-    const t0 = performance.now();
-    for (const [i, chunk] of sp.chunks.entries()) {
-      const wait = t0 + i * 20 - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      engine.events.onAudio(chunk, "r_1");
-    }
+    await atRealTimePace(sp.chunks.length, (i) => engine.events.onAudio(sp.chunks[i], "r_1"));
     engine.events.onResponseDone("r_1", "completed");
     await until(() => engine.played.some((p) => p.responseId === "r_1"), DEADLINE_MS, "r_1 played");
     const ls = m.stats().lipSync;
@@ -284,12 +279,7 @@ Deno.test("lip sync session: an engine speaking in real time, each response anno
       const id = `r_${b}`;
       engine.events.onResponseStarted(id);
       await new Promise((r) => setTimeout(r, 60));
-      const t0 = performance.now();
-      for (let i = 0; i < 20; i++) {
-        const wait = t0 + i * 20 - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id);
-      }
+      await atRealTimePace(20, (i) => engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id));
       engine.events.onResponseDone(id, "completed");
       await until(() => engine.played.some((p) => p.responseId === id), DEADLINE_MS, `${id} played`);
       await new Promise((r) => setTimeout(r, 300));
@@ -327,12 +317,7 @@ Deno.test("lip sync session: a response's first sound starts a quarter frame off
       const id = `r_${b}`;
       engine.events.onResponseStarted(id);
       await new Promise((r) => setTimeout(r, 60));
-      const t0 = performance.now();
-      for (let i = 0; i < 10; i++) {
-        const wait = t0 + i * 20 - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id);
-      }
+      await atRealTimePace(10, (i) => engine.events.onAudio(AH.slice(i * 480, (i + 1) * 480), id));
       engine.events.onResponseDone(id, "completed");
       await until(() => engine.played.some((p) => p.responseId === id), DEADLINE_MS, `${id} played`);
       // A gap that is not a whole number of frames: the bursts land anywhere on the clock.
@@ -477,16 +462,13 @@ Deno.test("lip sync session: a real-time engine's chunk that reached the service
         current = `r_${b}`;
         engine.events.onResponseStarted(current);
         await new Promise((r) => setTimeout(r, 60));
-        const t0 = performance.now();
-        for (let i = 0; i < CHUNKS; i++) {
-          const wait = t0 + i * 20 - performance.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        await atRealTimePace(CHUNKS, (i) => {
           ws.send(AH.slice(i * 480, (i + 1) * 480));
           if (STALL_AFTER.has(i)) {
             const until = performance.now() + 50;
             while (performance.now() < until) { /* the event loop held up */ }
           }
-        }
+        });
         await new Promise((r) => setTimeout(r, 60)); // (the last chunk read)
         engine.events.onResponseDone(current, "completed");
         await until(
@@ -528,4 +510,14 @@ function speechRuns(placed: { at: number; n: number }[], expected: number) {
   }
   assert.equal(bursts.length, expected, `bursts: ${bursts.map((b) => Math.round(b.start)).join(" ")}`);
   return { bursts, cut: bursts.filter((b) => b.holes.length > 0) };
+}
+
+/** Calls `each(i)` for `i` = 0 … `count − 1`, 20 ms apart at the pace of real time (never ahead of it: a timer may fire late, not early). */
+async function atRealTimePace(count: number, each: (i: number) => void): Promise<void> {
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) {
+    const wait = t0 + i * 20 - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    each(i);
+  }
 }
