@@ -115,6 +115,8 @@ class FreeClient {
   window(from: number, to: number, watch?: LoopWatch) {
     let underruns = 0, late = 0, messages = 0, clientStalled = 0;
     const lateness: number[] = [];
+    /** Viseme messages: arrival − due (ms; the budget is {@link BUDGET_MS}). */
+    const visemeLateness: number[] = [];
     /** Late animation messages by type, with their lateness past the budget (ms). */
     const lateByType: Record<string, number[]> = {};
     const off = this.offset ?? NaN;
@@ -132,6 +134,7 @@ class FreeClient {
       const due = m.t + off;
       if (due < from || due >= to) continue;
       messages++;
+      if (m.type === "viseme") visemeLateness.push(m.at - due);
       if (m.at - due > BUDGET_MS) {
         late++;
         (lateByType[m.type] ??= []).push(m.at - due - BUDGET_MS);
@@ -146,6 +149,7 @@ class FreeClient {
       messages,
       clientStalled,
       lateness,
+      visemeLateness,
       bytes,
       audioMs: audio.reduce((n, a) => n + a.dur, 0),
     };
@@ -172,6 +176,11 @@ export interface VideoFreeStep {
   client_loop_stall_max_ms: number;
   animation_messages: number;
   audio_lateness_p99_ms: number;
+  /**
+   * Viseme messages, arrival − due on the media clock (ms): how much of the {@link BUDGET_MS} budget the
+   * track leaves (a viseme is sent once decided, some time after its sound arrived).
+   */
+  viseme_lateness_ms: { p50: number; p99: number; max: number };
   downstream_kbit_s_per_session: number;
   cpu_core_share: number;
   cpu_per_session_pct: number;
@@ -254,12 +263,17 @@ export async function benchVideoFree(options: {
       const k1 = coreTicks(options.core);
       const to = wallNow();
       watch.stop();
+      if (Deno.env.get("BENCH_LOOP_WATCH")) {
+        // (for lining the service's stall lines up with the measured window)
+        console.error(`window of ${n} sessions: ${Math.round(from)} to ${Math.round(to)}`);
+      }
       const stalls = watch.stalls.filter(([a]) => a >= from && a < to);
       const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
       // Messages due near the window's end may still be on their way: read a little later.
       await sleep(300);
       let underruns = 0, late = 0, messages = 0, bytes = 0, audioMs = 0, clientStalled = 0;
       const lateness: number[] = [];
+      const visemeLateness: number[] = [];
       const lateByType: Record<string, number[]> = {};
       for (const c of clients) {
         const w = c.window(from, to - BUDGET_MS - 200, watch);
@@ -271,6 +285,7 @@ export async function benchVideoFree(options: {
         bytes += w.bytes;
         audioMs += w.audioMs;
         lateness.push(...w.lateness);
+        for (const l of w.visemeLateness) visemeLateness.push(l);
       }
       const span = (to - BUDGET_MS - 200 - from) / 1000;
       const cpu = (u1.cpuS - u0.cpuS) / ((to - from) / 1000);
@@ -289,6 +304,11 @@ export async function benchVideoFree(options: {
         client_loop_stall_max_ms: r1(Math.max(0, ...stalls.map(([a, b]) => b - a))),
         animation_messages: messages,
         audio_lateness_p99_ms: r1(pct(lateness, 99)),
+        viseme_lateness_ms: {
+          p50: r1(pct(visemeLateness, 50)),
+          p99: r1(pct(visemeLateness, 99)),
+          max: r1(pct(visemeLateness, 100)),
+        },
         downstream_kbit_s_per_session: r1(bytes * 8 / 1000 / span / n),
         cpu_core_share: Math.round(cpu * 1000) / 1000,
         cpu_per_session_pct: r2((cpu - idleCpu) / n * 100),
@@ -306,7 +326,8 @@ export async function benchVideoFree(options: {
             r1(cpu * 100)
           }% of a core (${row.cpu_per_session_pct}%/session), rss ` +
           `${row.rss_mb} MB (${row.rss_per_session_mb} MB/session), ${row.downstream_kbit_s_per_session} ` +
-          `kbit/s/session, audio lateness p99 ${row.audio_lateness_p99_ms} ms, load ${load}`,
+          `kbit/s/session, audio lateness p99 ${row.audio_lateness_p99_ms} ms, viseme lateness p50/p99/max ` +
+          `${row.viseme_lateness_ms.p50}/${row.viseme_lateness_ms.p99}/${row.viseme_lateness_ms.max} ms, load ${load}`,
       );
       await Promise.all(sessions.map((s) => endSession(svc, s.id)));
       await Promise.all(clients.map((c) => c.close()));

@@ -27,15 +27,33 @@ export class LinearResampler {
 
   /** Resamples one chunk; the output length varies by at most one sample from `len × outRate / inRate`. */
   process(input: Int16Array): Int16Array {
-    if (this.inRate === this.outRate) return input.slice();
-    if (input.length === 0) return new Int16Array(0);
+    const out = new Int16Array(this.maxOutput(input.length));
+    return out.subarray(0, this.into(input, out));
+  }
+
+  /** The most samples {@link into} can write for a next chunk of `len` samples (exact when doubling). */
+  maxOutput(len: number): number {
+    if (this.inRate === this.outRate) return len;
+    if (this.#double) return len === 0 ? 0 : Math.max(0, 2 * (len - 1 - this.#t));
+    return Math.ceil((len + 1) / this.#step) + 1;
+  }
+
+  /**
+   * Resamples one chunk into `out` (at least {@link maxOutput} long), from its start; returns how many
+   * samples it wrote. The same samples as {@link process}, without an array per chunk.
+   */
+  into(input: Int16Array, out: Int16Array): number {
+    if (this.inRate === this.outRate) {
+      out.set(input);
+      return input.length;
+    }
+    if (input.length === 0) return 0;
     if (!this.#primed) {
       this.#last = input[0];
       this.#primed = true;
     }
     const len = input.length;
-    if (this.#double) return this.#doubled(input);
-    const out = new Int16Array(Math.ceil((len + 1) / this.#step) + 1);
+    if (this.#double) return this.#doubled(input, out);
     let n = 0;
     let t = this.#t;
     while (t < len - 1) {
@@ -48,20 +66,19 @@ export class LinearResampler {
     }
     this.#t = t - len;
     this.#last = input[len - 1];
-    return out.subarray(0, n);
+    return n;
   }
 
   /**
    * The general loop's result when the step is exactly ½ (every position a multiple of ½, exact in floating
    * point): on an input sample the sample itself; halfway, `Math.round((a + b) / 2)` (halves up), which is
-   * `(a + b + 1) >> 1` in integers. Same samples, no floating point per sample, an array of the exact size.
+   * `(a + b + 1) >> 1` in integers. Same samples, no floating point per sample.
    */
-  #doubled(input: Int16Array): Int16Array {
+  #doubled(input: Int16Array, out: Int16Array): number {
     const len = input.length;
     let t = this.#t; // −1, −½ or 0
     // Positions t, t + ½, … below len − 1.
     const count = Math.max(0, 2 * (len - 1 - t));
-    const out = new Int16Array(count);
     let i = Math.floor(t), k = 0;
     if (t !== i && k < count) {
       // Halfway past input sample i (i = −1: the previous chunk's last sample).
@@ -82,6 +99,6 @@ export class LinearResampler {
     t += count / 2;
     this.#t = t - len;
     this.#last = input[len - 1];
-    return out;
+    return count;
   }
 }

@@ -187,6 +187,8 @@ export class AvatarSessionMedia implements SessionMedia {
   #transport: MediaTransport | null = null;
   readonly #queue: PlayoutQueue;
   readonly #resampler: LinearResampler;
+  /** The engine's chunk at the encoder's rate, on its way into the queue (which copies it). */
+  #resampled = new Int16Array(0);
   readonly #face: SessionFace;
   /** Speech held back at the start of a response for lip sync's look-ahead, samples at 48 kHz. */
   readonly #hold: number;
@@ -864,7 +866,10 @@ export class AvatarSessionMedia implements SessionMedia {
   onAudio(pcm: Int16Array, responseId: string): void {
     if (this.#stopped) return;
     this.#face.audio(pcm, responseId);
-    this.#queue.push(responseId, this.#resampler.process(pcm));
+    const need = this.#resampler.maxOutput(pcm.length);
+    if (this.#resampled.length < need) this.#resampled = new Int16Array(Math.max(need, 2 * AUDIO_BLOCK));
+    const n = this.#resampler.into(pcm, this.#resampled);
+    this.#queue.push(responseId, this.#resampled.subarray(0, n));
     this.#pumpAudio(performance.now());
   }
 

@@ -189,7 +189,13 @@ export class SessionRuntime {
     const events: ProviderEvents = {
       onAudio: (pcm, id) => {
         metrics?.agentAudio(id);
-        toMedia((m) => m.onAudio(pcm, id));
+        // `pcm` may be a view of the engine socket's read buffer (valid during this call): kept, a copy.
+        const media = session?.media;
+        if (media) media.onAudio(pcm, id);
+        else {
+          const kept = pcm.slice();
+          toMedia((m) => m.onAudio(kept, id));
+        }
       },
       onResponseStarted: (id) => toMedia((m) => m.onResponseStarted(id)),
       onResponseDone: (id, status) => toMedia((m) => m.onResponseDone(id, status)),

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { MEDIA_CLOSE } from "../../src/vocabulary/close_codes.ts";
 import { Fanout, type MediaClient } from "../../src/media/transports/ws_fmp4/fanout.ts";
+import { FRAME_HEADER_BYTES } from "../../src/media/transports/ws_fmp4/frames.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import { MediaClientRecorder, until, withMedia } from "../../testing/media.ts";
@@ -74,22 +75,58 @@ Deno.test("fan-out: a client of the lighter framing gets its own hello, no init 
   const fanout = new Fanout({ maxBufferedBytes: 1 << 20, maxClients: 4 }, () => {});
   fanout.setInit((framing) => ({ type: "hello", framing }), new Uint8Array([1]));
   const seg = (n: number) => new Uint8Array([n]);
-  const frames = (n: number) => [new Uint8Array([n, 0]), new Uint8Array([n, 1])];
-  fanout.publish({ kind: "video", data: seg(12), frames: frames(12), key: true, startMs: 1000, endMs: 1040 });
-  fanout.publish({ kind: "audio", data: seg(13), frames: frames(13), key: true, startMs: 1000, endMs: 1020 });
+  // Two units per fragment, framed as they are sent (a 16-byte header: byte 0 the kind, 1 video, 2 audio).
+  const units = (n: number, kind: "video" | "audio", startMs: number) =>
+    [0, 1].map((k) => ({
+      kind,
+      timeMs: startMs + k,
+      durationMs: 1,
+      key: true,
+      payload: new Uint8Array([n, k]),
+    }));
+  fanout.publish({
+    kind: "video",
+    data: seg(12),
+    units: units(12, "video", 1000),
+    key: true,
+    startMs: 1000,
+    endMs: 1040,
+  });
+  fanout.publish({
+    kind: "audio",
+    data: seg(13),
+    units: units(13, "audio", 1000),
+    key: true,
+    startMs: 1000,
+    endMs: 1020,
+  });
   fanout.publish({
     kind: "video",
     data: seg(14),
-    frames: frames(14),
+    units: units(14, "video", 1040),
     key: false,
     startMs: 1040,
     endMs: 1080,
   });
-  fanout.publish({ kind: "audio", data: seg(15), frames: frames(15), key: true, startMs: 1020, endMs: 1100 });
+  fanout.publish({
+    kind: "audio",
+    data: seg(15),
+    units: units(15, "audio", 1020),
+    key: true,
+    startMs: 1020,
+    endMs: 1100,
+  });
   const got: string[] = [];
   const client = (framing?: "frames") => ({
     framing,
-    send: (d: Uint8Array | string) => got.push(typeof d === "string" ? d : d.join(".")),
+    send: (d: Uint8Array | string) =>
+      got.push(
+        typeof d === "string"
+          ? d
+          : d.length <= 1
+          ? d.join(".")
+          : `${d[0]}:${d.subarray(FRAME_HEADER_BYTES).join(".")}`,
+      ),
     bufferedAmount: 0,
     close() {},
   });
@@ -97,12 +134,12 @@ Deno.test("fan-out: a client of the lighter framing gets its own hello, no init 
   // audio that ended more than 60 ms before now (1090) is past: not sent to a frames client
   assert.deepEqual(got, [
     '{"type":"hello","framing":"frames"}',
-    "12.0",
-    "12.1",
-    "14.0",
-    "14.1",
-    "15.0",
-    "15.1",
+    "1:12.0",
+    "1:12.1",
+    "1:14.0",
+    "1:14.1",
+    "2:15.0",
+    "2:15.1",
   ]);
   got.length = 0;
   assert.ok(fanout.add(client(), 1090));

@@ -12,7 +12,7 @@ import { FrameCache } from "../../src/media/frame_cache.ts";
 import { analyse, LipSync } from "../../bench/lipsync/loudness.ts";
 import { Blinker } from "../../src/media/motion.ts";
 import { OggOpusDemuxer, opusPacketSamples } from "../../src/media/ogg_opus.ts";
-import { PlayoutQueue } from "../../src/media/playout_queue.ts";
+import { INITIAL_RING_SAMPLES, PlayoutQueue } from "../../src/media/playout_queue.ts";
 import { LinearResampler } from "../../src/media/resample.ts";
 import { rgbaToI420 } from "../../src/media/yuv.ts";
 import { tone } from "../../testing/fake_bridge.ts";
@@ -157,6 +157,78 @@ Deno.test("playout queue: take, peek, done → played report, interrupt drops at
   q.push("r3", new Int16Array(40));
   assert.equal(q.length, 50);
   assert.equal(q.overflowDropped, 30);
+});
+
+Deno.test("playout queue: its ring gives back exactly what was pushed — across its end, growing, after barge-in holes, at the bound", () => {
+  // A model: one record per queued sample. Random pushes (the pushed array reused at once), takes, peeks
+  // and interrupts of interleaved responses; the queue must agree with the model after every step.
+  let seed = 7;
+  const rand = (n: number) => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n;
+  const max = 60_000;
+  const q = new PlayoutQueue({ sampleRate: 48000, maxSamples: max, onPlayed: () => {} });
+  let model: { id: string; v: number; pos: number }[] = [];
+  const pushed = new Map<string, number>();
+  let next = 0, responses = 0, grown = 0;
+  let live = ["r0", "r1"];
+  for (const id of live) q.start(id);
+  const scratch = new Int16Array(20_000);
+  for (let step = 0; step < 3000; step++) {
+    const op = rand(10);
+    if (op < 5) {
+      const id = live[rand(live.length)];
+      const n = 1 + rand(op === 0 ? 19_000 : 1500);
+      const pos = pushed.get(id) ?? 0;
+      for (let i = 0; i < n; i++) scratch[i] = (next + i) % 30_000;
+      q.push(id, scratch.subarray(0, n));
+      scratch.fill(-1); // the caller reuses its array
+      for (let i = 0; i < n; i++) model.push({ id, v: (next + i) % 30_000, pos: pos + i });
+      next += n;
+      pushed.set(id, pos + n);
+      if (model.length > max) model = model.slice(model.length - max);
+      grown = Math.max(grown, q.capacity);
+    } else if (op < 8) {
+      const n = rand(3000);
+      const out = new Int16Array(n + 5).fill(-2);
+      const spans: [string, number, number, number][] = [];
+      const got = q.take(out, 5, n, (...s) => spans.push(s));
+      const want = model.splice(0, Math.min(n, model.length));
+      assert.equal(got, want.length);
+      assert.deepEqual([...out.subarray(5, 5 + got)], want.map((m) => m.v), `step ${step}: taken samples`);
+      let k = 0;
+      for (const [id, from, outAt, len] of spans) {
+        assert.equal(outAt, 5 + k);
+        for (let i = 0; i < len; i++) assert.ok(want[k + i].id === id && want[k + i].pos === from + i);
+        k += len;
+      }
+    } else if (op === 8) {
+      const skip = rand(2000), n = rand(2000);
+      const out = new Int16Array(n);
+      const got = q.peek(out, 0, skip, n);
+      assert.deepEqual(
+        [...out.subarray(0, got)],
+        model.slice(skip, skip + n).map((m) => m.v),
+        `step ${step}: peek`,
+      );
+    } else {
+      const id = live[rand(live.length)];
+      const dropped = q.interrupt(id);
+      const before = model.length;
+      model = model.filter((m) => m.id !== id);
+      assert.equal(dropped, before - model.length, `step ${step}: interrupt`);
+      const fresh = `r${live.length + ++responses}`;
+      q.start(fresh);
+      live = [...live.filter((x) => x !== id), fresh];
+    }
+    assert.equal(q.length, model.length, `step ${step}: length`);
+    const run = q.headRun();
+    if (model.length === 0) assert.equal(run, null);
+    else assert.deepEqual([run!.responseId, run!.from], [model[0].id, model[0].pos]);
+    if (model.length === 0) {
+      assert.equal(q.capacity, INITIAL_RING_SAMPLES, "an empty queue gives its ring back");
+    }
+  }
+  assert.ok(grown >= 4 * INITIAL_RING_SAMPLES, `the ring grew (to ${grown} samples)`);
+  assert.ok(q.overflowDropped > 0, "the bound dropped audio");
 });
 
 Deno.test("resampler: 24 kHz → 48 kHz doubles the length, keeps the waveform, is seamless across chunks", () => {

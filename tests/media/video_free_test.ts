@@ -445,3 +445,38 @@ Deno.test("video-free: without video the fan-out keeps only the last moments of 
   assert.ok(sent.length - 2 <= AUDIO_ONLY_CACHE, `${sent.length - 2} fragments kept`);
   assert.ok(sent.length - 2 >= 1);
 });
+
+Deno.test("video-free: a WebSocket's send copies its data before returning (frames are built in one reused buffer)", async () => {
+  // The lighter framing's frames are written into one buffer per process and handed to the socket's send
+  // (`frameView`): that holds only while Deno's WebSocket copies the bytes at once.
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    socket.onopen = () => {
+      const scratch = new Uint8Array(400);
+      for (let i = 0; i < 50; i++) {
+        scratch.fill(i);
+        socket.send(scratch.subarray(0, 100 + i));
+        scratch.fill(255);
+      }
+    };
+    return response;
+  });
+  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}`);
+  ws.binaryType = "arraybuffer";
+  const got: Uint8Array[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ws.onerror = () => reject(new Error("socket error"));
+      ws.onmessage = (e) => {
+        got.push(new Uint8Array(e.data));
+        if (got.length === 50) resolve();
+      };
+    });
+    got.forEach((m, i) => assert.ok(m.length === 100 + i && m.every((b) => b === i), `message ${i} as sent`));
+  } finally {
+    const closed = new Promise((r) => ws.onclose = r);
+    ws.close();
+    await closed;
+    await server.shutdown();
+  }
+});

@@ -170,7 +170,11 @@ export abstract class EngineSocket {
     this.closed = new Promise((resolve) => this.#resolveClosed = resolve);
   }
 
-  /** Installs the frame handler (null: frames are queued until the next handler, which gets them first). */
+  /**
+   * Installs the frame handler (null: frames are queued until the next handler, which gets them first). A
+   * binary frame handed to the handler may be a view of the socket's read buffer, valid only during the
+   * call (no array per engine message): a handler that keeps one copies it. Queued frames are copies.
+   */
   setHandler(handler: ((frame: Frame) => void) | null): void {
     this.#handler = handler;
     while (this.#handler && this.#queue.length) this.#handler(this.#queue.shift()!);
@@ -178,7 +182,7 @@ export abstract class EngineSocket {
 
   protected deliver(frame: Frame): void {
     if (this.#handler) this.#handler(frame);
-    else if (this.#queue.length < 4096) this.#queue.push(frame);
+    else if (this.#queue.length < 4096) this.#queue.push(typeof frame === "string" ? frame : frame.slice());
   }
 
   protected released(c: Closed): void {
@@ -736,7 +740,9 @@ class ByteSocket extends EngineSocket {
     if (![0x0, 0x1, 0x2, 0x8, 0x9, 0xa].includes(opcode)) return this.#violation(1002), acc.length;
     if (!control && len + this.#fragmentBytes > MAX_MESSAGE_BYTES) return this.#violation(1009), acc.length;
     if (acc.length - i < len) return -1;
-    const payload = acc.slice(i, i + len);
+    // A view of the read buffer: control frames are answered or read at once, a message's piece is copied
+    // when kept for the next ones, and a whole message is handed over as it is (see `setHandler`).
+    const payload = acc.subarray(i, i + len);
     const next = i + len;
     if (this.#state === "closed") return next;
     switch (opcode) {
@@ -754,16 +760,18 @@ class ByteSocket extends EngineSocket {
       return this.#violation(1002), acc.length;
     }
     if (opcode !== 0x0) this.#fragmentOpcode = opcode;
-    this.#fragments.push(payload);
-    this.#fragmentBytes += payload.length;
-    if (!fin) return next;
+    if (!fin) {
+      this.#fragments.push(payload.slice());
+      this.#fragmentBytes += payload.length;
+      return next;
+    }
     const kind = this.#fragmentOpcode;
     const parts = this.#fragments;
     this.#fragments = [];
     this.#fragmentOpcode = 0;
-    const total = this.#fragmentBytes;
+    const total = this.#fragmentBytes + payload.length;
     this.#fragmentBytes = 0;
-    const message = parts.length === 1 ? parts[0] : concat(parts, total);
+    const message = parts.length === 0 ? payload : concat([...parts, payload], total);
     if (this.#state !== "open" && this.#state !== "closing") return next;
     if (kind === 0x1) {
       let text: string;

@@ -8,6 +8,7 @@
  * @module
  */
 import { MEDIA_CLOSE } from "../../../vocabulary/close_codes.ts";
+import { FRAME_HEADER_BYTES, type FrameUnit, frameView } from "./frames.ts";
 
 /**
  * Audio fragments kept for joiners while no video is cached (20 ms each: 200 ms, the most the playout
@@ -25,6 +26,10 @@ export interface MediaClient {
   readonly framing?: Framing;
   /** False for a video-free client (`video=0`): audio and the animation track, no video. */
   readonly video?: boolean;
+  /**
+   * Sends a message. Binary data is valid only during the call (frames of the lighter framing are built in
+   * a buffer that is reused): a client that keeps it copies it; a WebSocket's `send` does.
+   */
   send(data: Uint8Array | string): void;
   /** Bytes queued for sending and not yet handed to the network. */
   readonly bufferedAmount: number;
@@ -37,10 +42,10 @@ export interface Fragment {
   /** The fMP4 media segment (may be a getter that builds it on first use). */
   readonly data: Uint8Array;
   /**
-   * The same media in the lighter framing: one frame per access unit or Opus packet (none: fMP4 only; may
-   * be a getter that builds them on first use).
+   * The same media's units for the lighter framing, framed as they are sent (`frames.ts`): one per access
+   * unit or Opus packet (none: fMP4 only; may be a getter that lists them on first use).
    */
-  readonly frames?: Uint8Array[];
+  readonly units?: readonly FrameUnit[];
   /** Video keyframe. */
   key: boolean;
   /** Presentation interval, ms on the session's media timeline. */
@@ -124,7 +129,9 @@ export class Fanout {
     // The join burst (up to one GOP) is sent at once; the backlog limit applies on top of it.
     let burst = hello.length + (frames ? 0 : this.#init.length);
     for (const f of cache) {
-      burst += frames ? (f.frames ?? []).reduce((n, x) => n + x.length, 0) : f.data.length;
+      burst += frames
+        ? (f.units ?? []).reduce((n, u) => n + FRAME_HEADER_BYTES + u.payload.length, 0)
+        : f.data.length;
     }
     this.#clients.set(client, { burst });
     this.#send(client, hello, false);
@@ -164,7 +171,7 @@ export class Fanout {
 
   #sendFragment(client: MediaClient, f: Fragment, check: boolean): void {
     if (client.framing !== "frames" && client.video !== false) this.#send(client, f.data, check);
-    else for (const frame of f.frames ?? []) this.#send(client, frame, check);
+    else for (const unit of f.units ?? []) this.#send(client, frameView(unit), check);
   }
 
   /**

@@ -21,7 +21,7 @@ import type {
 } from "../transport.ts";
 import { Fanout, type FanoutLimits, type Fragment, type MediaClient } from "./fanout.ts";
 import { AUDIO_TRACK_ID, initSegment, mediaSegment, type Sample, VIDEO_TRACK_ID } from "./fmp4.ts";
-import { encodeFrame } from "./frames.ts";
+import type { FrameUnit } from "./frames.ts";
 
 /** Largest upstream audio frame, bytes (the engine protocol's limit). */
 export const MAX_UPSTREAM_FRAME = 64 * 1024;
@@ -40,7 +40,7 @@ class AudioFragment implements Fragment {
   readonly key = true;
   readonly startMs: number;
   #data: Uint8Array | undefined;
-  #frames: Uint8Array[] | undefined;
+  #units: FrameUnit[] | undefined;
 
   constructor(
     readonly seq: number,
@@ -57,16 +57,22 @@ class AudioFragment implements Fragment {
     return this.#data ??= mediaSegment(this.seq, AUDIO_TRACK_ID, this.start, this.samples);
   }
 
-  get frames(): Uint8Array[] {
-    if (!this.#frames) {
-      this.#frames = [];
+  get units(): FrameUnit[] {
+    if (!this.#units) {
+      this.#units = [];
       let at = this.start - this.skip;
       for (const p of this.samples) {
-        this.#frames.push(encodeFrame("audio", at / 48, p.duration / 48, true, p.data));
+        this.#units.push({
+          kind: "audio",
+          timeMs: at / 48,
+          durationMs: p.duration / 48,
+          key: true,
+          payload: p.data,
+        });
         at += p.duration;
       }
     }
-    return this.#frames;
+    return this.#units;
   }
 }
 
@@ -165,7 +171,13 @@ export class WsFmp4Transport implements MediaTransport {
     this.#fanout.publish({
       kind: "video",
       data: seg,
-      frames: [encodeFrame("video", startMs, endMs - startMs, frame.key, frame.data)],
+      units: [{
+        kind: "video",
+        timeMs: startMs,
+        durationMs: endMs - startMs,
+        key: frame.key,
+        payload: frame.data,
+      }],
       key: frame.key,
       startMs,
       endMs,
