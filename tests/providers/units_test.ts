@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "../../src/providers/audio/g711.ts";
 import { SincResampler } from "../../src/providers/audio/resampler.ts";
-import { parseRateFormat, UserAudioEncoder } from "../../src/providers/audio/format.ts";
+import { AgentAudioDecoder, parseRateFormat, UserAudioEncoder } from "../../src/providers/audio/format.ts";
 import {
   signedUrlMintedAt as mintedAtOf,
   signedUrlProblem as problemOf,
@@ -29,6 +29,32 @@ import type { ProviderClosure, ProviderEvents } from "../../src/providers/types.
 import { ApiError } from "../../src/errors.ts";
 import { rms, tone, toneHz } from "../../testing/fakes/server.ts";
 import { testTls } from "./_helpers.ts";
+
+Deno.test("agent audio decoder: PCM16 and G.711 from base64, an odd byte dropped, its buffer reused and grown, bad base64 refused", () => {
+  const d = new AgentAudioDecoder();
+  const pcm = Int16Array.from({ length: 480 }, (_, i) => (i * 97) % 20000 - 10000);
+  const b64 = (x: Int16Array | Uint8Array) => new Uint8Array(x.buffer, x.byteOffset, x.byteLength).toBase64();
+  const fmt = { encoding: "pcm_s16le", sampleRate: 24000 } as const;
+  const first = d.decode(b64(pcm), fmt);
+  assert.deepEqual([...first], [...pcm]);
+  // the next chunk is written over the first (the media plane copies what it keeps)
+  const second = d.decode(b64(pcm.subarray(0, 10).map((x) => -x)), fmt);
+  assert.deepEqual([...second], [...pcm.subarray(0, 10)].map((x) => -x));
+  assert.equal(first.buffer, second.buffer, "one buffer, reused");
+  // an odd trailing byte is dropped
+  assert.equal(d.decode(new Uint8Array([1, 0, 2, 0, 9]).toBase64(), fmt).length, 2);
+  // a chunk larger than the buffer grows it
+  const big = Int16Array.from({ length: 24000 }, (_, i) => i % 3000);
+  assert.deepEqual([...d.decode(b64(big), fmt)], [...big]);
+  const law = Uint8Array.from({ length: 256 }, (_, i) => i);
+  assert.deepEqual([...d.decode(law.toBase64(), { encoding: "mulaw", sampleRate: 8000 })], [
+    ...decodeMulaw(law),
+  ]);
+  assert.deepEqual([...d.decode(law.toBase64(), { encoding: "alaw", sampleRate: 8000 })], [
+    ...decodeAlaw(law),
+  ]);
+  assert.throws(() => d.decode("A$A=", fmt), SyntaxError);
+});
 
 Deno.test("g711: µ-law and A-law reference points, and every code survives a round trip", () => {
   assert.deepEqual([...encodeMulaw(Int16Array.of(0, 32767, -32768))], [0xff, 0x80, 0x00]);

@@ -38,12 +38,29 @@ export function parseRateFormat(name: unknown): WireAudioFormat | null {
   return { encoding: m[1] === "alaw" ? "alaw" : "mulaw", sampleRate };
 }
 
-/** Decodes a base64 chunk of agent audio to PCM16 samples (an odd trailing PCM byte is dropped). */
-export function decodeAgentAudio(base64: string, format: WireAudioFormat): Int16Array {
-  const bytes = Uint8Array.fromBase64(base64);
-  if (format.encoding === "mulaw") return decodeMulaw(bytes);
-  if (format.encoding === "alaw") return decodeAlaw(bytes);
-  return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+/**
+ * Decodes base64 chunks of agent audio to PCM16 samples (an odd trailing PCM byte is dropped), into buffers
+ * reused from chunk to chunk (one decoder per engine connection): the samples returned are valid until the
+ * next call. The media plane copies what it keeps, so a vendor's audio
+ * costs no array per chunk (arrays of more than 64 bytes live outside the JavaScript heap, and freeing many
+ * at once held the process up). Malformed base64 throws a `SyntaxError`, as `Uint8Array.fromBase64` does.
+ */
+export class AgentAudioDecoder {
+  #bytes = new Uint8Array(0);
+  #samples = new Int16Array(0);
+
+  decode(base64: string, format: WireAudioFormat): Int16Array {
+    // At most 3 bytes per 4 characters (whitespace and padding only make it fewer); even, for the samples.
+    const most = Math.ceil(base64.length / 4) * 3 + 1;
+    if (this.#bytes.length < most) this.#bytes = new Uint8Array(Math.max(most, 2 * this.#bytes.length, 4096));
+    const { read, written } = this.#bytes.setFromBase64(base64);
+    // (setFromBase64 stops where the buffer is full; it is never full here, so all was read)
+    if (read !== base64.length) throw new SyntaxError("agent audio: base64 not read to its end");
+    const bytes = this.#bytes.subarray(0, written);
+    if (format.encoding === "pcm_s16le") return new Int16Array(bytes.buffer, 0, written >> 1);
+    if (this.#samples.length < written) this.#samples = new Int16Array(this.#bytes.length);
+    return format.encoding === "mulaw" ? decodeMulaw(bytes, this.#samples) : decodeAlaw(bytes, this.#samples);
+  }
 }
 
 /** PCM16LE bytes as samples (copied only when the bytes are not 2-aligned). */

@@ -26,18 +26,16 @@ function decodeAlawByte(byte: number): number {
 const MULAW_TABLE = Int16Array.from({ length: 256 }, (_, i) => decodeMulawByte(i));
 const ALAW_TABLE = Int16Array.from({ length: 256 }, (_, i) => decodeAlawByte(i));
 
-/** Decodes µ-law bytes to PCM16 samples. */
-export function decodeMulaw(bytes: Uint8Array): Int16Array {
-  const out = new Int16Array(bytes.length);
+/** Decodes µ-law bytes to PCM16 samples (into `out` when given: at least as long as `bytes`). */
+export function decodeMulaw(bytes: Uint8Array, out = new Int16Array(bytes.length)): Int16Array {
   for (let i = 0; i < bytes.length; i++) out[i] = MULAW_TABLE[bytes[i]];
-  return out;
+  return out.length === bytes.length ? out : out.subarray(0, bytes.length);
 }
 
-/** Decodes A-law bytes to PCM16 samples. */
-export function decodeAlaw(bytes: Uint8Array): Int16Array {
-  const out = new Int16Array(bytes.length);
+/** Decodes A-law bytes to PCM16 samples (into `out` when given: at least as long as `bytes`). */
+export function decodeAlaw(bytes: Uint8Array, out = new Int16Array(bytes.length)): Int16Array {
   for (let i = 0; i < bytes.length; i++) out[i] = ALAW_TABLE[bytes[i]];
-  return out;
+  return out.length === bytes.length ? out : out.subarray(0, bytes.length);
 }
 
 /** Encodes one PCM16 sample to µ-law. */

@@ -26,7 +26,7 @@
  *
  * @module
  */
-import { decodeAgentAudio, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio/format.ts";
+import { AgentAudioDecoder, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audio/format.ts";
 import { AgentTurns } from "../agent_turns.ts";
 import { parseArguments, toolCall, toolOutputText } from "../tool_calls.ts";
 import type { BridgeFactory, ConnectRequest, ProviderClosure, ToolResult } from "../types.ts";
@@ -123,6 +123,8 @@ interface Part {
 const MAX_TRACKED = 16;
 
 class Vendor1Connection extends BridgeConnection {
+  /** The agent's audio chunks, decoded into one reused buffer (the media plane copies them). */
+  readonly #audio = new AgentAudioDecoder();
   readonly inputSampleRate = SERVICE_INPUT_RATE;
   readonly outputSampleRate: number;
   readonly #encoder: UserAudioEncoder;
@@ -188,7 +190,7 @@ class Vendor1Connection extends BridgeConnection {
       const id = str(msg.response_id) || this.#turns.open || this.#start();
       if (this.#cancelled.has(id) || this.closing) return;
       if (this.#turns.open !== id) this.#start(id);
-      const pcm = decodeAgentAudio(str(msg.delta), this.session.output);
+      const pcm = this.#audio.decode(str(msg.delta), this.session.output);
       this.#addPart(id, str(msg.item_id), Number(msg.content_index ?? 0), pcm.length);
       events.onAudio(pcm, id);
     } else if (is(type, SERVER_EVENTS.responseCreated)) {

@@ -25,7 +25,7 @@
  * @module
  */
 import {
-  decodeAgentAudio,
+  AgentAudioDecoder,
   parseRateFormat,
   SERVICE_INPUT_RATE,
   UserAudioEncoder,
@@ -131,6 +131,8 @@ function sessionReady(frame: Frame): HandshakeStep<WireAudioFormat> {
 }
 
 class Vendor2Connection extends BridgeConnection {
+  /** The agent's audio chunks, decoded into one reused buffer (the media plane copies them). */
+  readonly #audio = new AgentAudioDecoder();
   readonly inputSampleRate = SERVICE_INPUT_RATE;
   readonly outputSampleRate: number;
   readonly #encoder: UserAudioEncoder;
@@ -172,7 +174,7 @@ class Vendor2Connection extends BridgeConnection {
     switch (msg.type) {
       case "audio_output": {
         if (this.closing || typeof msg.audio !== "string") return;
-        events.onAudio(decodeAgentAudio(msg.audio, this.format), this.#turns.current());
+        events.onAudio(this.#audio.decode(msg.audio, this.format), this.#turns.current());
         return;
       }
       case "audio_output_clear":

@@ -28,7 +28,7 @@
  * @module
  */
 import {
-  decodeAgentAudio,
+  AgentAudioDecoder,
   parseRateFormat,
   SERVICE_INPUT_RATE,
   UserAudioEncoder,
@@ -165,6 +165,8 @@ function initiationMetadata(frame: Frame, socket: EngineSocket): HandshakeStep<F
 }
 
 class Vendor3Connection extends BridgeConnection {
+  /** The agent's audio chunks, decoded into one reused buffer (the media plane copies them). */
+  readonly #audio = new AgentAudioDecoder();
   readonly inputSampleRate = SERVICE_INPUT_RATE;
   readonly outputSampleRate: number;
   readonly #encoder: UserAudioEncoder;
@@ -227,7 +229,7 @@ class Vendor3Connection extends BridgeConnection {
             charDurationMs: Array.isArray(al.char_durations_ms) ? al.char_durations_ms.map(Number) : [],
           });
         }
-        events.onAudio(decodeAgentAudio(audio.audio_base_64, this.formats.output), id);
+        events.onAudio(this.#audio.decode(audio.audio_base_64, this.formats.output), id);
         return;
       }
       case "interruption": {
