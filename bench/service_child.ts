@@ -63,7 +63,10 @@ export async function startServiceProcess(
   core: number,
   env: Record<string, string> = {},
   args: string[] = [],
+  /** V8 flags of the service (as `deno run --v8-flags=…` takes them), before any of `BENCH_V8_FLAGS`. */
+  v8Flags: string[] = [],
 ): Promise<Service> {
+  const flags = [...v8Flags, ...(Deno.env.get("BENCH_V8_FLAGS")?.split(",").filter(Boolean) ?? [])];
   const script = new URL("./service.ts", import.meta.url).pathname;
   const child = new Deno.Command("taskset", {
     args: [
@@ -75,7 +78,7 @@ export async function startServiceProcess(
       // Profiling the service child: BENCH_V8_PROF=1 (a V8 tick log in the working directory, read with
       // `node --prof-process`), or any V8 flags (BENCH_V8_FLAGS="--perf-basic-prof" for `perf`, "--trace-gc").
       ...(Deno.env.get("BENCH_V8_PROF") ? ["--v8-flags=--prof"] : []),
-      ...(Deno.env.get("BENCH_V8_FLAGS") ? [`--v8-flags=${Deno.env.get("BENCH_V8_FLAGS")}`] : []),
+      ...(flags.length ? [`--v8-flags=${flags.join(",")}`] : []),
       // BENCH_INSPECT=127.0.0.1:9229: the inspector, for a heap or CPU profile taken from outside.
       ...(Deno.env.get("BENCH_INSPECT") ? [`--inspect=${Deno.env.get("BENCH_INSPECT")}`] : []),
       script,

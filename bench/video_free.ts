@@ -27,6 +27,13 @@ import { generateEngineTls } from "../engine/mod.ts";
 import { type BenchEngine, startBenchEngine, wallNow } from "./engine.ts";
 import { coreTicks, createSession, endSession, startServiceProcess, treeUsage } from "./service_child.ts";
 
+/**
+ * V8 flags of a worker pinned to one core (docs/deployment.md): the collector's helper threads would share
+ * that core with the sessions, and a major collection's marking and sweeping beside the event loop held it
+ * up for 50–160 ms at 200 sessions (measured with `--trace-gc` and `BENCH_LOOP_WATCH`).
+ */
+export const PINNED_WORKER_V8_FLAGS = ["--single-threaded-gc"] as const;
+
 /** How far behind the media clock a player may play (the SDK's WebCodecs player runs ≈ 45–60 ms). */
 export const BUDGET_MS = 60;
 
@@ -56,16 +63,63 @@ class LoopWatch {
   }
 }
 
+/**
+ * Rows of numbers in one growable typed array (`width` numbers a row): the clients record every unit they
+ * get without an object per unit, so the bench's own collector (its process also paces the engine's chunks)
+ * does not hold it up as a run's records pile up.
+ */
+class Rows {
+  #data: Float64Array;
+  length = 0;
+
+  constructor(readonly width: number) {
+    this.#data = new Float64Array(width * 4096);
+  }
+
+  add(a: number, b: number, c = 0): void {
+    const w = this.width;
+    if ((this.length + 1) * w > this.#data.length) {
+      const grown = new Float64Array(this.#data.length * 2);
+      grown.set(this.#data);
+      this.#data = grown;
+    }
+    const at = this.length++ * w;
+    this.#data[at] = a;
+    if (w > 1) this.#data[at + 1] = b;
+    if (w > 2) this.#data[at + 2] = c;
+  }
+
+  /** Value `k` of row `i`. */
+  get(i: number, k: number): number {
+    return this.#data[i * this.width + k];
+  }
+}
+
+/** The animation messages a client records, by their index in {@link Rows} `anim` (column 2). */
+const ANIMATION_TYPES = ["viseme", "face", "head"];
+
+/** UTF-8 length of a string (the text frame's payload bytes). */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) n += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : c < 0x800 ? 1 : 0;
+  }
+  return n;
+}
+
 /** A video-free client that records what it receives and when. */
 class FreeClient {
   readonly ws: WebSocket;
   /** Wall clock − media clock (ms), from the best clock_sync exchange. */
   offset: number | null = null;
   #bestRtt = Infinity;
-  readonly audio: { pts: number; dur: number; at: number }[] = [];
-  readonly anim: { t: number; at: number; type: string }[] = [];
-  /** [arrival, bytes including the frame header] of every message. */
-  readonly bytes: [number, number][] = [];
+  /** Audio units: presentation time, duration, arrival (ms). */
+  readonly audio = new Rows(3);
+  /** Animation messages: `t_ms`, arrival, type (index in {@link ANIMATION_TYPES}). */
+  readonly anim = new Rows(3);
+  /** Arrival and bytes (the frame header included) of every message. */
+  readonly bytes = new Rows(2);
   readonly opened: Promise<void>;
   readonly closed: Promise<void>;
 
@@ -78,8 +132,8 @@ class FreeClient {
     this.ws.addEventListener("message", (e) => {
       const at = wallNow();
       if (typeof e.data === "string") {
-        const n = new TextEncoder().encode(e.data).length;
-        this.bytes.push([at, n + (n < 126 ? 2 : 4)]);
+        const n = utf8Length(e.data);
+        this.bytes.add(at, n + (n < 126 ? 2 : 4));
         const m = JSON.parse(e.data);
         if (m.type === "clock_sync") {
           const rtt = at - m.t;
@@ -87,17 +141,19 @@ class FreeClient {
             this.#bestRtt = rtt;
             this.offset = (m.t + at) / 2 - m.timeline_ms;
           }
-        } else if (m.type === "viseme" || m.type === "face" || m.type === "head") {
-          this.anim.push({ t: m.t_ms, at, type: m.type });
+        } else {
+          const type = ANIMATION_TYPES.indexOf(m.type);
+          if (type >= 0) this.anim.add(m.t_ms, at, type);
         }
         return;
       }
       const b = new Uint8Array(e.data as ArrayBuffer);
-      this.bytes.push([at, b.length + (b.length < 126 ? 2 : 4)]);
-      const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-      if (b[0] === 2) {
-        this.audio.push({ pts: Number(dv.getBigInt64(4)) / 1000, dur: dv.getUint32(12) / 1000, at });
-      } else throw new Error(`a video-free client got a unit of kind ${b[0]}`);
+      this.bytes.add(at, b.length + (b.length < 126 ? 2 : 4));
+      if (b[0] !== 2) throw new Error(`a video-free client got a unit of kind ${b[0]}`);
+      // The 64-bit time as two 32-bit big-endian halves (the high one signed), µs.
+      const u32 = (k: number) => ((b[k] << 24) | (b[k + 1] << 16) | (b[k + 2] << 8) | b[k + 3]) >>> 0;
+      const high = u32(4) | 0;
+      this.audio.add((high * 2 ** 32 + u32(8)) / 1000, u32(12) / 1000, at);
     });
   }
 
@@ -120,28 +176,37 @@ class FreeClient {
     /** Late animation messages by type, with their lateness past the budget (ms). */
     const lateByType: Record<string, number[]> = {};
     const off = this.offset ?? NaN;
-    const audio = this.audio.filter((a) => a.pts + off >= from && a.pts + off < to);
-    for (let i = 0; i < audio.length; i++) {
-      const lag = audio[i].at - (audio[i].pts + off);
+    let audioMs = 0, prevEnd = NaN;
+    for (let i = 0; i < this.audio.length; i++) {
+      const pts = this.audio.get(i, 0), dur = this.audio.get(i, 1), at = this.audio.get(i, 2);
+      if (!(pts + off >= from && pts + off < to)) continue;
+      const lag = at - (pts + off);
       lateness.push(lag);
+      audioMs += dur;
       if (lag > BUDGET_MS) {
         underruns++;
-        if (watch?.stalled(audio[i].pts + off + BUDGET_MS, audio[i].at - 5)) clientStalled++;
+        if (watch?.stalled(pts + off + BUDGET_MS, at - 5)) clientStalled++;
       }
-      if (i > 0 && Math.abs(audio[i].pts - (audio[i - 1].pts + audio[i - 1].dur)) > 0.5) underruns++;
+      if (!Number.isNaN(prevEnd) && Math.abs(pts - prevEnd) > 0.5) underruns++;
+      prevEnd = pts + dur;
     }
-    for (const m of this.anim) {
-      const due = m.t + off;
+    for (let i = 0; i < this.anim.length; i++) {
+      const due = this.anim.get(i, 0) + off, at = this.anim.get(i, 1);
+      const type = ANIMATION_TYPES[this.anim.get(i, 2)];
       if (due < from || due >= to) continue;
       messages++;
-      if (m.type === "viseme") visemeLateness.push(m.at - due);
-      if (m.at - due > BUDGET_MS) {
+      if (type === "viseme") visemeLateness.push(at - due);
+      if (at - due > BUDGET_MS) {
         late++;
-        (lateByType[m.type] ??= []).push(m.at - due - BUDGET_MS);
-        if (watch?.stalled(due + BUDGET_MS, m.at - 5)) clientStalled++;
+        (lateByType[type] ??= []).push(at - due - BUDGET_MS);
+        if (watch?.stalled(due + BUDGET_MS, at - 5)) clientStalled++;
       }
     }
-    const bytes = this.bytes.filter(([at]) => at >= from && at < to).reduce((n, [, b]) => n + b, 0);
+    let bytes = 0;
+    for (let i = 0; i < this.bytes.length; i++) {
+      const at = this.bytes.get(i, 0);
+      if (at >= from && at < to) bytes += this.bytes.get(i, 1);
+    }
     return {
       underruns,
       late,
@@ -151,7 +216,7 @@ class FreeClient {
       lateness,
       visemeLateness,
       bytes,
-      audioMs: audio.reduce((n, a) => n + a.dur, 0),
+      audioMs,
     };
   }
 
@@ -193,6 +258,8 @@ export interface VideoFreeStep {
 
 /** What the run found. */
 export interface VideoFreeResult {
+  /** The service's garbage collector (see {@link PINNED_WORKER_V8_FLAGS}). */
+  gc: "single" | "concurrent";
   sustained_sessions: number;
   budget_ms: number;
   idle_cpu_core_share: number;
@@ -217,11 +284,24 @@ export async function benchVideoFree(options: {
   /** Every session's engine chunks on the same 20 ms phase (the run before 26 Nov; default: spread). */
   aligned?: boolean;
   seconds?: number;
+  /**
+   * V8's garbage collector in the service: `single` (default), on its main thread (`--single-threaded-gc`,
+   * as docs/deployment.md runs a worker pinned to one core), or `concurrent` (V8's default, helper threads).
+   */
+  gc?: "single" | "concurrent";
 }): Promise<VideoFreeResult> {
-  const svc = await startServiceProcess(options.caFile, options.dir, options.core, {
-    SVC_RENDER_CAPACITY: "1000",
-    SVC_MAX_CONCURRENT_SESSIONS: "2000",
-  });
+  const gc = options.gc ?? "single";
+  const svc = await startServiceProcess(
+    options.caFile,
+    options.dir,
+    options.core,
+    {
+      SVC_RENDER_CAPACITY: "1000",
+      SVC_MAX_CONCURRENT_SESSIONS: "2000",
+    },
+    [],
+    gc === "single" ? [...PINNED_WORKER_V8_FLAGS] : [],
+  );
   const seconds = options.seconds ?? (options.quick ? 5 : 10);
   const stepsN = options.steps ?? (options.quick ? [50, 100] : [50, 100, 150, 200, 250, 300]);
   const steps: VideoFreeStep[] = [];
@@ -345,6 +425,7 @@ export async function benchVideoFree(options: {
       await sleep(1500);
     }
     return {
+      gc,
       sustained_sessions: sustained,
       budget_ms: BUDGET_MS,
       idle_cpu_core_share: Math.round(idleCpu * 1000) / 1000,
@@ -369,7 +450,9 @@ export function videoFreeTable(r: VideoFreeResult): string {
     "| video-free sessions | audio underruns | late animation msgs | CPU (core share) | CPU/session | RSS | RSS/session (over idle) | downstream/session | video encoders | load |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
-    `\nsustained on one core, video-free, with 0 underruns and 0 late animation messages: ${r.sustained_sessions} sessions`,
+    `\nsustained on one core, video-free, with 0 underruns and 0 late animation messages: ${r.sustained_sessions} sessions (garbage collector: ${
+      r.gc === "single" ? "single-threaded" : "concurrent"
+    })`,
   ].join("\n");
 }
 
@@ -382,8 +465,13 @@ if (import.meta.main) {
       seconds: { type: "string", default: "10" },
       quick: { type: "boolean", default: false },
       aligned: { type: "boolean", default: false },
+      gc: { type: "string", default: "single" },
     },
   }).values;
+  if (args.gc !== "single" && args.gc !== "concurrent") {
+    console.error(`--gc must be single or concurrent (got ${args.gc})`);
+    Deno.exit(2);
+  }
   const nproc = navigator.hardwareConcurrency;
   const core = Number(args.core ?? nproc - 1);
   const dir = await Deno.makeTempDir({ prefix: "svc-bench-free-" });
@@ -404,6 +492,7 @@ if (import.meta.main) {
       engine,
       quick: args.quick!,
       aligned: args.aligned!,
+      gc: args.gc,
       steps: args.steps?.split(",").map(Number),
       seconds: Number(args.seconds),
     });
