@@ -110,3 +110,28 @@ Deno.test("lip-sync kernel: the WebAssembly front end and dense layers score as 
   }
   assert.ok(worst < 1e-3, `log posteriors differ by up to ${worst}`);
 });
+
+Deno.test("lip-sync classifier: one reset after a response scores the next exactly as a new one (WebAssembly and JavaScript, every kind of rate)", () => {
+  // The viseme engine reuses one classifier per session: whatever a response left (a half-analysed window,
+  // the resampler's history, the normaliser's running means, the ring of projected frames) must be gone.
+  for (const useJs of [false, true]) {
+    for (const rate of [24000, 16000, 12345]) {
+      const first = speechLike(rate, 1.3), second = speechLike(rate + 1, 1.1).map((x) => -x);
+      const score = (c: StreamingClassifier) => {
+        const out: number[][] = [];
+        const take = (k: number, lp: Float32Array) => out.push([k, ...lp]);
+        for (let i = 0; i < second.length; i += 480) c.push(second.subarray(i, i + 480), take);
+        c.end(take);
+        return { out, skipped: c.skipped };
+      };
+      const reused = new StreamingClassifier(rate, undefined, undefined, useJs);
+      // The first response is cut mid-way (not ended), with frames scored at a deadline.
+      reused.push(first.subarray(0, Math.floor(first.length * 0.7)), () => {});
+      reused.scoreUntil(40, () => {});
+      reused.reset();
+      const fresh = score(new StreamingClassifier(rate, undefined, undefined, useJs));
+      assert.ok(fresh.out.length > 100, "frames scored");
+      assert.deepEqual(score(reused), fresh, `${useJs ? "JavaScript" : "WebAssembly"} at ${rate} Hz`);
+    }
+  }
+});

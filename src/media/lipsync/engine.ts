@@ -170,6 +170,7 @@ export class VisemeEngine {
   readonly #g2p: G2p | null;
   readonly #scores = new Float32Array(VISEME_COUNT);
   #r: ResponseState | null = null;
+  #classifier: StreamingClassifier | null = null;
   #lang: string | null;
   /** Counters of the responses so far (the last 32). */
   readonly history: ResponseLipSyncStats[] = [];
@@ -196,6 +197,23 @@ export class VisemeEngine {
     return this.#g2p !== null;
   }
 
+  /**
+   * The session's one classifier, started over for a response (a new one the first time): the responses
+   * never overlap (one is finished, or cut, before the next starts), and a classifier per response was
+   * middle-aged garbage for the old generation.
+   */
+  #freshClassifier(): StreamingClassifier {
+    if (this.#classifier) this.#classifier.reset();
+    else {
+      this.#classifier = new StreamingClassifier(
+        this.#o.sampleRate,
+        this.#model,
+        new FrameNormaliser(this.#model.mu0),
+      );
+    }
+    return this.#classifier;
+  }
+
   /** A response begins: the previous one, if still open, is finished first. */
   startResponse(responseId: string, options: { lang?: string } = {}): void {
     if (this.#r) this.endResponse();
@@ -205,11 +223,7 @@ export class VisemeEngine {
       // Each response is normalised from the model's own starting point, as every training utterance was:
       // carried over a session, the running means drift to that session's speech (to one sound, when
       // responses start alike) and the first sounds of later responses were taken for pauses.
-      classifier: new StreamingClassifier(
-        this.#o.sampleRate,
-        this.#model,
-        new FrameNormaliser(this.#model.mu0),
-      ),
+      classifier: this.#freshClassifier(),
       loop: new LoopDecoder(this.#acoustics, DECODER_LAG),
       aligner: null,
       mode: "audio",

@@ -36,12 +36,14 @@ export interface LipSyncFrontEnd {
   push(samples: Int16Array | Float32Array, onFrame: (frame: MelFrame) => void): void;
   /** Frames produced so far. */
   readonly frames: number;
+  /** Starts over as new (a new stream at the same rate): a response's classifier is reused by the next. */
+  reset(): void;
 }
 
 /** The JavaScript front end: {@link StreamResampler} then {@link MelAnalyser}. */
 export class JsFrontEnd implements LipSyncFrontEnd {
-  readonly #resampler: StreamResampler;
-  readonly #mel = new MelAnalyser();
+  #resampler: StreamResampler;
+  #mel = new MelAnalyser();
 
   constructor(readonly sampleRate: number) {
     this.#resampler = new StreamResampler(sampleRate);
@@ -53,6 +55,11 @@ export class JsFrontEnd implements LipSyncFrontEnd {
 
   push(samples: Int16Array | Float32Array, onFrame: (frame: MelFrame) => void): void {
     this.#mel.push(this.#resampler.process(samples), onFrame);
+  }
+
+  reset(): void {
+    this.#resampler = new StreamResampler(this.sampleRate);
+    this.#mel = new MelAnalyser();
   }
 }
 
@@ -208,7 +215,7 @@ let instance: FrontEndModule | null = null;
 export class WasmFrontEnd implements LipSyncFrontEnd {
   readonly #m: FrontEndModule;
   /** The JavaScript resampler of a rate whose filter is interpolated, or null. */
-  readonly #jsResampler: StreamResampler | null;
+  #jsResampler: StreamResampler | null;
   readonly #passthrough: boolean;
   readonly #filter: WasmFilter | null;
   readonly #q: number;
@@ -245,6 +252,18 @@ export class WasmFrontEnd implements LipSyncFrontEnd {
     this.#hist = new Float32Array(wasm ? 2 * d.half + 8 : 0);
     this.#histLen = d.half - 1;
     this.#ipos = d.half - 1;
+  }
+
+  reset(): void {
+    if (this.#jsResampler) this.#jsResampler = new StreamResampler(this.sampleRate);
+    this.#hist.fill(0);
+    this.#histLen = this.#half - 1;
+    this.#ipos = this.#half - 1;
+    this.#iphase = 0;
+    this.#prev = 0;
+    this.#mel.fill(0);
+    this.#melLen = (WINDOW - HOP) / 2;
+    this.frames = 0;
   }
 
   /** Whether this rate runs in WebAssembly end to end (else its resampler is JavaScript's). */
