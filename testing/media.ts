@@ -10,7 +10,7 @@ import { CATALOG } from "../src/media/catalog.ts";
 import { FrameCache } from "../src/media/frame_cache.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../src/media/media_plane.ts";
 import { ReferenceRenderer } from "../src/media/reference_renderer.ts";
-import type { FrameRequest, Renderer } from "../src/media/renderer.ts";
+import type { FrameRequest, Renderer, VideoFormat } from "../src/media/renderer.ts";
 import type { AvatarSessionMedia } from "../src/media/session_media.ts";
 import { createLogger } from "../src/log.ts";
 import { FakeBridge } from "./fake_bridge.ts";
@@ -29,24 +29,38 @@ export function smallRenderer(): Promise<Renderer> {
 }
 
 /**
- * The small renderer with a watch on every frame it is asked for (`see` runs before the frame renders): what
- * the service knew of each frame (its face, its time) when it drew it.
+ * The small renderer with each frame's rendering passed through `around`, which gets the request, the small
+ * renderer's own call for it and the format (to watch what the service asked for, or to mark the frame).
  */
-export async function watchingRenderer(see: (req: FrameRequest) => void): Promise<Renderer> {
+export async function smallRendererAround(
+  around: (
+    req: FrameRequest,
+    render: (req: FrameRequest) => Uint8Array | Promise<Uint8Array>,
+    format: VideoFormat,
+  ) => Uint8Array | Promise<Uint8Array>,
+): Promise<Renderer> {
   const inner = await smallRenderer();
   return {
     format: inner.format,
     open(options) {
       const session = inner.open(options);
       return {
-        renderFrame(req) {
-          see(req);
-          return session.renderFrame(req);
-        },
+        renderFrame: (req) => around(req, (r) => session.renderFrame(r), inner.format),
         close: () => session.close(),
       };
     },
   };
+}
+
+/**
+ * The small renderer with a watch on every frame it is asked for (`see` runs before the frame renders): what
+ * the service knew of each frame (its face, its time) when it drew it.
+ */
+export function watchingRenderer(see: (req: FrameRequest) => void): Promise<Renderer> {
+  return smallRendererAround((req, render) => {
+    see(req);
+    return render(req);
+  });
 }
 
 /** A media test context. */

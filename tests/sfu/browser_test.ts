@@ -15,7 +15,7 @@ import { tone } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
-import { smallRenderer } from "../../testing/media.ts";
+import { smallRendererAround } from "../../testing/media.ts";
 import { stampFrame } from "../../bench/stamp.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
 
@@ -334,22 +334,12 @@ Deno.test("sfu browser: Janus restarting mid-session: the player takes the new o
 });
 
 /** The small reference renderer with each frame's index stamped as a barcode in its top 32 rows. */
-async function indexStampingRenderer(): Promise<Renderer> {
-  const inner = await smallRenderer();
-  return {
-    format: inner.format,
-    open(options) {
-      const session = inner.open(options);
-      return {
-        renderFrame(req) {
-          const frame = session.renderFrame(req);
-          const stamp = (f: Uint8Array) => stampFrame(f, inner.format, req.index);
-          return frame instanceof Uint8Array ? stamp(frame) : frame.then(stamp);
-        },
-        close: () => session.close(),
-      };
-    },
-  };
+function indexStampingRenderer(): Promise<Renderer> {
+  return smallRendererAround((req, render, format) => {
+    const frame = render(req);
+    const stamp = (f: Uint8Array) => stampFrame(f, format, req.index);
+    return frame instanceof Uint8Array ? stamp(frame) : frame.then(stamp);
+  });
 }
 
 Deno.test("sfu browser: a viewer joining right after the create gets its first frame from Janus's cached opening keyframe", async () => {
