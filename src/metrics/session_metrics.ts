@@ -232,8 +232,10 @@ export class SessionMetrics {
   speechPlaced(responseId: string, dueAt: number): void {
     const p = this.#pending.get(responseId);
     if (!p || p.dueAt !== null) return;
-    p.dueAt = dueAt;
     if (this.#viewerSince !== null && this.#viewerSince > p.engineAt) p.avatarFrom = this.#viewerSince;
+    // Speech is not heard before it arrived and a viewer was there: a pump that ran late (a busy event loop)
+    // places it on a media clock already past.
+    p.dueAt = Math.max(dueAt, p.avatarFrom);
   }
 
   /** A client's report: its own measures, and the presentation of the responses due before it. */

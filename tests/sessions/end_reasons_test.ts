@@ -86,10 +86,15 @@ async function expectEnd(
   sid: string,
   expected: { status: string; reason: string; durationS?: number },
 ) {
+  // Ordering across events is not guaranteed (docs/webhooks.md): wait for the start and the end.
   await eventually(
-    async () => (await s.events(sid)).some((e) => e.type !== "session.started"),
+    async () => {
+      const events = await s.events(sid);
+      return events.some((e) => e.type === "session.started") &&
+        events.some((e) => e.type !== "session.started");
+    },
     DEADLINE_MS,
-    "end event",
+    "the start and end events",
   );
   const events = await s.events(sid);
   const started = events.filter((e) => e.type === "session.started");
