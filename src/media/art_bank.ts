@@ -76,25 +76,28 @@ function mouthRenderer(style: AvatarStyle, width: number, height: number) {
   };
 }
 
+/** Rasterises one avatar's layers at `width`×`height` (≈ 11 SVG renders; mouths later, on demand). */
+export async function loadAvatarArt(style: AvatarStyle, width: number, height: number): Promise<AvatarArt> {
+  const sprite = async (svg: string) => cropToSprite(await rasterise(svg, width, height), width, height);
+  const eyes = {} as Record<EyeState, Record<Look, Sprite>>;
+  for (const s of EYE_STATES) {
+    eyes[s] = {} as Record<Look, Sprite>;
+    for (const l of LOOKS) eyes[s][l] = await sprite(eyesSvg(style, s, l));
+  }
+  const mouths = mouthRenderer(style, width, height);
+  return {
+    body: await sprite(bodySvg(style)),
+    head: await sprite(headSvg(style)),
+    eyes,
+    mouth: mouths.mouth,
+    mouthBox: mouths.box,
+  };
+}
+
 /** Rasterises the catalog's art at `width`×`height` (≈ 35 SVG renders; mouths come later, on demand). */
 export async function loadArtBank(catalog: Catalog, width: number, height: number): Promise<ArtBank> {
-  const sprite = async (svg: string) => cropToSprite(await rasterise(svg, width, height), width, height);
   const avatars = new Map<string, AvatarArt>();
-  for (const a of catalog.avatars) {
-    const eyes = {} as Record<EyeState, Record<Look, Sprite>>;
-    for (const s of EYE_STATES) {
-      eyes[s] = {} as Record<Look, Sprite>;
-      for (const l of LOOKS) eyes[s][l] = await sprite(eyesSvg(a.style, s, l));
-    }
-    const mouths = mouthRenderer(a.style, width, height);
-    avatars.set(a.id, {
-      body: await sprite(bodySvg(a.style)),
-      head: await sprite(headSvg(a.style)),
-      eyes,
-      mouth: mouths.mouth,
-      mouthBox: mouths.box,
-    });
-  }
+  for (const a of catalog.avatars) avatars.set(a.id, await loadAvatarArt(a.style, width, height));
   const backgrounds = new Map<string, Uint8Array>();
   for (const b of catalog.backgrounds) {
     const rgba = await rasterise(b.svg(), width, height);

@@ -9,6 +9,18 @@
  *
  * @module
  */
+import {
+  accessory,
+  type AvatarLook,
+  clothing,
+  EYE_Y,
+  EYES_X,
+  faceOutline,
+  facialHair,
+  glasses,
+  hairBack,
+  hairFront,
+} from "./features.ts";
 import { mouthElements, type MouthPose } from "./mouth.ts";
 
 /** Eye states used for blinking. */
@@ -21,27 +33,12 @@ export const LOOKS = ["neutral", "listening", "thinking"] as const;
 /** One look. */
 export type Look = (typeof LOOKS)[number];
 
-/** The look of one avatar. */
-export interface AvatarStyle {
-  skin: string;
-  skinShade: string;
-  lips: string;
-  hair: string;
-  hairStyle: "bob" | "short" | "curly";
-  iris: string;
-  brows: string;
-  shirt: string;
-  shirtShade: string;
-  glasses: boolean;
-  freckles: boolean;
-}
+/** The look of one avatar (see `features.ts`). */
+export type AvatarStyle = AvatarLook;
 
 const VIEW = `viewBox="0 0 512 512"`;
 const svg = (body: string, defs = "") =>
   `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512" ${VIEW}><defs>${defs}</defs>${body}</svg>`;
-
-const EYE_Y = 230;
-const EYES_X = [214, 298];
 
 /** The torso and neck (never moves). */
 export function bodySvg(s: AvatarStyle): string {
@@ -50,47 +47,9 @@ export function bodySvg(s: AvatarStyle): string {
   return svg(
     `<path d="M226 300 L226 420 L286 420 L286 300 Z" fill="${s.skinShade}"/>
      <path d="M226 372 Q256 392 286 372 L286 420 L226 420 Z" fill="${s.skinShade}" opacity="0.6"/>
-     <path d="M60 512 C64 452 104 420 170 404 C196 398 214 394 226 388 Q256 420 286 388 C298 394 316 398 342 404
-              C408 420 448 452 452 512 Z" fill="url(#shirt)"/>
-     <path d="M226 388 Q256 430 286 388" fill="none" stroke="${s.shirtShade}" stroke-width="6" stroke-linecap="round"/>
-     <path d="M150 470 Q160 440 176 430" fill="none" stroke="${s.shirtShade}" stroke-width="4" opacity="0.5"/>
-     <path d="M362 470 Q352 440 336 430" fill="none" stroke="${s.shirtShade}" stroke-width="4" opacity="0.5"/>`,
+     ${clothing(s)}`,
     defs,
   );
-}
-
-function hairBack(s: AvatarStyle): string {
-  switch (s.hairStyle) {
-    case "bob":
-      return `<path d="M140 240 C128 130 196 84 260 86 C332 88 392 138 374 250 C370 300 372 338 352 352
-                       L330 300 L190 300 L160 352 C140 336 144 296 140 240 Z" fill="${s.hair}"/>`;
-    case "curly":
-      return [0, 1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
-        const a = Math.PI * (0.95 + i * 0.1375);
-        return `<circle cx="${256 + 118 * Math.cos(a)}" cy="${
-          222 + 112 * Math.sin(a)
-        }" r="40" fill="${s.hair}"/>`;
-      }).join("");
-    default:
-      return "";
-  }
-}
-
-function hairFront(s: AvatarStyle): string {
-  switch (s.hairStyle) {
-    case "bob":
-      return `<path d="M158 206 C150 128 214 100 262 102 C322 104 366 140 356 210 C330 170 300 150 252 148
-                       C214 150 184 170 158 206 Z" fill="${s.hair}"/>
-              <path d="M200 150 C230 140 270 138 300 146" fill="none" stroke="#ffffff" stroke-opacity="0.12" stroke-width="6"/>`;
-    case "short":
-      return `<path d="M160 200 C152 128 212 96 262 98 C318 100 364 132 354 202 C344 176 330 160 318 156
-                       C290 170 240 164 212 150 C190 160 170 178 160 200 Z" fill="${s.hair}"/>`;
-    case "curly":
-      return [0, 1, 2, 3, 4, 5].map((i) =>
-        `<circle cx="${186 + i * 28}" cy="${138 + (i % 2) * 10}" r="30" fill="${s.hair}"/>`
-      ).join("") +
-        `<circle cx="166" cy="176" r="24" fill="${s.hair}"/><circle cx="346" cy="176" r="24" fill="${s.hair}"/>`;
-  }
 }
 
 /** The head (face without eyes, brows and mouth; ears, hair, nose): moves with the head motion. */
@@ -102,21 +61,11 @@ export function headSvg(s: AvatarStyle): string {
       .map(([dx, y]) => `<circle cx="${256 + dx}" cy="${y}" r="2.2" fill="${s.skinShade}" opacity="0.8"/>`)
       .join("")
     : "";
-  const glasses = s.glasses
-    ? `<g fill="none" stroke="#1d1d24" stroke-width="5">
-         <rect x="${EYES_X[0] - 34}" y="${EYE_Y - 24}" width="68" height="48" rx="14"/>
-         <rect x="${EYES_X[1] - 34}" y="${EYE_Y - 24}" width="68" height="48" rx="14"/>
-         <path d="M${EYES_X[0] + 34} ${EYE_Y - 6} Q256 ${EYE_Y - 16} ${EYES_X[1] - 34} ${EYE_Y - 6}"/>
-         <path d="M${EYES_X[0] - 34} ${EYE_Y - 8} L164 ${EYE_Y - 14}"/><path d="M${EYES_X[1] + 34} ${
-      EYE_Y - 8
-    } L348 ${EYE_Y - 14}"/>
-       </g>`
-    : "";
+  const face = faceOutline(s);
   return svg(
     `${hairBack(s)}
-     <ellipse cx="160" cy="250" rx="16" ry="26" fill="${s.skinShade}"/>
-     <ellipse cx="352" cy="250" rx="16" ry="26" fill="${s.skinShade}"/>
-     <path d="M160 220 C160 118 352 118 352 220 C352 302 310 360 256 362 C202 360 160 302 160 220 Z" fill="url(#face)"/>
+     ${face.ears}
+     <path d="${face.path}" fill="url(#face)"/>
      <ellipse cx="206" cy="282" rx="22" ry="12" fill="#e0707a" opacity="0.18"/>
      <ellipse cx="306" cy="282" rx="22" ry="12" fill="#e0707a" opacity="0.18"/>
      ${freckles}
@@ -124,8 +73,10 @@ export function headSvg(s: AvatarStyle): string {
       EYE_Y + 54
     } 266 ${EYE_Y + 49}"
            fill="none" stroke="${s.skinShade}" stroke-width="4" stroke-linecap="round"/>
+     ${facialHair(s)}
      ${hairFront(s)}
-     ${glasses}`,
+     ${glasses(s)}
+     ${accessory(s)}`,
     defs,
   );
 }
@@ -137,34 +88,53 @@ const LOOK_POSE: Record<Look, { gx: number; gy: number; browL: number; browR: nu
   thinking: { gx: 5, gy: -4, browL: 6, browR: -1, browTilt: -1 },
 };
 
+/** The opening of each eye shape (half width, half height). */
+const EYE_OPENING: Record<AvatarStyle["eyeShape"], { rx: number; ry: number }> = {
+  almond: { rx: 19, ry: 12 },
+  round: { rx: 16, ry: 14 },
+  narrow: { rx: 20, ry: 8.5 },
+};
+
 function eye(s: AvatarStyle, x: number, state: EyeState, look: Look): string {
   const y = EYE_Y;
   const { gx, gy } = LOOK_POSE[look];
+  const { rx, ry } = EYE_OPENING[s.eyeShape];
   const lash = `stroke="#22181a" stroke-width="3.5" stroke-linecap="round" fill="none"`;
   if (state === "closed") {
-    return `<path d="M${x - 19} ${y + 1} Q${x} ${y + 10} ${x + 19} ${y + 1}" ${lash}/>`;
+    return `<path d="M${x - rx} ${y + 1} Q${x} ${y + 10} ${x + rx} ${y + 1}" ${lash}/>`;
   }
-  const open = `<ellipse cx="${x}" cy="${y}" rx="19" ry="12" fill="#fbfbf8"/>
-    <clipPath id="eye${x}"><ellipse cx="${x}" cy="${y}" rx="19" ry="12"/></clipPath>
+  const open = `<ellipse cx="${x}" cy="${y}" rx="${rx}" ry="${ry}" fill="#fbfbf8"/>
+    <clipPath id="eye${x}"><ellipse cx="${x}" cy="${y}" rx="${rx}" ry="${ry}"/></clipPath>
     <g clip-path="url(#eye${x})">
     <circle cx="${x + gx}" cy="${y + gy}" r="9.5" fill="${s.iris}"/>
     <circle cx="${x + gx}" cy="${y + gy}" r="4.6" fill="#0d0d10"/>
     <circle cx="${x + gx + 3}" cy="${y + gy - 4}" r="2.6" fill="#ffffff"/></g>`;
   if (state === "half") {
-    return `${open}<path d="M${x - 21} ${y + 1} L${x - 21} ${y - 14} L${x + 21} ${y - 14} L${x + 21} ${y + 1}
-      Q${x} ${y + 6} ${x - 21} ${y + 1} Z" fill="${s.skin}"/>
-      <path d="M${x - 19} ${y + 1} Q${x} ${y + 6} ${x + 19} ${y + 1}" ${lash}/>`;
+    return `${open}<path d="M${x - rx - 2} ${y + 1} L${x - rx - 2} ${y - ry - 2} L${x + rx + 2} ${
+      y - ry - 2
+    } L${x + rx + 2} ${y + 1}
+      Q${x} ${y + 6} ${x - rx - 2} ${y + 1} Z" fill="${s.skin}"/>
+      <path d="M${x - rx} ${y + 1} Q${x} ${y + 6} ${x + rx} ${y + 1}" ${lash}/>`;
   }
-  return `${open}<path d="M${x - 20} ${y + 1} Q${x} ${y - 17} ${x + 20} ${y + 1}" ${lash}/>`;
+  return `${open}<path d="M${x - rx - 1} ${y + 1} Q${x} ${y - ry - 5} ${x + rx + 1} ${y + 1}" ${lash}/>`;
 }
+
+/** Each brow style: the arch's height and the stroke's width. */
+const BROW_SHAPE: Record<AvatarStyle["browStyle"], { arch: number; width: number }> = {
+  soft: { arch: 12, width: 7 },
+  straight: { arch: 3, width: 7 },
+  arched: { arch: 20, width: 5 },
+  thick: { arch: 10, width: 11 },
+};
 
 function brows(s: AvatarStyle, look: Look): string {
   const { browL, browR, browTilt } = LOOK_POSE[look];
-  const stroke = `fill="none" stroke="${s.brows}" stroke-width="7" stroke-linecap="round"`;
+  const { arch, width } = BROW_SHAPE[s.browStyle];
+  const stroke = `fill="none" stroke="${s.brows}" stroke-width="${width}" stroke-linecap="round"`;
   const y = EYE_Y - 30;
   // browTilt lifts the inner ends (worried/attentive) or lowers them (concentration).
-  return `<path d="M190 ${y - browL} Q214 ${y - 12 - browL} 240 ${y - browL - browTilt}" ${stroke}/>
-     <path d="M272 ${y - browR - browTilt} Q298 ${y - 12 - browR} 322 ${y - browR}" ${stroke}/>`;
+  return `<path d="M190 ${y - browL} Q214 ${y - arch - browL} 240 ${y - browL - browTilt}" ${stroke}/>
+     <path d="M272 ${y - browR - browTilt} Q298 ${y - arch - browR} 322 ${y - browR}" ${stroke}/>`;
 }
 
 /** Both eyes in one state and look, with the brows. */

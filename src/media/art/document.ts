@@ -10,7 +10,7 @@
  */
 import type { Catalog } from "../catalog.ts";
 import { VISEMES } from "../lipsync/visemes.ts";
-import { bodySvg, EYE_STATES, eyesSvg, headSvg, LOOKS, mouthSvg } from "./avatars.ts";
+import { type AvatarStyle, bodySvg, EYE_STATES, eyesSvg, headSvg, LOOKS, mouthSvg } from "./avatars.ts";
 import { TRANSPARENT_FALLBACK } from "./backgrounds.ts";
 import { MOUTH_BOX, VISEME_POSES } from "./mouth.ts";
 
@@ -40,7 +40,12 @@ export interface ArtDocument {
 /** The art document of `avatarId`, or null when the catalog has no such avatar. */
 export function artDocument(catalog: Catalog, avatarId: string): ArtDocument | null {
   const a = catalog.avatars.find((x) => x.id === avatarId);
-  if (!a) return null;
+  return a ? artDocumentOfLook(catalog, a.id, a.style) : null;
+}
+
+/** The art document of any avatar drawn from a look (a stock avatar's or a project avatar's style). */
+export function artDocumentOfLook(catalog: Catalog, avatarId: string, style: AvatarStyle): ArtDocument {
+  const a = { id: avatarId, style };
   const eyes: Record<string, Record<string, string>> = {};
   for (const s of EYE_STATES) {
     eyes[s] = {};
