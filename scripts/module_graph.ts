@@ -239,6 +239,8 @@ export function floorOf(name: string): number {
     [/^(errors|ids|clock|log|text_fields|settings)\.ts$/, 0],
     [/^sessions\/(state|record|end_reasons|events|view)\.ts$/, 0],
     [/^auth\//, 0],
+    // the uploaded avatar drawing's sanitiser and rig (pure: an XML parser and the allow-list)
+    [/^avatar_svg\//, 0],
     // 1: the configuration (it reads the catalog's settings), and telemetry
     [/^config\.ts$/, 1],
     [/^telemetry\//, 1],

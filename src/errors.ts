@@ -50,6 +50,14 @@ export const ERROR_CATALOG = {
     when: "avatar_config names an avatar or background that is not in the catalog.",
     message: "The avatar configuration is invalid.",
   },
+  SVC_INVALID_AVATAR: {
+    status: 400,
+    retryable: false,
+    spec: false,
+    when:
+      "A project avatar was refused: an unknown or invalid style parameter, or an uploaded drawing that is not well-formed SVG, breaks the rig, exceeds a limit or carries something the allow-list refuses (script, external reference, DTD …); the message names what. Nothing of it is stored. See docs/avatars.md.",
+    message: "The avatar is invalid.",
+  },
   SVC_AUTH_MISSING_CREDENTIALS: {
     status: 401,
     retryable: false,
