@@ -1,13 +1,13 @@
 /**
  * The catalog's art rasterised for one output size, shared by every session: body, head, and eyes (3
- * blink states × 3 looks) once at start-up; mouths on demand, one per quantised pose (`art/mouth.ts`),
+ * blink states × 3 looks) once at start-up (a project avatar's when a session first needs it); mouths on demand, one per quantised pose (`art/mouth.ts`),
  * rasterised over the mouth's small box only and kept in a bounded cache per avatar.
  *
  * @module
  */
-import { bodySvg, EYE_STATES, eyesSvg, type EyeState, headSvg, type Look, LOOKS } from "./art/avatars.ts";
-import { MOUTH_BOX, mouthElements, type MouthPose, poseKey, quantisePose } from "./art/mouth.ts";
-import type { AvatarStyle } from "./art/avatars.ts";
+import { EYE_STATES, type EyeState, type Look, LOOKS } from "./art/avatars.ts";
+import { type AvatarLayers, layersOfLook, type ViewBoxRect } from "./art/layers.ts";
+import { type MouthPose, poseKey, quantisePose } from "./art/mouth.ts";
 import type { Catalog } from "./catalog.ts";
 import { cropToSprite, rasterise, rasteriseSync, type Sprite } from "./raster.ts";
 import { blendSprite } from "./yuv.ts";
@@ -36,7 +36,7 @@ export interface ArtBank {
 }
 
 /** The output box of the mouth region, on even pixels, with a margin for the head's motion. */
-function mouthBoxAt(width: number, height: number) {
+function mouthBoxAt(MOUTH_BOX: ViewBoxRect, width: number, height: number) {
   const sx = width / 512, sy = height / 512;
   const even = (v: number, up: boolean) => (up ? Math.ceil(v / 2) : Math.floor(v / 2)) * 2;
   const x = Math.max(0, even(MOUTH_BOX.x * sx, false));
@@ -46,8 +46,8 @@ function mouthBoxAt(width: number, height: number) {
   return { x, y, width: x1 - x, height: y1 - y };
 }
 
-function mouthRenderer(style: AvatarStyle, width: number, height: number) {
-  const box = mouthBoxAt(width, height);
+function mouthRenderer(layers: AvatarLayers, width: number, height: number) {
+  const box = mouthBoxAt(layers.mouthBox, width, height);
   const sx = width / 512, sy = height / 512;
   const cache = new Map<string, Sprite>();
   return {
@@ -65,7 +65,7 @@ function mouthRenderer(style: AvatarStyle, width: number, height: number) {
       const vb = `${box.x / sx} ${box.y / sy} ${box.width / sx} ${box.height / sy}`;
       const svg =
         `<svg xmlns="http://www.w3.org/2000/svg" width="${box.width}" height="${box.height}" viewBox="${vb}">${
-          mouthElements({ lips: style.lips, skinShade: style.skinShade }, q)
+          layers.mouthElements(q)
         }</svg>`;
       const rgba = rasteriseSync(svg, box.width, box.height);
       const sprite: Sprite = { x: box.x, y: box.y, width: box.width, height: box.height, rgba };
@@ -77,17 +77,17 @@ function mouthRenderer(style: AvatarStyle, width: number, height: number) {
 }
 
 /** Rasterises one avatar's layers at `width`×`height` (≈ 11 SVG renders; mouths later, on demand). */
-export async function loadAvatarArt(style: AvatarStyle, width: number, height: number): Promise<AvatarArt> {
+export async function loadAvatarArt(layers: AvatarLayers, width: number, height: number): Promise<AvatarArt> {
   const sprite = async (svg: string) => cropToSprite(await rasterise(svg, width, height), width, height);
   const eyes = {} as Record<EyeState, Record<Look, Sprite>>;
   for (const s of EYE_STATES) {
     eyes[s] = {} as Record<Look, Sprite>;
-    for (const l of LOOKS) eyes[s][l] = await sprite(eyesSvg(style, s, l));
+    for (const l of LOOKS) eyes[s][l] = await sprite(layers.eyes(s, l));
   }
-  const mouths = mouthRenderer(style, width, height);
+  const mouths = mouthRenderer(layers, width, height);
   return {
-    body: await sprite(bodySvg(style)),
-    head: await sprite(headSvg(style)),
+    body: await sprite(layers.body),
+    head: await sprite(layers.head),
     eyes,
     mouth: mouths.mouth,
     mouthBox: mouths.box,
@@ -97,7 +97,9 @@ export async function loadAvatarArt(style: AvatarStyle, width: number, height: n
 /** Rasterises the catalog's art at `width`×`height` (≈ 35 SVG renders; mouths come later, on demand). */
 export async function loadArtBank(catalog: Catalog, width: number, height: number): Promise<ArtBank> {
   const avatars = new Map<string, AvatarArt>();
-  for (const a of catalog.avatars) avatars.set(a.id, await loadAvatarArt(a.style, width, height));
+  for (const a of catalog.avatars) {
+    avatars.set(a.id, await loadAvatarArt(layersOfLook(a.style), width, height));
+  }
   const backgrounds = new Map<string, Uint8Array>();
   for (const b of catalog.backgrounds) {
     const rgba = await rasterise(b.svg(), width, height);

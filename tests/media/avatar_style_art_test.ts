@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { faceSvg } from "../../src/media/art/avatars.ts";
-import { artDocument, artDocumentOfLook } from "../../src/media/art/document.ts";
+import { artDocument, artDocumentOfLayers } from "../../src/media/art/document.ts";
+import { layersOfLook } from "../../src/media/art/layers.ts";
 import { VISEME_POSES } from "../../src/media/art/mouth.ts";
 import { darken, lookOfStyle } from "../../src/media/art/style_art.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
@@ -101,7 +102,7 @@ Deno.test("style art: colours are the style's (skin, hair, clothing) and omitted
 
 Deno.test("style art: a style avatar's art document has the stock layers (15 mouths, blinks, looks)", () => {
   const look = lookOfStyle(parseAvatarStyle({ hair_style: "afro", lip_color: "#a02040" }));
-  const doc = artDocumentOfLook(CATALOG, "av_test", look);
+  const doc = artDocumentOfLayers(CATALOG, "av_test", layersOfLook(look));
   const stock = artDocument(CATALOG, "ada")!;
   assert.deepEqual(Object.keys(doc.mouths).sort(), [...VISEMES].sort());
   assert.deepEqual(Object.keys(doc.eyes), Object.keys(stock.eyes));

@@ -10,9 +10,10 @@
  */
 import type { Catalog } from "../catalog.ts";
 import { VISEMES } from "../lipsync/visemes.ts";
-import { type AvatarStyle, bodySvg, EYE_STATES, eyesSvg, headSvg, LOOKS, mouthSvg } from "./avatars.ts";
+import { EYE_STATES, LOOKS } from "./avatars.ts";
+import { type AvatarLayers, layersOfLook, svgDocument } from "./layers.ts";
 import { TRANSPARENT_FALLBACK } from "./backgrounds.ts";
-import { MOUTH_BOX, VISEME_POSES } from "./mouth.ts";
+import { VISEME_POSES } from "./mouth.ts";
 
 /** The art document's format version. */
 export const ART_FORMAT = "avatar-art.v0";
@@ -40,26 +41,26 @@ export interface ArtDocument {
 /** The art document of `avatarId`, or null when the catalog has no such avatar. */
 export function artDocument(catalog: Catalog, avatarId: string): ArtDocument | null {
   const a = catalog.avatars.find((x) => x.id === avatarId);
-  return a ? artDocumentOfLook(catalog, a.id, a.style) : null;
+  return a ? artDocumentOfLayers(catalog, a.id, layersOfLook(a.style)) : null;
 }
 
-/** The art document of any avatar drawn from a look (a stock avatar's or a project avatar's style). */
-export function artDocumentOfLook(catalog: Catalog, avatarId: string, style: AvatarStyle): ArtDocument {
-  const a = { id: avatarId, style };
+/** The art document of any avatar's layers (a stock avatar's, a style's or a drawing's). */
+export function artDocumentOfLayers(catalog: Catalog, avatarId: string, layers: AvatarLayers): ArtDocument {
+  const a = { id: avatarId };
   const eyes: Record<string, Record<string, string>> = {};
   for (const s of EYE_STATES) {
     eyes[s] = {};
-    for (const l of LOOKS) eyes[s][l] = eyesSvg(a.style, s, l);
+    for (const l of LOOKS) eyes[s][l] = layers.eyes(s, l);
   }
   return {
     format: ART_FORMAT,
     avatar_id: a.id,
     view_box: [512, 512],
-    body: bodySvg(a.style),
-    head: headSvg(a.style),
+    body: layers.body,
+    head: layers.head,
     eyes,
-    mouths: Object.fromEntries(VISEMES.map((v) => [v, mouthSvg(a.style, VISEME_POSES[v])])),
-    mouth_box: { ...MOUTH_BOX },
+    mouths: Object.fromEntries(VISEMES.map((v) => [v, svgDocument(layers.mouthElements(VISEME_POSES[v]))])),
+    mouth_box: { ...layers.mouthBox },
     backgrounds: Object.fromEntries(catalog.backgrounds.map((b) => [b.id, b.transparent ? null : b.svg()])),
     transparent_fallback: TRANSPARENT_FALLBACK,
   };
