@@ -252,7 +252,7 @@ export function floorOf(name: string): number {
     // 4: the worker side: bridges, media plane, session runtime, session worker, the live sessions' figures
     [/^(providers|media|runtime|worker|metrics)\//, 4],
     // 5: the API side and the fleet: the session service, placement and routing, leases
-    [/^(sessions|fleet|hosting)\//, 5],
+    [/^(sessions|fleet|hosting|avatars)\//, 5],
     // 6: the HTTP surfaces
     [/^(api|demo)\//, 6],
     // 7: composition

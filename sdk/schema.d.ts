@@ -192,6 +192,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/avatars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the project's avatars
+         * @description Non-canonical: not part of the interface specification. Newest first. Scope: `avatars:read`.
+         */
+        get: operations["listAvatars"];
+        put?: never;
+        /**
+         * Create a project avatar
+         * @description Non-canonical: not part of the interface specification. From a style (its parameters in `AvatarStyle`; unknown ones answer 400) or from an uploaded layered SVG (the rig and the refusals are in docs/avatars.md; a refused drawing answers `400 SVC_INVALID_AVATAR` naming what, and nothing of it is stored). Bodies up to 512 KiB. Counts against the project's quota. Scope: `avatars:write`.
+         */
+        post: operations["createAvatar"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/avatars/{avatar_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a project avatar
+         * @description Non-canonical: not part of the interface specification. Another project's id answers 404. Scope: `avatars:read`.
+         */
+        get: operations["getAvatar"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a project avatar
+         * @description Non-canonical: not part of the interface specification. Sessions already running it keep it; a new session naming it answers 400. Scope: `avatars:write`.
+         */
+        delete: operations["deleteAvatar"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/avatars/{avatar_id}/preview.png": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A PNG preview of a project avatar
+         * @description Non-canonical: not part of the interface specification. 512×512, transparent background, at rest (or saying `viseme`). Scope: `avatars:read`.
+         */
+        get: operations["previewAvatar"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/catalog": {
         parameters: {
             query?: never;
@@ -411,7 +479,7 @@ export interface components {
                  * @description The error the start failed with.
                  * @enum {string}
                  */
-                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_METHOD_NOT_ALLOWED" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+                error_code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_INVALID_AVATAR" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_AVATAR_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_METHOD_NOT_ALLOWED" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
                 /**
                  * Format: int64
                  * @description Unix epoch milliseconds
@@ -437,13 +505,13 @@ export interface components {
             scopes: components["schemas"]["Scope"][];
         };
         /** @enum {string} */
-        Scope: "sessions:read" | "sessions:write" | "api_keys:read" | "api_keys:write";
+        Scope: "sessions:read" | "sessions:write" | "api_keys:read" | "api_keys:write" | "avatars:read" | "avatars:write";
         ErrorBody: {
             /**
              * @description Machine-readable error code (see the error reference).
              * @enum {string}
              */
-            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_METHOD_NOT_ALLOWED" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
+            code: "SVC_INVALID_REQUEST" | "SVC_PROVIDER_MISCONFIGURED" | "SVC_RENDER_MISCONFIGURED" | "SVC_INVALID_AVATAR" | "SVC_AUTH_MISSING_CREDENTIALS" | "SVC_AUTH_INVALID_KEY" | "SVC_AUTH_EXPIRED_TOKEN" | "SVC_AUTH_INVALID_TOKEN" | "SVC_AUTH_MISSING_SCOPE" | "SVC_AUTH_FORBIDDEN" | "SVC_API_KEY_NOT_FOUND" | "SVC_SESSION_NOT_FOUND" | "SVC_AVATAR_NOT_FOUND" | "SVC_ROUTE_NOT_FOUND" | "SVC_METHOD_NOT_ALLOWED" | "SVC_REQUEST_TIMEOUT" | "SVC_SESSION_ENDED" | "SVC_SESSION_CONFLICT" | "SVC_SESSION_CANCELLED" | "SVC_IDEMPOTENCY_IN_PROGRESS" | "SVC_PAYLOAD_TOO_LARGE" | "SVC_UNSUPPORTED_MEDIA_TYPE" | "SVC_IDEMPOTENCY_KEY_REUSED" | "SVC_RATE_LIMIT_EXCEEDED" | "SVC_RATE_LIMIT_CONCURRENT_SESSIONS" | "SVC_RATE_LIMIT_PROVIDER_QUOTA" | "SVC_INTERNAL_ERROR" | "SVC_PROVIDER_DOWNSTREAM_FAILED" | "SVC_RENDER_FAILED" | "SVC_SFU_NEGOTIATION_FAILED" | "SVC_PROVIDER_UNAVAILABLE" | "SVC_SESSION_STATE_UNAVAILABLE" | "SVC_RENDER_CAPACITY" | "SVC_SFU_CONNECTION_FAILED" | "SVC_SFU_ROOM_FULL" | "SVC_SFU_NOT_CONFIGURED" | "SVC_TOKEN_SECRET_NOT_CONFIGURED" | "SVC_PROVIDER_TIMEOUT" | "SVC_RENDER_TIMEOUT";
             /** @description Human-readable, provider-agnostic message. */
             message: string;
             /**
@@ -664,6 +732,133 @@ export interface components {
              * @description Unix epoch milliseconds
              */
             rotated_at: number | null;
+        };
+        Avatar: {
+            avatar_id: string;
+            name: string;
+            /** @enum {string} */
+            source: "style" | "svg";
+            /**
+             * Format: int64
+             * @description Unix epoch milliseconds
+             */
+            created_at: number;
+            /** @description Path of its 512×512 PNG preview (needs avatars:read). */
+            preview_url: string;
+            style?: components["schemas"]["AvatarStyle"];
+        };
+        /** @description The style, defaults filled in (style avatars). */
+        AvatarStyle: {
+            /**
+             * @description The head's outline: oval, round, square (a strong jaw) or heart (wide brow, narrow chin).
+             * @default oval
+             * @enum {string}
+             */
+            face_shape?: "oval" | "round" | "square" | "heart";
+            /**
+             * @description Skin (#rrggbb).
+             * @default #e8b894
+             * @example #e8b894
+             */
+            skin_color?: string;
+            /**
+             * @description Skin in shadow (ears, neck, nose line); omitted: skin_color darkened by 15% (#rrggbb).
+             * @example #c99a78
+             */
+            skin_shade_color?: string;
+            /**
+             * @default short
+             * @enum {string}
+             */
+            hair_style?: "bob" | "short" | "curly" | "long" | "bun" | "buzz" | "afro" | "bald";
+            /**
+             * @description Hair (#rrggbb).
+             * @default #3b2418
+             * @example #3b2418
+             */
+            hair_color?: string;
+            /**
+             * @default almond
+             * @enum {string}
+             */
+            eye_shape?: "almond" | "round" | "narrow";
+            /**
+             * @description Iris (#rrggbb).
+             * @default #4d6a3a
+             * @example #4d6a3a
+             */
+            eye_color?: string;
+            /**
+             * @default soft
+             * @enum {string}
+             */
+            brow_style?: "soft" | "straight" | "arched" | "thick";
+            /**
+             * @description Brows; omitted: hair_color (#rrggbb).
+             * @example #3b2418
+             */
+            brow_color?: string;
+            /**
+             * @description Lips (the 15 viseme mouths are drawn in it) (#rrggbb).
+             * @default #b8606a
+             * @example #b8606a
+             */
+            lip_color?: string;
+            /**
+             * @default none
+             * @enum {string}
+             */
+            glasses?: "none" | "round" | "square";
+            /**
+             * @description Facial hair, drawn in hair_color (stubble in a lighter tone of it).
+             * @default none
+             * @enum {string}
+             */
+            facial_hair?: "none" | "stubble" | "mustache" | "goatee" | "beard";
+            /** @default false */
+            freckles?: boolean;
+            /**
+             * @default tshirt
+             * @enum {string}
+             */
+            clothing_style?: "tshirt" | "hoodie" | "blazer";
+            /**
+             * @description Clothing (#rrggbb).
+             * @default #3f7ab0
+             * @example #3f7ab0
+             */
+            clothing_color?: string;
+            /**
+             * @description Clothing's folds and trim; omitted: clothing_color darkened by 30% (#rrggbb).
+             * @example #2c5580
+             */
+            clothing_accent_color?: string;
+            /**
+             * @description One accessory: earrings, a hat (a beanie) or a headset with a microphone.
+             * @default none
+             * @enum {string}
+             */
+            accessory?: "none" | "earrings" | "hat" | "headset";
+            /**
+             * @description The accessory (#rrggbb).
+             * @default #d8b040
+             * @example #d8b040
+             */
+            accessory_color?: string;
+        };
+        CreateAvatarBody: {
+            /** @description A name for people (1–100 characters). */
+            name: string;
+            style: components["schemas"]["AvatarStyle"] & unknown;
+        } | {
+            /** @description A name for people (1–100 characters). */
+            name: string;
+            /** @description A layered SVG drawing following the rig of docs/avatars.md (at most 384 KiB); sanitised before it is stored. */
+            svg: string;
+        };
+        AvatarList: {
+            data: components["schemas"]["Avatar"][];
+            next_cursor: string | null;
         };
         Catalog: {
             avatars: components["schemas"]["CatalogAvatar"][];
@@ -1995,6 +2190,596 @@ export interface operations {
             };
             /** @description SVC_AUTH_MISSING_SCOPE */
             403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAvatars: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 20). */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. Opaque; an altered or foreign cursor answers 400. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of avatars. */
+            200: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AvatarList"];
+                };
+            };
+            /** @description SVC_INVALID_REQUEST */
+            400: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createAvatar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAvatarBody"];
+            };
+        };
+        responses: {
+            /** @description The new avatar. */
+            201: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Avatar"];
+                };
+            };
+            /** @description SVC_INVALID_REQUEST, SVC_INVALID_AVATAR */
+            400: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_REQUEST_TIMEOUT */
+            408: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAvatar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                avatar_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The avatar. */
+            200: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Avatar"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AVATAR_NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteAvatar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                avatar_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AVATAR_NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_SESSION_STATE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    /** @description Seconds; present for retryable codes. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    previewAvatar: {
+        parameters: {
+            query?: {
+                /** @description The mouth to draw (default `sil`, at rest). */
+                viseme?: "sil" | "PP" | "FF" | "TH" | "DD" | "kk" | "CH" | "SS" | "nn" | "RR" | "aa" | "E" | "ih" | "oh" | "ou";
+            };
+            header?: never;
+            path: {
+                avatar_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PNG. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                };
+            };
+            /** @description SVC_INVALID_REQUEST */
+            400: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_CREDENTIALS, SVC_AUTH_INVALID_KEY */
+            401: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AUTH_MISSING_SCOPE */
+            403: {
+                headers: {
+                    /** @description UUID of this request; equals request_id in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description Always `no-store` on /v1 answers: they may carry tokens, keys or secrets. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SVC_AVATAR_NOT_FOUND */
+            404: {
                 headers: {
                     /** @description UUID of this request; equals request_id in error bodies. */
                     "X-Request-Id"?: string;

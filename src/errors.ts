@@ -117,6 +117,14 @@ export const ERROR_CATALOG = {
     when: "The session_id is unknown, malformed, or belongs to another project.",
     message: "No such session.",
   },
+  SVC_AVATAR_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    spec: false,
+    when:
+      "No project avatar of the caller's project has this id (deleted, never created, or another project's).",
+    message: "No such avatar.",
+  },
   SVC_ROUTE_NOT_FOUND: {
     status: 404,
     retryable: false,

@@ -34,6 +34,11 @@ export function newSessionId(): string {
   return `session:${randomBase62(22)}`;
 }
 
+/** A new project avatar id: `av_` + 22 base62 characters. */
+export function newAvatarId(): string {
+  return `av_${randomBase62(22)}`;
+}
+
 /** A new API key id: `svc_key_` + 22 base62 characters. */
 export function newKeyId(): string {
   return `svc_key_${randomBase62(22)}`;
@@ -48,6 +53,8 @@ export const MAX_ID_LENGTH = 255;
 /** Pattern of session ids (from the interface specification). */
 export const SESSION_ID_PATTERN = /^session:[A-Za-z0-9_-]+$/;
 /** Pattern of API key ids (from the interface specification). */
+export const AVATAR_ID_PATTERN = /^av_[A-Za-z0-9]{1,64}$/;
+/** A key id. */
 export const KEY_ID_PATTERN = /^svc_key_[A-Za-z0-9_-]+$/;
 /** Pattern of project ids accepted by the bootstrap command. */
 export const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

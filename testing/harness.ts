@@ -7,7 +7,7 @@
  */
 import { compose } from "../src/app/compose.ts";
 import { workerOverrides } from "../src/app/worker_side.ts";
-import type { Scope } from "../src/auth/scopes.ts";
+import { type Scope, SCOPES } from "../src/auth/scopes.ts";
 import type { TokenService } from "../src/auth/tokens.ts";
 import { OffsetClock } from "../src/clock.ts";
 import { type Config, loadConfig } from "../src/config.ts";
@@ -175,7 +175,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       server ??= Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
       return `http://127.0.0.1:${server.addr.port}`;
     },
-    async key(projectId, scopes = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"]) {
+    async key(projectId, scopes = [...SCOPES]) {
       const { plaintext } = await createApiKey(kv, {
         projectId,
         name: "test",

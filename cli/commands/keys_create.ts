@@ -11,7 +11,14 @@ import { startProgress } from "../progress.ts";
 import { UsageError } from "../usage_error.ts";
 
 /** Scopes granted when no `--scope` is given. */
-const ALL_SCOPES = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"] as const;
+const ALL_SCOPES = [
+  "sessions:read",
+  "sessions:write",
+  "api_keys:read",
+  "api_keys:write",
+  "avatars:read",
+  "avatars:write",
+] as const;
 
 /** `keys create`. */
 export const keysCreate: CommandSpec = {

@@ -32,6 +32,8 @@ import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerSessionRoutes } from "./routes/sessions.ts";
 import { registerSessionListRoute } from "./routes/session_list.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
+import { AVATAR_BODY_BYTES, registerAvatarRoutes } from "./routes/avatars.ts";
+import { AvatarService } from "../avatars/service.ts";
 import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerSessionMetricsRoutes } from "./routes/session_metrics.ts";
@@ -62,6 +64,8 @@ export interface AppDeps {
   /** The API side (`SVC_ROLE` all or api): the `/v1` routes, the docs, the catalog, the demo page. */
   api?: {
     sessions: SessionService;
+    /** The project avatars (built here from the KV and clock when not given). */
+    avatars?: AvatarService;
     /** The demo page's backend (its API key and engine); the page is served only when given. */
     demo?: Omit<DemoDeps, "call">;
   };
@@ -155,7 +159,12 @@ export function createApp(deps: AppDeps): App {
   app.use(
     "*",
     boundedBody({
-      maxBytes: (path) => path.startsWith(INTERNAL_PREFIX) ? internalMaxBodyBytes : config.maxBodyBytes,
+      maxBytes: (path) =>
+        path.startsWith(INTERNAL_PREFIX)
+          ? internalMaxBodyBytes
+          : path === "/v1/avatars"
+          ? Math.max(AVATAR_BODY_BYTES, config.maxBodyBytes)
+          : config.maxBodyBytes,
       timeoutMs: config.bodyTimeoutMs,
     }),
   );
@@ -178,6 +187,10 @@ export function createApp(deps: AppDeps): App {
     registerSessionListRoute(app, { kv, clock });
     registerSessionMetricsRoutes(app, { kv, live: deps.worker?.worker.metrics.snapshotOf });
     registerWebhookRoutes(app, { kv, clock });
+    registerAvatarRoutes(app, {
+      avatars: deps.api.avatars ??
+        new AvatarService({ kv, clock, keepDeletedMs: 2 * config.lifetimes.maxDurationMs }),
+    });
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.catalog ?? AVATAR_CATALOG });
   }

@@ -5,7 +5,14 @@
  */
 
 /** Every scope, in documentation order. */
-export const SCOPES = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"] as const;
+export const SCOPES = [
+  "sessions:read",
+  "sessions:write",
+  "api_keys:read",
+  "api_keys:write",
+  "avatars:read",
+  "avatars:write",
+] as const;
 
 /** One scope name. */
 export type Scope = (typeof SCOPES)[number];

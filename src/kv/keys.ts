@@ -25,6 +25,10 @@
  * | `["owned_session", instance_id, pid, session_id]` | `true`: a live session the instance runs |
  * | `["owner_load", instance_id]` | number of live sessions placed on the instance (its load) |
  * | `["webhook_due", due_at_ms, pid, event_id]` | `true`: the event is due for an attempt at `due_at_ms` |
+ * | `["project", pid, "avatar", avatar_id]` | {@link import("./avatars.ts").AvatarRecord}: a project avatar (kept as a tombstone for a while after its deletion, for the sessions that run it) |
+ * | `["project", pid, "avatar_svg", avatar_id, part]` | `Uint8Array`: part `part` (0, 1, …) of an uploaded avatar's sanitised drawing (UTF-8), written atomically with its record |
+ * | `["project", pid, "avatar_index", created_at, avatar_id]` | `true`: the listing of the project's avatars, newest first (removed on deletion) |
+ * | `["project", pid, "avatar_count"]` | `Deno.KvU64`: the project's avatars (the quota's count) |
  * | `["list_cursor_key"]` | {@link import("./list_cursor_key.ts").CursorKeyRecord}: the HMAC key that signs listing cursors |
  *
  * @module
@@ -149,3 +153,35 @@ export const webhookDueKey = (dueAt: number, projectId: string, eventId: string)
 ];
 /** Prefix of the webhook due index (ordered by due time). */
 export const webhookDuePrefix: Deno.KvKey = ["webhook_due"];
+
+/** Key of a project avatar's record. */
+export const avatarKey = (projectId: string, avatarId: string): Deno.KvKey => [
+  "project",
+  projectId,
+  "avatar",
+  avatarId,
+];
+
+/** Key of one part of a project avatar's drawing. */
+export const avatarSvgPartKey = (projectId: string, avatarId: string, part: number): Deno.KvKey => [
+  "project",
+  projectId,
+  "avatar_svg",
+  avatarId,
+  part,
+];
+
+/** Key of a project avatar's listing entry. */
+export const avatarIndexKey = (projectId: string, createdAt: number, avatarId: string): Deno.KvKey => [
+  "project",
+  projectId,
+  "avatar_index",
+  createdAt,
+  avatarId,
+];
+
+/** Prefix of a project's avatar listing. */
+export const avatarIndexPrefix = (projectId: string): Deno.KvKey => ["project", projectId, "avatar_index"];
+
+/** Key of a project's avatar count. */
+export const avatarCountKey = (projectId: string): Deno.KvKey => ["project", projectId, "avatar_count"];

@@ -48,8 +48,24 @@ function canonical(f: CursorFilters): string {
   ]);
 }
 
-function signedBytes(projectId: string, filters: CursorFilters, position: string): Uint8Array<ArrayBuffer> {
-  return encoder.encode(`list-cursor/v1\n${projectId}\n${canonical(filters)}\n${position}`);
+/** Which listing a cursor pages: its name (signed, so one listing's cursor is refused by another) and ids. */
+export interface Listing {
+  /** Empty for the session listing (its cursors predate the others'). */
+  name: string;
+  idPattern: RegExp;
+}
+
+/** The session listing. */
+export const SESSION_LISTING: Listing = { name: "", idPattern: SESSION_ID_PATTERN };
+
+function signedBytes(
+  projectId: string,
+  filters: CursorFilters,
+  position: string,
+  listing: Listing,
+): Uint8Array<ArrayBuffer> {
+  const name = listing.name ? `/${listing.name}` : "";
+  return encoder.encode(`list-cursor/v1${name}\n${projectId}\n${canonical(filters)}\n${position}`);
 }
 
 /** Issues the cursor of the page that ends at `position`. */
@@ -58,9 +74,12 @@ export async function encodeCursor(
   projectId: string,
   filters: CursorFilters,
   position: ListPosition,
+  listing: Listing = SESSION_LISTING,
 ): Promise<string> {
   const pos = b64url(encoder.encode(JSON.stringify([position.createdAt, position.sessionId])));
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, signedBytes(projectId, filters, pos)));
+  const mac = new Uint8Array(
+    await crypto.subtle.sign("HMAC", key, signedBytes(projectId, filters, pos, listing)),
+  );
   return `v1.${pos}.${b64url(mac)}`;
 }
 
@@ -70,12 +89,15 @@ export async function decodeCursor(
   projectId: string,
   filters: CursorFilters,
   cursor: string,
+  listing: Listing = SESSION_LISTING,
 ): Promise<ListPosition | null> {
   const parts = cursor.split(".");
   if (parts.length !== 3 || parts[0] !== "v1") return null;
   const mac = fromB64url(parts[2]);
   if (!mac || mac.length !== 32) return null;
-  if (!(await crypto.subtle.verify("HMAC", key, mac, signedBytes(projectId, filters, parts[1])))) return null;
+  if (!(await crypto.subtle.verify("HMAC", key, mac, signedBytes(projectId, filters, parts[1], listing)))) {
+    return null;
+  }
   const raw = fromB64url(parts[1]);
   if (!raw) return null;
   let value: unknown;
@@ -86,7 +108,7 @@ export async function decodeCursor(
   }
   if (
     !Array.isArray(value) || value.length !== 2 || !Number.isSafeInteger(value[0]) || value[0] < 0 ||
-    typeof value[1] !== "string" || !SESSION_ID_PATTERN.test(value[1])
+    typeof value[1] !== "string" || !listing.idPattern.test(value[1])
   ) return null;
   return { createdAt: value[0], sessionId: value[1] };
 }

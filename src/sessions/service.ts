@@ -52,6 +52,9 @@ import { resolveTransport } from "./resolve_transport.ts";
 import { alwaysServed } from "../vocabulary/transports.ts";
 import type { RequestedTransport } from "../vocabulary/transports.ts";
 import { AVATAR_CATALOG, resolveAvatarConfig } from "../vocabulary/avatar_catalog.ts";
+import { getAvatar } from "../kv/avatars.ts";
+import { kvOp } from "../kv/guard.ts";
+import { AVATAR_ID_PATTERN } from "../ids.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { recordStartDuration } from "../telemetry/metrics.ts";
 import { annotate, inSpan } from "../telemetry/tracing.ts";
@@ -148,7 +151,17 @@ export class SessionService {
       : await host.availableTransports();
     const transport = resolveTransport(input.transport, served);
     // Unknown avatars are refused before anything is written; omitted ids take the catalog's defaults.
-    const avatar = resolveAvatarConfig(AVATAR_CATALOG, input.avatar_config);
+    const avatar = resolveAvatarConfig(AVATAR_CATALOG, input.avatar_config, { projectAvatars: true });
+    if (AVATAR_ID_PATTERN.test(avatar.avatarId)) {
+      // A project avatar: the caller's project's, and not deleted (running sessions keep theirs).
+      const rec = await kvOp(() => getAvatar(kv, caller.projectId, avatar.avatarId));
+      if (!rec || rec.deleted_at) {
+        throw new ApiError(
+          "SVC_RENDER_MISCONFIGURED",
+          "avatar_config.avatar_id: the project has no avatar with this id (deleted or never created; GET /v1/avatars lists them).",
+        );
+      }
+    }
     if (!tokens.available) throw new ApiError("SVC_TOKEN_SECRET_NOT_CONFIGURED");
     if (input.webhook_url !== undefined) await this.#checkWebhookUrl(caller.projectId, input.webhook_url);
 

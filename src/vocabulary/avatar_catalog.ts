@@ -7,6 +7,7 @@
  * @module
  */
 import { ApiError } from "../errors.ts";
+import { AVATAR_ID_PATTERN } from "../ids.ts";
 
 /** One avatar or background of the catalog, as `GET /v1/catalog` lists it. */
 export interface CatalogEntry {
@@ -53,7 +54,8 @@ export interface AvatarSelection {
 
 /**
  * Resolves `avatar_config` against the catalog: omitted ids take the defaults, unknown ids throw
- * `400 SVC_RENDER_MISCONFIGURED`.
+ * `400 SVC_RENDER_MISCONFIGURED`. With `projectAvatars`, an `av_…` id passes (a project avatar: the session
+ * service checks it in storage).
  *
  * @example Usage
  * ```ts
@@ -64,10 +66,13 @@ export interface AvatarSelection {
 export function resolveAvatarConfig(
   catalog: AvatarCatalog,
   config: { avatar_id?: string; bg_id?: string } | undefined,
+  options: { projectAvatars?: boolean } = {},
 ): AvatarSelection {
   const avatarId = config?.avatar_id ?? catalog.defaultAvatarId;
   const bgId = config?.bg_id ?? catalog.defaultBgId;
-  if (!catalog.avatars.some((a) => a.id === avatarId)) {
+  // A project avatar's id (`av_…`) is the caller's to check in storage (`projectAvatars`).
+  const projectAvatar = options.projectAvatars === true && AVATAR_ID_PATTERN.test(avatarId);
+  if (!projectAvatar && !catalog.avatars.some((a) => a.id === avatarId)) {
     throw new ApiError(
       "SVC_RENDER_MISCONFIGURED",
       `avatar_config.avatar_id is not in the catalog (GET /v1/catalog lists ${

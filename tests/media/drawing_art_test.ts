@@ -78,3 +78,8 @@ Deno.test("drawing art: the 15 mouths are drawn in the rig's box, in its lip col
   assert.equal(outside, 0, "nothing of the mouth outside its box");
   assert.ok(differ > 100, `aa and sil differ in ${differ} px`);
 });
+
+Deno.test("viseme names: the API's list is the media plane's", async () => {
+  const { VISEME_NAMES } = await import("../../src/vocabulary/viseme_names.ts");
+  assert.deepEqual([...VISEME_NAMES], [...VISEMES]);
+});
