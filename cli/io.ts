@@ -21,6 +21,8 @@ export interface Io {
   env(name: string): string | undefined;
   /** Reads a text file (`--config`). */
   readTextFile(path: string): Promise<string>;
+  /** Writes a file (`avatars preview -o`). */
+  writeFile?(path: string, bytes: Uint8Array): Promise<void>;
   /** Reads all of standard input (`--config -`). */
   readStdin(): Promise<string>;
   /** The `fetch` the API client uses (default: the global one). */
@@ -50,6 +52,7 @@ export function denoIo(): Io {
     noColor: Deno.noColor,
     env: (name) => Deno.env.get(name),
     readTextFile: (path) => Deno.readTextFile(path),
+    writeFile: (path, bytes) => Deno.writeFile(path, bytes),
     consoleSize() {
       try {
         return Deno.stdout.isTerminal() ? Deno.consoleSize() : null;

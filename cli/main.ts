@@ -12,6 +12,7 @@ import { ConfigError } from "../src/config.ts";
 import { DEFAULT_API_URL } from "./api_client.ts";
 import { type CommandSpec, runCommand } from "./command.ts";
 import { adminBootstrap, BOOTSTRAP_HELP } from "./commands/admin_bootstrap.ts";
+import { avatarsCreate, avatarsDelete, avatarsGet, avatarsList, avatarsPreview } from "./commands/avatars.ts";
 import { keysCreate } from "./commands/keys_create.ts";
 import { keysList } from "./commands/keys_list.ts";
 import { keysRevoke } from "./commands/keys_revoke.ts";
@@ -39,6 +40,11 @@ export const COMMANDS: readonly CommandSpec[] = [
   sessionsEnd,
   sessionsToken,
   webhooksSecret,
+  avatarsCreate,
+  avatarsList,
+  avatarsGet,
+  avatarsPreview,
+  avatarsDelete,
   adminBootstrap,
 ];
 
@@ -46,6 +52,7 @@ const GROUPS: Record<string, string> = {
   keys: "API keys of the calling key's project",
   sessions: "sessions: create and start, inspect, list, measure, end, mint client tokens",
   webhooks: "the project's webhook signing secret",
+  avatars: "project avatars: create from a style or a drawing, list, show, preview, delete",
   admin: "operator tasks that bypass the API (straight in the configured KV)",
 };
 

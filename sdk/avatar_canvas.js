@@ -48,7 +48,7 @@ const KEEP_MS = 2000;
  */
 
 /**
- * @param {{ canvas: HTMLCanvasElement; origin: string; fetch?: typeof fetch; soundStarts?: () => number[] }} options
+ * @param {{ canvas: HTMLCanvasElement; origin: string; fetch?: typeof fetch; soundStarts?: () => number[]; token?: () => string }} options
  *   `origin`: the service's http(s) origin (the media URL's). `soundStarts`: timeline instants (ms) where a
  *   sound starts after a silence (the player's decoded audio), if known.
  * @returns {AvatarDrawer}
@@ -121,7 +121,12 @@ export function createAvatarDrawer(options) {
 
   /** @param {{ art_path?: string; bg_id?: string }} animation */
   const load = async (animation) => {
-    const res = await doFetch(new URL(animation.art_path ?? "", options.origin).href);
+    const url = new URL(animation.art_path ?? "", options.origin);
+    // A project avatar's art (`av_…`) is served only with the session's token; a stock avatar's is public.
+    if (url.pathname.startsWith("/media/v0/art/av_") && options.token) {
+      url.searchParams.set("token", options.token());
+    }
+    const res = await doFetch(url.href);
     if (!res.ok) throw new Error(`the avatar's art answered ${res.status}`);
     const doc = await res.json();
     const w = canvas.width, h = canvas.height;

@@ -10,8 +10,11 @@ import type { RetryOptions } from "./retry.d.ts";
 import type { ListSessionsQuery, SessionPages } from "./session_pages.d.ts";
 import type {
   ApiKeyList,
+  Avatar,
+  AvatarList,
   ClientToken,
   CreateApiKeyRequest,
+  CreateAvatarRequest,
   CreatedApiKey,
   CreatedSession,
   CreateSessionRequest,
@@ -69,6 +72,35 @@ export interface ListApiKeysQuery {
   limit?: number;
   /** Cursor: the last `key_id` of the previous page. */
   starting_after?: string;
+}
+
+/** Query of `listAvatars`. */
+export interface ListAvatarsQuery {
+  /** Page size, 1..100 (default 20). */
+  limit?: number;
+  /** `next_cursor` of the previous page. */
+  cursor?: string;
+}
+
+/** Query of `previewAvatar`. */
+export interface PreviewAvatarQuery {
+  /** The mouth to draw (one of the 15 visemes; default `sil`, at rest). */
+  viseme?:
+    | "sil"
+    | "PP"
+    | "FF"
+    | "TH"
+    | "DD"
+    | "kk"
+    | "CH"
+    | "SS"
+    | "nn"
+    | "RR"
+    | "aa"
+    | "E"
+    | "ih"
+    | "oh"
+    | "ou";
 }
 
 /**
@@ -136,6 +168,23 @@ export interface Client {
    * rotate again and end the grace period of the secret receivers still hold).
    */
   rotateWebhookSecret(options?: RequestOptions): Promise<WebhookSecret>;
+  /**
+   * `POST /v1/avatars` (non-canonical): creates a project avatar from a style or a layered SVG drawing
+   * (docs/avatars.md); a refused drawing rejects with `SVC_INVALID_AVATAR` naming what. Scope
+   * `avatars:write`. Never retried after a network error (a repeat could make a second avatar).
+   */
+  createAvatar(body: CreateAvatarRequest, options?: RequestOptions): Promise<Avatar>;
+  /** `GET /v1/avatars`: one page of the project's avatars, newest first. Scope `avatars:read`. */
+  listAvatars(query?: ListAvatarsQuery, options?: RequestOptions): Promise<AvatarList>;
+  /** `GET /v1/avatars/{avatar_id}`: one avatar (another project's id: 404). Scope `avatars:read`. */
+  getAvatar(avatarId: string, options?: RequestOptions): Promise<Avatar>;
+  /** `DELETE /v1/avatars/{avatar_id}`: deletes it; sessions running it keep it. Scope `avatars:write`. */
+  deleteAvatar(avatarId: string, options?: RequestOptions): Promise<void>;
+  /**
+   * `GET /v1/avatars/{avatar_id}/preview.png`: the PNG bytes (512×512, transparent) at rest or saying
+   * `viseme`. Scope `avatars:read`.
+   */
+  previewAvatar(avatarId: string, query?: PreviewAvatarQuery, options?: RequestOptions): Promise<Uint8Array>;
   /**
    * The underlying openapi-fetch client, authenticated, for anything the methods do not cover. Its calls
    * resolve with `{ data, error, response }` and are never retried.

@@ -81,9 +81,11 @@ export function createClient(options) {
    * @template T
    * @param {(init: AttemptInit) => Promise<{ data?: T; error?: unknown; response: Response }>} send
    * @param {AbortSignal | undefined} signal
+   * @param {"json" | "empty" | "bytes"} [expect] What a success carries: a JSON object (default), nothing
+   *   (204) or bytes (a PNG).
    * @returns {Promise<T>}
    */
-  async function attempt(send, signal) {
+  async function attempt(send, signal, expect = "json") {
     /** @type {Response | null} */
     let answer = null;
     /** @type {(request: Request) => Promise<Response>} */
@@ -98,6 +100,11 @@ export function createClient(options) {
     }
     const { data, error, response } = result;
     if (!response.ok) throw errorFromAnswer(response, error);
+    if (expect === "empty") return /** @type {T} */ (/** @type {unknown} */ (undefined));
+    if (expect === "bytes") {
+      if (!(data instanceof ArrayBuffer)) throw invalidResponse(response);
+      return /** @type {T} */ (/** @type {unknown} */ (new Uint8Array(data)));
+    }
     if (data === null || typeof data !== "object" || Array.isArray(data)) throw invalidResponse(response);
     return data;
   }
@@ -108,13 +115,14 @@ export function createClient(options) {
    * @param {RetryTarget} target
    * @param {RequestOptions | undefined} options
    * @param {(init: AttemptInit) => Promise<{ data?: T; error?: unknown; response: Response }>} send
+   * @param {"json" | "empty" | "bytes"} [expect]
    * @returns {Promise<T>}
    */
-  async function call(target, options, send) {
+  async function call(target, options, send, expect = "json") {
     const policy = options?.retry === undefined ? clientPolicy : resolveRetryPolicy(options.retry);
     const signal = options?.signal;
     if (signal?.aborted) throw signal.reason;
-    return await withRetry(policy, target, () => attempt(send, signal), signal);
+    return await withRetry(policy, target, () => attempt(send, signal, expect), signal);
   }
 
   return {
@@ -211,6 +219,52 @@ export function createClient(options) {
         options,
         (init) => raw.POST("/v1/webhooks/secret/rotate", init),
       );
+    },
+    async createAvatar(body, options) {
+      return await call(
+        { operation: "createAvatar", safe: false },
+        options,
+        (init) => raw.POST("/v1/avatars", { ...init, body }),
+      );
+    },
+    async listAvatars(query = {}, options) {
+      return await call(
+        { operation: "listAvatars", safe: true },
+        options,
+        (init) => raw.GET("/v1/avatars", { ...init, params: { query } }),
+      );
+    },
+    async getAvatar(avatarId, options) {
+      const avatar_id = pathParam("avatarId", avatarId);
+      return await call(
+        { operation: "getAvatar", safe: true },
+        options,
+        (init) => raw.GET("/v1/avatars/{avatar_id}", { ...init, params: { path: { avatar_id } } }),
+      );
+    },
+    async deleteAvatar(avatarId, options) {
+      const avatar_id = pathParam("avatarId", avatarId);
+      return await call(
+        { operation: "deleteAvatar", safe: true },
+        options,
+        (init) => raw.DELETE("/v1/avatars/{avatar_id}", { ...init, params: { path: { avatar_id } } }),
+        "empty",
+      );
+    },
+    async previewAvatar(avatarId, query = {}, options) {
+      const avatar_id = pathParam("avatarId", avatarId);
+      // The bytes arrive as an ArrayBuffer; `attempt` ("bytes") hands them over as a Uint8Array.
+      return /** @type {Uint8Array} */ (/** @type {unknown} */ (await call(
+        { operation: "previewAvatar", safe: true },
+        options,
+        (init) =>
+          raw.GET("/v1/avatars/{avatar_id}/preview.png", {
+            ...init,
+            params: { path: { avatar_id }, query },
+            parseAs: "arrayBuffer",
+          }),
+        "bytes",
+      )));
     },
   };
 }

@@ -418,6 +418,7 @@ function createFmp4Player(options) {
       canvas: /** @type {HTMLCanvasElement} */ (canvas),
       origin: httpOrigin(mediaUrl),
       soundStarts: () => sink.soundStarts?.() ?? [],
+      token: () => token,
     })
     : null;
   let drawRaf = 0;

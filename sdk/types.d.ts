@@ -19,6 +19,15 @@ export type ApiKeySummary = components["schemas"]["ApiKeySummary"];
 /** An API key scope. */
 export type Scope = components["schemas"]["Scope"];
 
+/** Body of `createAvatar` (`POST /v1/avatars`): a name and a style or an SVG drawing. */
+export type CreateAvatarRequest = components["schemas"]["CreateAvatarBody"];
+/** A project avatar (`createAvatar`, `getAvatar`). */
+export type Avatar = components["schemas"]["Avatar"];
+/** One page of `listAvatars`. */
+export type AvatarList = components["schemas"]["AvatarList"];
+/** A project avatar's style parameters (every one optional; defaults in docs/avatars.md). */
+export type AvatarStyle = components["schemas"]["AvatarStyle"];
+
 /** Body of `createSession` (`POST /v1/sessions`). */
 export type CreateSessionRequest = components["schemas"]["CreateSessionRequest"];
 /** Answer of `createSession`: the session is `active`, with a 5-minute client token. */

@@ -38,7 +38,7 @@ import { registerWebhookDocs } from "./webhook_schemas.ts";
 import { registerCatalogRoutes } from "./routes/catalog.ts";
 import { registerSessionMetricsRoutes } from "./routes/session_metrics.ts";
 import { registerTransportSockets } from "./transport_socket.ts";
-import { type ArtLookup, registerArtRoute } from "./routes/art.ts";
+import { type ArtLookup, type ProjectArtLookup, registerArtRoute } from "./routes/art.ts";
 import { AVATAR_CATALOG, type AvatarCatalog } from "../vocabulary/avatar_catalog.ts";
 import type { TransportSockets } from "../vocabulary/transports.ts";
 import type { WorkerPort } from "../fleet/worker_port.ts";
@@ -81,6 +81,8 @@ export interface AppDeps {
     catalog?: AvatarCatalog;
     /** The avatars' art documents (`GET /media/v0/art/{avatar_id}`), when this process renders. */
     art?: ArtLookup;
+    /** Project avatars' art for the sessions running them (see `routes/art.ts`). */
+    projectArt?: ProjectArtLookup;
     /** Signs the internal API; without it (an `all` process no one calls) the internal API is not served. */
     auth?: InternalAuth;
   };
@@ -194,7 +196,9 @@ export function createApp(deps: AppDeps): App {
     registerWebhookDocs(app);
     registerCatalogRoutes(app, { catalog: deps.worker?.catalog ?? AVATAR_CATALOG });
   }
-  if (deps.worker?.art) registerArtRoute(app, { art: deps.worker.art });
+  if (deps.worker?.art) {
+    registerArtRoute(app, { art: deps.worker.art, projectArt: deps.worker.projectArt, tokens: deps.tokens });
+  }
   if (deps.worker?.sockets) {
     registerTransportSockets(app, { tokens: deps.tokens, sockets: deps.worker.sockets, logger });
   }

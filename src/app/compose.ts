@@ -303,6 +303,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
           sockets: side.sockets,
           catalog: side.catalog,
           art: side.art,
+          projectArt: side.projectArt,
           auth: auth && config.workerUrl ? auth : undefined,
         }
         : undefined,

@@ -11,6 +11,7 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import { MediaPlane, type MediaPlaneOptions } from "../media/media_plane.ts";
 import { artDocument } from "../media/art/document.ts";
+import { projectAvatarLoader } from "../media/art/project_avatars.ts";
 import { createBridges } from "../providers/bridges.ts";
 import type { ProviderBridge } from "../providers/types.ts";
 import type { ProviderType } from "../providers/catalog/catalog.ts";
@@ -112,6 +113,8 @@ export interface WorkerSideArgs {
 export async function createWorkerSide(a: WorkerSideArgs): Promise<WorkerSide> {
   const o = overridesOf(a.overrides);
   const { kv, clock, config, logger, instanceId, media } = a;
+  // Sessions may run the project avatars of their project (read from KV when first needed).
+  media?.useProjectAvatars(projectAvatarLoader(kv));
   const runtime = new SessionRuntime({
     bridges: {
       ...await createBridges({ config, logger, clock, caCerts: a.engineCa }),
@@ -140,5 +143,6 @@ export async function createWorkerSide(a: WorkerSideArgs): Promise<WorkerSide> {
     sockets: media?.sockets(),
     catalog: media?.catalog,
     art: media ? (avatarId) => artDocument(media.catalog, avatarId) : undefined,
+    projectArt: media ? (pid, sid, avatarId) => media.projectArt(pid, sid, avatarId) : undefined,
   };
 }

@@ -57,6 +57,8 @@ export interface WorkerSide {
   catalog?: AvatarCatalog;
   /** The avatars' art documents a video-free client draws (none without a media plane). */
   art?: (avatarId: string) => object | null;
+  /** A project avatar's art document for a session running it here, in the token's project (else null). */
+  projectArt?: (projectId: string, sessionId: string, avatarId: string) => object | null;
 }
 
 declare const opaque: unique symbol;

@@ -30,7 +30,8 @@ export interface AvatarArt {
 export interface ArtBank {
   width: number;
   height: number;
-  avatars: ReadonlyMap<string, AvatarArt>;
+  /** The catalog's avatars, and the project avatars of running sessions (added and removed as they run). */
+  avatars: Map<string, AvatarArt>;
   /** Opaque RGBA backgrounds. */
   backgrounds: ReadonlyMap<string, Uint8Array>;
 }

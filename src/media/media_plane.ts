@@ -26,6 +26,10 @@ import {
   type TransportSockets,
 } from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
+import { type ArtDocument, artDocumentOfLayers } from "./art/document.ts";
+import type { AvatarLayers } from "./art/layers.ts";
+import type { ProjectAvatarLoader } from "./art/project_avatars.ts";
+import { AVATAR_ID_PATTERN } from "../ids.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";
 import { checkFfmpeg } from "./ffmpeg.ts";
 import { FrameCache } from "./frame_cache.ts";
@@ -71,6 +75,7 @@ export interface MediaPlaneOptions {
 
 interface Live {
   projectId: string;
+  avatarId: string;
   media: AvatarSessionMedia;
 }
 
@@ -83,6 +88,10 @@ export class MediaPlane implements MediaPlaneInfo {
   readonly #wakeUps = new SharedTimer();
   #active = 0;
   #publicUrl: string;
+  /** Where project avatars are read from (none: stock avatars only). */
+  #projectAvatars: ProjectAvatarLoader | null = null;
+  /** The layers of the project avatars running sessions use (for their art documents). */
+  readonly #projectLayers = new Map<string, AvatarLayers>();
   /** The media servers of the transports that need one and have it configured. */
   readonly #servers = new Map<TransportKind, MediaServer>();
 
@@ -127,6 +136,39 @@ export class MediaPlane implements MediaPlaneInfo {
         return TRANSPORT_IMPLEMENTATIONS[kind].attach(live.media.transport, live.media.clientMessages);
       },
     }));
+  }
+
+  /** Lets sessions run project avatars (`av_…`), read by `loader` when a session first needs one. */
+  useProjectAvatars(loader: ProjectAvatarLoader): void {
+    this.#projectAvatars = loader;
+  }
+
+  /**
+   * The art document of a project avatar for a client of a session running it here (null otherwise: an
+   * avatar is served only to the sessions that run it, within the token's project).
+   */
+  projectArt(projectId: string, sessionId: string, avatarId: string): ArtDocument | null {
+    const live = this.#live.get(sessionId);
+    const layers = this.#projectLayers.get(avatarId);
+    if (!live || live.projectId !== projectId || live.avatarId !== avatarId || !layers) return null;
+    return artDocumentOfLayers(this.catalog, avatarId, layers);
+  }
+
+  /** Rasterises a project avatar for the renderer, once, before its first session opens it. */
+  async #prepareProjectAvatar(projectId: string, avatarId: string): Promise<void> {
+    let layers = this.#projectLayers.get(avatarId);
+    if (!layers) {
+      const loaded = this.#projectAvatars ? await this.#projectAvatars(projectId, avatarId) : null;
+      if (!loaded || !this.renderer.prepare) {
+        throw new ApiError(
+          "SVC_RENDER_MISCONFIGURED",
+          "avatar_config.avatar_id: no such project avatar here.",
+        );
+      }
+      layers = loaded;
+    }
+    await this.renderer.prepare!(avatarId, layers);
+    this.#projectLayers.set(avatarId, layers);
   }
 
   /** Changes the origin media URLs are built from (when the port is only known after listening). */
@@ -204,12 +246,28 @@ export class MediaPlane implements MediaPlaneInfo {
       released = true;
       this.#active--;
       this.#live.delete(s.sessionId);
+      // A project avatar no session here runs any more is let go (its sprites, its layers).
+      if (
+        this.#projectLayers.has(avatarId) && ![...this.#live.values()].some((l) => l.avatarId === avatarId)
+      ) {
+        this.#projectLayers.delete(avatarId);
+        this.renderer.forget?.(avatarId);
+      }
     };
+    const avatarId = s.avatarId ?? this.catalog.defaultAvatarId;
     const { config, logger } = this.options;
     const limits = { ...DEFAULT_LIMITS, ...this.options.limits };
     if (!this.serves(s.transport)) {
       release();
       throw new ApiError(transportEntry(s.transport).unavailable?.code ?? "SVC_SFU_NOT_CONFIGURED");
+    }
+    if (AVATAR_ID_PATTERN.test(avatarId)) {
+      try {
+        await this.#prepareProjectAvatar(s.projectId, avatarId);
+      } catch (e) {
+        release();
+        throw e;
+      }
     }
     const transport = TRANSPORT_IMPLEMENTATIONS[s.transport].open({
       server: this.#servers.get(s.transport) ?? null,
@@ -221,7 +279,7 @@ export class MediaPlane implements MediaPlaneInfo {
     });
     const media = await AvatarSessionMedia.start({
       sessionId: s.sessionId,
-      avatarId: s.avatarId ?? this.catalog.defaultAvatarId,
+      avatarId,
       bgId: s.bgId ?? this.catalog.defaultBgId,
       renderer: this.renderer,
       connection: s.connection,
@@ -242,7 +300,7 @@ export class MediaPlane implements MediaPlaneInfo {
       metrics: s.metrics,
       wakeUps: this.#wakeUps,
     });
-    this.#live.set(s.sessionId, { projectId: s.projectId, media });
+    this.#live.set(s.sessionId, { projectId: s.projectId, avatarId, media });
     return media;
   };
 }

@@ -9,7 +9,8 @@
  */
 import type { EyeState, Look } from "./art/avatars.ts";
 import { blendPose, poseKey, quantisePose, VISEME_POSES } from "./art/mouth.ts";
-import type { ArtBank, AvatarArt } from "./art_bank.ts";
+import { type ArtBank, type AvatarArt, loadAvatarArt } from "./art_bank.ts";
+import type { AvatarLayers } from "./art/layers.ts";
 import { FrameCache } from "./frame_cache.ts";
 import { FaceAnimator, type FaceState, silentVisemes } from "./motion.ts";
 import type { FrameRequest, Renderer, RenderSession, VideoFormat } from "./renderer.ts";
@@ -33,6 +34,17 @@ export class ReferenceRenderer implements Renderer {
 
   constructor(readonly art: ArtBank, fps: number, readonly cache: FrameCache) {
     this.format = { width: art.width, height: art.height, fps };
+  }
+
+  async prepare(avatarId: string, layers: AvatarLayers): Promise<void> {
+    if (this.art.avatars.has(avatarId)) return;
+    const art = await loadAvatarArt(layers, this.art.width, this.art.height);
+    this.art.avatars.set(avatarId, art);
+  }
+
+  forget(avatarId: string): void {
+    this.art.avatars.delete(avatarId);
+    for (const key of this.#bases.keys()) if (key.startsWith(`${avatarId}/`)) this.#bases.delete(key);
   }
 
   open(options: { avatarId: string; bgId: string; seed: number }): RenderSession {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { AvatarLayers } from "./art/layers.ts";
 import type { FaceState } from "./motion.ts";
 
 /** Output geometry and rate of a renderer. */
@@ -59,4 +60,11 @@ export interface Renderer {
   readonly format: VideoFormat;
   /** Opens the rendering of one session for a catalog avatar and background (ids already validated). */
   open(options: { avatarId: string; bgId: string; seed: number }): RenderSession;
+  /**
+   * Makes a project avatar openable under `avatarId` (rasterises its layers once; a no-op when it already
+   * is). A renderer without it renders stock avatars only.
+   */
+  prepare?(avatarId: string, layers: AvatarLayers): Promise<void>;
+  /** Releases a prepared project avatar (no session runs it any more). */
+  forget?(avatarId: string): void;
 }

@@ -19,7 +19,14 @@ const ROUTES: { method: string; path: string; scope: string; body?: unknown }[] 
   { method: "POST", path: `/v1/sessions/${SID}/end`, scope: "sessions:write" },
   { method: "POST", path: `/v1/sessions/${SID}/client-token`, scope: "sessions:write" },
 ];
-const ALL = ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"] as const;
+const ALL = [
+  "sessions:read",
+  "sessions:write",
+  "api_keys:read",
+  "api_keys:write",
+  "avatars:read",
+  "avatars:write",
+] as const;
 
 Deno.test("auth: every /v1 route answers 401 SVC_AUTH_MISSING_CREDENTIALS without a key", async () => {
   const h = await createHarness();

@@ -30,7 +30,14 @@ Deno.test("cli admin bootstrap: mints a working key into the configured KV and p
     assert.deepEqual(Object.keys(out), ["project_id", "key_id", "api_key", "scopes"]);
     assert.equal(out.project_id, "proj_ext");
     assert.match(out.key_id, /^svc_key_[A-Za-z0-9_-]+$/);
-    assert.deepEqual(out.scopes, ["sessions:read", "sessions:write", "api_keys:read", "api_keys:write"]);
+    assert.deepEqual(out.scopes, [
+      "sessions:read",
+      "sessions:write",
+      "api_keys:read",
+      "api_keys:write",
+      "avatars:read",
+      "avatars:write",
+    ]);
 
     const limited = await cli(
       [

@@ -56,7 +56,10 @@ Deno.test("cli keys: create, list and revoke over the API; plaintext only from c
     const ci = /^API key \(shown once, store it now\): (svc_sk_\S+)$/m.exec(table.stdout)![1];
     plaintexts.push(ci);
     assert.match(table.stdout, /^key_id +svc_key_\S+$/m);
-    assert.match(table.stdout, /^scopes +sessions:read, sessions:write, api_keys:read, api_keys:write$/m);
+    assert.match(
+      table.stdout,
+      /^scopes +sessions:read, sessions:write, api_keys:read, api_keys:write, avatars:read, avatars:write$/m,
+    );
     assert.equal(table.stdout.match(KEY)?.length, 1);
 
     // list, JSON and table

@@ -1,0 +1,77 @@
+/**
+ * A session running a project avatar: its video frames are drawn from the avatar's style (its clothing's
+ * red where the stock avatar is green), its art is served to the session's video-free clients with the
+ * session's token only (with the CSP and nosniff headers), and deleting the avatar leaves the running
+ * session its art while new sessions are refused.
+ */
+import assert from "node:assert/strict";
+import { withMedia } from "../../testing/media.ts";
+import { VISEMES } from "../../src/media/lipsync/visemes.ts";
+
+/** The V (red-difference) sample of an I420 frame at (x, y). */
+function vAt(frame: Uint8Array, width: number, height: number, x: number, y: number): number {
+  const quarter = (width / 2) * (height / 2);
+  return frame[width * height + quarter + (y >> 1) * (width / 2) + (x >> 1)];
+}
+
+Deno.test("session avatar: video frames, video-free art (token of that session only), deletion while running", async () => {
+  await withMedia(async ({ h, plane, base, key, create }) => {
+    const made = await h.req("POST", "/v1/avatars", {
+      key,
+      body: {
+        name: "Red",
+        style: { clothing_color: "#e02020", clothing_style: "tshirt", hair_style: "bun" },
+      },
+    });
+    assert.equal(made.status, 201, made.text);
+    const avatarId = made.body.avatar_id;
+    const session = await create({ avatar_config: { avatar_id: avatarId, bg_id: "studio" } });
+    const stock = await create({ avatar_config: { avatar_id: "ada", bg_id: "studio" } });
+
+    // Video: the renderer draws the project avatar (prepared when its session started).
+    const { width, height } = plane.renderer.format;
+    const frameOf = async (avatar: string) =>
+      await plane.renderer.open({ avatarId: avatar, bgId: "studio", seed: 1 }).renderFrame({
+        index: 0,
+        timeMs: 0,
+        audio: new Int16Array(1920),
+        sampleRate: 48000,
+        speaking: false,
+      });
+    const mine = await frameOf(avatarId);
+    const ada = await frameOf("ada");
+    // The shirt, low in the frame: red (high V) for the project avatar, green (low V) for ada.
+    const [x, y] = [Math.round(width * 0.5), Math.round(height * 0.95)];
+    const vMine = vAt(mine, width, height, x, y), vAda = vAt(ada, width, height, x, y);
+    assert.ok(vMine > 170, `project avatar's shirt V ${vMine}`);
+    assert.ok(vAda < 128, `ada's shirt V ${vAda}`);
+
+    // Video-free: the art with this session's token; not without it, nor with another session's.
+    const artUrl = `${base}/media/v0/art/${avatarId}`;
+    const res = await fetch(`${artUrl}?token=${encodeURIComponent(session.client_token)}`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-security-policy"), "default-src 'none'; style-src 'unsafe-inline'");
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    const doc = await res.json();
+    assert.equal(doc.avatar_id, avatarId);
+    assert.ok(doc.body.includes("#e02020"), "the style's clothing in the body layer");
+    assert.deepEqual(Object.keys(doc.mouths).sort(), [...VISEMES].sort());
+    for (
+      const url of [artUrl, `${artUrl}?token=${encodeURIComponent(stock.client_token)}`, `${artUrl}?token=x`]
+    ) {
+      const refused = await fetch(url);
+      assert.equal(refused.status, 404, url);
+      await refused.body?.cancel();
+    }
+    const stockArt = await fetch(`${base}/media/v0/art/ada`);
+    assert.equal(stockArt.headers.get("x-content-type-options"), "nosniff");
+    await stockArt.body?.cancel();
+
+    // Deleted while the session runs: the session keeps its art; a new session naming it is refused.
+    assert.equal((await h.req("DELETE", `/v1/avatars/${avatarId}`, { key })).status, 204);
+    const still = await fetch(`${artUrl}?token=${encodeURIComponent(session.client_token)}`);
+    assert.equal(still.status, 200);
+    await still.body?.cancel();
+    await assert.rejects(() => create({ avatar_config: { avatar_id: avatarId } }), /400/);
+  });
+});
