@@ -164,7 +164,7 @@ export function createApp(deps: AppDeps): App {
       maxBytes: (path) =>
         path.startsWith(INTERNAL_PREFIX)
           ? internalMaxBodyBytes
-          : path === "/v1/avatars"
+          : path === "/v1/avatars" || path === "/demo/api/avatars"
           ? Math.max(AVATAR_BODY_BYTES, config.maxBodyBytes)
           : config.maxBodyBytes,
       timeoutMs: config.bodyTimeoutMs,

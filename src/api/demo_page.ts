@@ -7,6 +7,53 @@
  */
 import { demoOffers } from "../providers/catalog/catalog.ts";
 import { TRANSPORT_KINDS, transportEntry } from "../vocabulary/transports.ts";
+import {
+  ACCESSORIES,
+  BROW_STYLES,
+  CLOTHING_STYLES,
+  EYE_SHAPES,
+  FACE_SHAPES,
+  FACIAL_HAIR,
+  GLASSES,
+  HAIR_STYLES,
+  STYLE_DEFAULTS,
+} from "../vocabulary/avatar_style.ts";
+
+/** The avatar maker's choices (docs/avatars.md): one menu per listed parameter, one picker per colour. */
+const MAKER_MENUS: [string, readonly string[]][] = [
+  ["face_shape", FACE_SHAPES],
+  ["hair_style", HAIR_STYLES],
+  ["eye_shape", EYE_SHAPES],
+  ["brow_style", BROW_STYLES],
+  ["glasses", GLASSES],
+  ["facial_hair", FACIAL_HAIR],
+  ["clothing_style", CLOTHING_STYLES],
+  ["accessory", ACCESSORIES],
+];
+const MAKER_COLOURS = [
+  "skin_color",
+  "hair_color",
+  "eye_color",
+  "lip_color",
+  "clothing_color",
+  "accessory_color",
+] as const;
+const MAKER_FIELDS = MAKER_MENUS.map(([name, values]) =>
+  `      <label for="mk_${name}">${name}</label><select id="mk_${name}" class="mk">${
+    values.map((v) =>
+      `<option value="${v}"${
+        (STYLE_DEFAULTS as Record<string, unknown>)[name] === v ? " selected" : ""
+      }>${v}</option>`
+    ).join("")
+  }</select>`
+).concat(
+  MAKER_COLOURS.map((name) =>
+    `      <label for="mk_${name}">${name}</label><input type="color" id="mk_${name}" class="mk" value="${
+      STYLE_DEFAULTS[name]
+    }">`
+  ),
+  [`      <label><input type="checkbox" id="mk_freckles" class="mk"> freckles</label>`],
+).join("\n");
 
 /** The engine menu's vendor options, from the catalog. */
 const VENDOR_OPTIONS = demoOffers().map((o) =>
@@ -90,6 +137,16 @@ ${VENDOR_OPTIONS}
       <option value="auto" selected>auto (WebRTC when the service has an SFU)</option>
 ${TRANSPORT_OPTIONS}
     </select>
+    <details id="maker">
+      <summary>Avatar maker</summary>
+      <img id="mk_preview" width="160" height="160" alt="preview of the style">
+${MAKER_FIELDS}
+      <label for="mk_name">name</label><input id="mk_name" value="My avatar" maxlength="100">
+      <button id="mk_use">Use this avatar</button>
+      <label for="mk_svg">…or upload a layered SVG drawing (docs/avatars.md)</label>
+      <input type="file" id="mk_svg" accept=".svg,image/svg+xml">
+      <p id="mk_state"></p>
+    </details>
     <label><input type="checkbox" id="mic" checked> Use my microphone</label>
     <button id="start" class="primary">Start</button>
     <button id="end" class="danger" disabled>End</button>
@@ -220,6 +277,57 @@ for (const [sel, list, def] of [["avatar", catalog.avatars, catalog.default_avat
 }
 
 $("video").addEventListener("click", () => { $("video").muted = false; });
+
+// The avatar maker: the style's live preview (drawn by the service, not stored), "use this avatar" (a
+// project avatar, picked for the next session) and the upload of a drawing.
+const makerStyle = () => {
+  const style = {};
+  for (const el of document.querySelectorAll(".mk")) {
+    const name = el.id.slice(3);
+    style[name] = el.type === "checkbox" ? el.checked : el.value;
+  }
+  return style;
+};
+let previewUrl = null;
+let previewTimer = null;
+const refreshPreview = () => {
+  clearTimeout(previewTimer);
+  previewTimer = setTimeout(async () => {
+    const res = await fetch("/demo/api/avatar-preview", {
+      method: "POST",
+      headers: { "x-demo": "1", "content-type": "application/json" },
+      body: JSON.stringify({ style: makerStyle() }),
+    });
+    if (!res.ok) return void ($("mk_state").textContent = "preview: HTTP " + res.status);
+    if (previewUrl) URL.revokeObjectURL(previewUrl);
+    previewUrl = URL.createObjectURL(await res.blob());
+    $("mk_preview").src = previewUrl;
+  }, 120);
+};
+for (const el of document.querySelectorAll(".mk")) el.addEventListener("input", refreshPreview);
+$("maker").addEventListener("toggle", () => { if ($("maker").open) refreshPreview(); });
+const useAvatar = (made) => {
+  const o = new Option(made.name + " (" + made.source + ")", made.avatar_id, true, true);
+  $("avatar").add(o);
+  $("avatar").value = made.avatar_id;
+  $("mk_state").textContent = "Made " + made.avatar_id + ": picked for the next session.";
+};
+$("mk_use").addEventListener("click", async () => {
+  try {
+    useAvatar(await api("POST", "/avatars", { name: $("mk_name").value, style: makerStyle() }));
+  } catch (err) {
+    $("mk_state").textContent = "refused: " + err.message;
+  }
+});
+$("mk_svg").addEventListener("change", async () => {
+  const file = $("mk_svg").files[0];
+  if (!file) return;
+  try {
+    useAvatar(await api("POST", "/avatars", { name: file.name.replace(".svg", ""), svg: await file.text() }));
+  } catch (err) {
+    $("mk_state").textContent = "refused: " + err.message;
+  }
+});
 
 $("start").addEventListener("click", async () => {
   $("start").disabled = true;

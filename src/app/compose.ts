@@ -274,7 +274,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       const { plaintext, record } = await createApiKey(kv, {
         projectId: DEMO_PROJECT_ID,
         name: "demo page (in memory)",
-        scopes: ["sessions:read", "sessions:write"],
+        scopes: ["sessions:read", "sessions:write", "avatars:read", "avatars:write"],
         now: clock.now(),
         createdBy: instanceId,
       });

@@ -17,6 +17,8 @@
  */
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app_env.ts";
+import { loadAvatarRaster } from "../../avatars/service.ts";
+import { AvatarStyle } from "../../vocabulary/avatar_style.ts";
 import { ApiError, ERROR_CATALOG, type ErrorCode } from "../../errors.ts";
 import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "../demo_page.ts";
 import { demoOffers } from "../../providers/catalog/catalog.ts";
@@ -160,6 +162,29 @@ export function registerDemoRoutes(app: Hono<AppEnv>, demo: DemoDeps | undefined
       transport: body.transport,
       stream_metadata: body.stream_metadata,
     }, 200);
+  });
+
+  // The avatar maker: a style's live preview (drawn, never stored), and "use this avatar" / an uploaded
+  // drawing, created as a project avatar of the demo's project (docs/avatars.md).
+  app.post("/demo/api/avatar-preview", async (c) => {
+    const input = await c.req.json().catch(() => null) as { style?: unknown } | null;
+    const parsed = AvatarStyle.safeParse(input?.style ?? {});
+    if (!parsed.success) {
+      throw new ApiError("SVC_INVALID_AVATAR", `style: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    }
+    const png = await (await loadAvatarRaster()).previewPng({ style: parsed.data }, "sil");
+    return c.body(png as Uint8Array<ArrayBuffer>, 200, { "content-type": "image/png" });
+  });
+
+  app.post("/demo/api/avatars", async (c) => {
+    const input = await c.req.json().catch(() => null) as
+      | { name?: unknown; style?: unknown; svg?: unknown }
+      | null;
+    const body = typeof input?.svg === "string"
+      ? { name: String(input?.name ?? "Drawing").slice(0, 100) || "Drawing", svg: input.svg }
+      : { name: String(input?.name ?? "My avatar").slice(0, 100) || "My avatar", style: input?.style ?? {} };
+    const made = ok(await api("POST", "/v1/avatars", body));
+    return c.json({ avatar_id: made.avatar_id, name: made.name, source: made.source }, 200);
   });
 
   app.post("/demo/api/sessions/:id/token", async (c) => {
