@@ -110,6 +110,11 @@ export interface Config {
    * tracing on uses a parent-based sampler (see `src/telemetry/tracing.ts`).
    */
   otelTracesSampler: string | null;
+  /**
+   * `GLIBC_TUNABLES` as the process was started with (null: unset), read to warn when a process that runs
+   * sessions does not scrub the memory it frees (`src/auth/memory_scrub.ts`).
+   */
+  mallocTunables: string | null;
   /** Lifecycle webhook delivery. */
   webhooks: {
     timeoutMs: number;
@@ -241,6 +246,7 @@ const VARIABLES = {
   SVC_SHUTDOWN_TIMEOUT_S: { schema: int(1, 300), default: "20" },
   SVC_SESSION_RETENTION_DAYS: { schema: int(0, 36_500), default: "30" },
   OTEL_TRACES_SAMPLER: { schema: z.string().max(64), default: undefined },
+  GLIBC_TUNABLES: { schema: z.string().max(4096), default: undefined },
   SVC_WEBHOOK_TIMEOUT_MS: { schema: int(200, 30_000), default: "10000" },
   SVC_WEBHOOK_RETRY_SCHEDULE: {
     schema: z.string().transform((v, ctx) => {
@@ -447,6 +453,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ? null
       : v.SVC_SESSION_RETENTION_DAYS! * 86_400_000,
     otelTracesSampler: v.OTEL_TRACES_SAMPLER ?? null,
+    mallocTunables: v.GLIBC_TUNABLES ?? null,
     webhooks: {
       timeoutMs: v.SVC_WEBHOOK_TIMEOUT_MS!,
       retrySchedule: v.SVC_WEBHOOK_RETRY_SCHEDULE!,

@@ -8,7 +8,11 @@
  *   answered — the credentials are in use;
  * - `dropped`: that engine then dropped the connection: the start failed (5xx);
  * - `ended`: a session that became active and was ended through the API;
- * - `refused`: a create the API refused (400) before anything started;
+ * - `forced`: the same, ended with `?force=true`;
+ * - `timed_out`: a session no client joined, ended by the join window (5 s here);
+ * - `refused`: a create the API refused (400) before anything started (an unknown field; for the external
+ *   engine, 33 auth headers, one over the limit);
+ * - `malformed`: a create whose body is not JSON (cut short after the credentials);
  * - `failed`: a start the engine refused (wrong credentials, 502).
  *
  * Every scan looks for the canaries of every scenario so far, so a copy left by an earlier one shows too.
@@ -35,7 +39,16 @@ export const VARIANTS = [
 export type Variant = (typeof VARIANTS)[number];
 
 /** The scan points. */
-export const POINTS = ["live", "dropped", "ended", "refused", "failed"] as const;
+export const POINTS = [
+  "live",
+  "dropped",
+  "ended",
+  "forced",
+  "timed_out",
+  "refused",
+  "malformed",
+  "failed",
+] as const;
 export type Point = (typeof POINTS)[number];
 
 /** What one scan found: per canary (`variant.field.scenario`), the copies per region kind. */
@@ -43,6 +56,8 @@ export interface ScanResult {
   variant: Variant;
   point: Point;
   hits: Hit[];
+  /** The process scanned: the single service process, or the API or the worker of the split. */
+  process: "all" | "api" | "worker";
   /** Bytes of the process the scan could not read. */
   unreadableBytes: number;
   /** The canaries looked for (name → value). */
@@ -171,6 +186,18 @@ function silentTls(tls: { certPem: string; keyPem: string }) {
   };
 }
 
+async function untilAsync(
+  what: string,
+  predicate: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 async function until(what: string, predicate: () => boolean, timeoutMs = 30_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!predicate()) {
@@ -191,6 +218,25 @@ export interface ScanOptions {
   connectTimeoutMs?: number;
   /** More environment of the service process (e.g. glibc's malloc tunables). */
   env?: Record<string, string>;
+  /**
+   * One service process (`single`, default), or an API process (the Deno Deploy-like sandbox) and a worker
+   * sharing a KV Connect server (`split`): the API hands each start's credentials to the worker, and both
+   * processes are scanned.
+   */
+  deployment?: "single" | "split";
+  /** More Deno flags of the service processes (e.g. the start task's `--v8-flags=…`). */
+  flags?: string[];
+  /**
+   * After each ending, scan again until no copy of a credential is left or this much time has passed (the
+   * runtime frees a connection's buffers once it has closed it, a moment after the client read the answer);
+   * default 0: one scan.
+   */
+  settleMs?: number;
+  /**
+   * Before each scan after an ending, the service serves this many ordinary requests (an authenticated
+   * listing of one session), as a live service does between its creates; default 0.
+   */
+  trafficRequests?: number;
 }
 
 /** Runs the audit; returns every scan's result. Throws when the service does not behave as expected. */
@@ -226,30 +272,8 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
     v3api: tcpSwitch(portOf(v3.apiUrl)),
   };
   await Deno.writeTextFile(`${dir}/ca.pem`, tls.caPem);
-  const kvPath = `${dir}/svc.kv`;
-  const boot = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "task",
-      "--quiet",
-      "cli",
-      "admin",
-      "bootstrap",
-      "--project",
-      "proj_scan",
-      "--name",
-      "scan",
-      "--json",
-    ],
-    cwd: root,
-    env: { SVC_KV: kvPath },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (boot.code !== 0) throw new Error(`bootstrap failed: ${new TextDecoder().decode(boot.stderr)}`);
-  const apiKey = JSON.parse(new TextDecoder().decode(boot.stdout)).api_key as string;
   const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
-  const proc = await startServiceProcess({
-    SVC_KV: kvPath,
+  const serviceEnv = {
     SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
     SVC_VENDOR1_REALTIME_URL: `wss://localhost:${sw.v1.port}/v1/realtime`,
     SVC_VENDOR2_URL: `wss://localhost:${sw.v2.port}/v1/agents/websocket`,
@@ -260,8 +284,13 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
     SVC_MEDIA_ENABLED: "false",
     SVC_DEMO_PAGE: "false",
     SVC_RATE_LIMIT_PER_MINUTE: "0",
+    SVC_SESSION_JOIN_WINDOW_S: "5",
     ...options.env,
-  }, { root });
+  };
+  const deployment = options.deployment === "split"
+    ? await splitDeployment(dir, serviceEnv, options.flags ?? [])
+    : await singleDeployment(root, dir, serviceEnv, options.flags ?? []);
+  const { apiKey } = deployment;
   const results: ScanResult[] = [];
   const needles = new Map<string, Uint8Array>();
   const plant = (name: string, value: string) => {
@@ -270,25 +299,40 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
   };
   const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
   const post = async (path: string, body?: unknown) => {
-    const res = await fetch(`${proc.url}${path}`, {
+    const res = await fetch(`${deployment.url}${path}`, {
       method: "POST",
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
     });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
-  const scan = (variant: Variant, point: Point) => {
-    const before = unreadable.bytes;
-    const r: ScanResult = {
-      variant,
-      point,
-      hits: scanProcess(proc.child.pid, needles),
-      unreadableBytes: unreadable.bytes - before,
-      canaries: [...needles.keys()],
-    };
-    results.push(r);
-    options.onScan?.(r);
+  const scan = async (variant: Variant, point: Point) => {
+    if (point !== "live") {
+      for (let i = 0; i < (options.trafficRequests ?? 0); i++) {
+        const res = await fetch(`${deployment.url}/v1/sessions?limit=1`, { headers });
+        await res.body?.cancel();
+      }
+    }
+    for (const { role, pid } of deployment.processes) {
+      const before = unreadable.bytes;
+      const settleUntil = point === "live" ? 0 : Date.now() + (options.settleMs ?? 0);
+      let hits = scanProcess(pid, needles);
+      while (hits.length && Date.now() < settleUntil) {
+        await new Promise((r) => setTimeout(r, 250));
+        hits = scanProcess(pid, needles);
+      }
+      const r: ScanResult = {
+        variant,
+        point,
+        process: role,
+        hits,
+        unreadableBytes: unreadable.bytes - before,
+        canaries: [...needles.keys()],
+      };
+      results.push(r);
+      options.onScan?.(r);
+    }
   };
   const expect = (res: { status: number; body: unknown }, status: number, what: string) => {
     if (res.status !== status) {
@@ -301,8 +345,10 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
   /** The provider config of `variant` with canaries for `scenario`; `good` for the accepted ones. */
   const config = (variant: Variant, scenario: Point, target: "fake" | "silent" | "refusing") => {
     const tag = (field: string) => `${variant}.${field}.${scenario}`;
+    // The sessions that run use the credentials the fakes accept (one per fake: the same bytes each time).
+    const runs = scenario === "ended" || scenario === "forced" || scenario === "timed_out";
     const pick = (field: string, accepted: string) =>
-      plant(tag(field), scenario === "ended" ? accepted : canary(`${field.replace(/_/g, "")}${scenario}`));
+      plant(tag(field), runs ? accepted : canary(`${field.replace(/_/g, "")}${scenario}`));
     switch (variant) {
       case "vendor1_realtime":
         return { vendor1_realtime: { client_secret: pick("client_secret", ok.v1) } };
@@ -320,13 +366,19 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
           : target === "refusing"
           ? engineRefusing.url
           : engineOk.url;
+        const headers: Record<string, string> = {
+          Authorization: `Bearer ${plant(tag("auth_header_1"), canary(`hdra${scenario}`))}`,
+          "X-Engine-Key": plant(tag("auth_header_2"), canary(`hdrb${scenario}`)),
+        };
+        if (scenario === "refused") {
+          // One header over the limit of 32: each value carries one more canary (one needle finds them all).
+          const more = plant(tag("auth_headers_33"), canary(`hdrn${scenario}`));
+          for (let i = 3; i <= 33; i++) headers[`X-Extra-${i}`] = `${more}-${i}`;
+        }
         return {
           external_engine: {
             url: `${base}?k=${plant(tag("url"), canary(`url${scenario}`))}`,
-            auth_headers: {
-              Authorization: `Bearer ${plant(tag("auth_header_1"), canary(`hdra${scenario}`))}`,
-              "X-Engine-Key": plant(tag("auth_header_2"), canary(`hdrb${scenario}`)),
-            },
+            auth_headers: headers,
           },
         };
       }
@@ -357,12 +409,12 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
         provider_config: config(variant, "live", "silent"),
       });
       await until(`${variant}: the held start`, () => silent.requests > seen);
-      scan(variant, "live");
+      await scan(variant, "live");
       if (s) s.target = fakePort(variant);
       silent.dropAll();
       const dropped = await pending;
       if (dropped.status < 500) throw new Error(`${variant} dropped start: ${dropped.status}`);
-      scan(variant, "dropped");
+      await scan(variant, "dropped");
       // ended: a session that ran, ended through the API.
       const created = await post("/v1/sessions", {
         provider_type: type,
@@ -380,30 +432,61 @@ export async function runCredentialScan(options: ScanOptions = {}): Promise<Scan
         200,
         `${variant} end`,
       );
-      scan(variant, "ended");
-      // refused: a create that fails validation (an unknown field next to the credentials).
+      await scan(variant, "ended");
+      // forced: the same, ended at once.
+      const forced = await post("/v1/sessions", {
+        provider_type: type,
+        provider_config: config(variant, "forced", "fake"),
+      });
+      expect(forced, 200, `${variant} create (forced)`);
+      expect(
+        await post(`/v1/sessions/${(forced.body as { session_id: string }).session_id}/end?force=true`),
+        200,
+        `${variant} forced end`,
+      );
+      await scan(variant, "forced");
+      // timed_out: no client joins; the join window ends it.
+      const lonely = await post("/v1/sessions", {
+        provider_type: type,
+        provider_config: config(variant, "timed_out", "fake"),
+      });
+      expect(lonely, 200, `${variant} create (join window)`);
+      const lonelyId = (lonely.body as { session_id: string }).session_id;
+      await untilAsync(`${variant}: the join window's end`, async () => {
+        const res = await fetch(`${deployment.url}/v1/sessions/${lonelyId}`, { headers });
+        const body = await res.json();
+        return body.end_reason === "no_client_joined";
+      });
+      await scan(variant, "timed_out");
+      // refused: a create that fails validation (an unknown field next to the credentials; 33 headers).
       const refused = config(variant, "refused", "fake") as unknown as Record<
         string,
         Record<string, unknown>
       >;
-      Object.values(refused)[0].unknown_field = true;
+      if (variant !== "external_engine") Object.values(refused)[0].unknown_field = true;
       expect(
         await post("/v1/sessions", { provider_type: type, provider_config: refused }),
         400,
         `${variant} refused`,
       );
-      scan(variant, "refused");
+      await scan(variant, "refused");
+      // malformed: the body is cut short after the credentials.
+      const whole = JSON.stringify({
+        provider_type: type,
+        provider_config: config(variant, "malformed", "fake"),
+      });
+      expect(await post("/v1/sessions", whole.slice(0, -3)), 400, `${variant} malformed`);
+      await scan(variant, "malformed");
       // failed: the engine refuses the credentials.
       const failed = await post("/v1/sessions", {
         provider_type: type,
         provider_config: config(variant, "failed", "refusing"),
       });
       expect(failed, 502, `${variant} failed start`);
-      scan(variant, "failed");
+      await scan(variant, "failed");
     }
   } finally {
-    proc.kill("SIGTERM");
-    await proc.exited();
+    await deployment.close();
     for (const s of Object.values(sw)) await s.close();
     await silent.close();
     await engineOk.close();
@@ -426,40 +509,72 @@ export function countByRegion(
   return out;
 }
 
-/** One scan of a split deployment: which process. */
-export interface SplitScanResult {
-  process: "api" | "worker";
-  point: "ended" | "refused" | "failed";
-  hits: Hit[];
+/** The service under audit: where its API answers, the scanned processes, how to stop it. */
+interface Deployment {
+  url: string;
+  apiKey: string;
+  processes: { role: ScanResult["process"]; pid: number }[];
+  close(): Promise<void>;
 }
 
-/**
- * The same audit across the API → worker hand-over: an API process (the Deploy-like sandbox) and a worker
- * sharing a KV Connect server; an external engine's session ended, a refused create and a refused start,
- * each followed by a scan of both processes.
- */
-export async function runSplitScan(): Promise<SplitScanResult[]> {
+async function singleDeployment(
+  root: string,
+  dir: string,
+  env: Record<string, string>,
+  flags: string[],
+): Promise<Deployment> {
+  const kvPath = `${dir}/svc.kv`;
+  const boot = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "task",
+      "--quiet",
+      "cli",
+      "admin",
+      "bootstrap",
+      "--project",
+      "proj_scan",
+      "--name",
+      "scan",
+      "--json",
+    ],
+    cwd: root,
+    env: { SVC_KV: kvPath },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (boot.code !== 0) throw new Error(`bootstrap failed: ${new TextDecoder().decode(boot.stderr)}`);
+  const apiKey = JSON.parse(new TextDecoder().decode(boot.stdout)).api_key as string;
+  const proc = await startServiceProcess({ SVC_KV: kvPath, ...env }, { root, flags });
+  return {
+    url: proc.url,
+    apiKey,
+    processes: [{ role: "all", pid: proc.child.pid }],
+    async close() {
+      proc.kill("SIGTERM");
+      await proc.exited();
+    },
+  };
+}
+
+async function splitDeployment(
+  dir: string,
+  env: Record<string, string>,
+  flags: string[],
+): Promise<Deployment> {
   const { startApi, startKvConnect, startWorker } = await import("./split.ts");
   const { runCli } = await import("./cli.ts");
-  const tls = await generateEngineTls();
-  const dir = await Deno.makeTempDir({ prefix: "svc-memscan-split-" });
-  await Deno.writeTextFile(`${dir}/ca.pem`, tls.caPem);
-  const ok = await startFakeEngine(tls, "ok");
-  const refusing = await startFakeEngine(tls, "reject_401");
   const kv = await startKvConnect(dir);
-  const stops: (() => Promise<unknown>)[] = [];
-  const results: SplitScanResult[] = [];
+  const stops: (() => Promise<unknown>)[] = [async () => await kv.close()];
+  const close = async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
   try {
-    const worker = await startWorker(kv, {
-      SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
-      SVC_MEDIA_ENABLED: "false",
-      SVC_PROVIDER_CONNECT_TIMEOUT_MS: "20000",
-    });
+    const worker = await startWorker(kv, env, { flags });
     stops.push(async () => {
       worker.kill("SIGTERM");
       await worker.exited();
     });
-    const api = await startApi(kv, { SVC_RATE_LIMIT_PER_MINUTE: "0" });
+    const api = await startApi(kv, env, { flags });
     stops.push(async () => {
       api.kill("SIGTERM");
       await api.exited();
@@ -468,55 +583,14 @@ export async function runSplitScan(): Promise<SplitScanResult[]> {
       env: kv.env,
     });
     if (boot.code !== 0) throw new Error(`bootstrap: ${boot.stderr}`);
-    const key = JSON.parse(boot.stdout).api_key as string;
-    const needles = new Map<string, Uint8Array>();
-    const body = (scenario: string, url: string, extra: Record<string, unknown> = {}) => {
-      const c = (field: string) => {
-        const value = canary(`${field}${scenario}`);
-        needles.set(`external_engine.${field}.${scenario}`, new TextEncoder().encode(value));
-        return value;
-      };
-      return {
-        provider_type: "external_engine",
-        provider_config: {
-          external_engine: {
-            url: `${url}?k=${c("url")}`,
-            auth_headers: { Authorization: `Bearer ${c("auth_header")}` },
-            ...extra,
-          },
-        },
-      };
+    return {
+      url: api.url,
+      apiKey: JSON.parse(boot.stdout).api_key as string,
+      processes: [{ role: "api", pid: api.child.pid }, { role: "worker", pid: worker.child.pid }],
+      close,
     };
-    const post = async (path: string, b?: unknown) => {
-      const res = await fetch(api.url + path, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: b === undefined ? undefined : JSON.stringify(b),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : null };
-    };
-    const scanBoth = (point: SplitScanResult["point"]) => {
-      results.push({ process: "api", point, hits: scanProcess(api.child.pid, needles) });
-      results.push({ process: "worker", point, hits: scanProcess(worker.child.pid, needles) });
-    };
-    const created = await post("/v1/sessions", body("ended", ok.url));
-    if (created.status !== 200) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
-    const ended = await post(`/v1/sessions/${created.body.session_id}/end`);
-    if (ended.status !== 200) throw new Error(`end: ${ended.status}`);
-    scanBoth("ended");
-    const refused = await post("/v1/sessions", body("refused", ok.url, { unknown_field: true }));
-    if (refused.status !== 400) throw new Error(`refused: ${refused.status}`);
-    scanBoth("refused");
-    const failed = await post("/v1/sessions", body("failed", refusing.url));
-    if (failed.status !== 502) throw new Error(`failed: ${failed.status} ${JSON.stringify(failed.body)}`);
-    scanBoth("failed");
-  } finally {
-    for (const stop of stops.reverse()) await stop();
-    await kv.close();
-    await ok.close();
-    await refusing.close();
-    await Deno.remove(dir, { recursive: true });
+  } catch (err) {
+    await close();
+    throw err;
   }
-  return results;
 }

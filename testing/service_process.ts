@@ -16,6 +16,17 @@ export interface ServiceProcess {
   exited(timeoutMs?: number): Promise<{ status: Deno.CommandStatus; log: string }>;
 }
 
+/** Options of {@link startServiceProcess}. */
+export interface ServiceProcessOptions {
+  /** Permission flags (default `-A`). */
+  permissions?: string[];
+  /** More Deno flags before `main.ts` (e.g. the start task's `--v8-flags=…`). */
+  flags?: string[];
+  startTimeoutMs?: number;
+  /** Another checkout whose `main.ts` runs. */
+  root?: string;
+}
+
 /**
  * Starts `main.ts` with `env` (plus a fixed token secret, no reference engine, port 0), with every
  * permission or the ones given (e.g. the Deno Deploy-like sandbox of an API process); `root` runs another
@@ -23,10 +34,10 @@ export interface ServiceProcess {
  */
 export async function startServiceProcess(
   env: Record<string, string>,
-  options: { permissions?: string[]; startTimeoutMs?: number; root?: string } = {},
+  options: ServiceProcessOptions = {},
 ): Promise<ServiceProcess> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...(options.permissions ?? ["-A"]), "main.ts"],
+    args: ["run", ...(options.permissions ?? ["-A"]), ...(options.flags ?? []), "main.ts"],
     cwd: options.root ?? new URL("..", import.meta.url),
     env: { PORT: "0", SVC_REFERENCE_ENGINE: "false", SVC_TOKEN_SECRET: TEST_TOKEN_SECRET, ...env },
     stdout: "piped",

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type ServiceProcess, startServiceProcess } from "./service_process.ts";
+import { type ServiceProcess, type ServiceProcessOptions, startServiceProcess } from "./service_process.ts";
 import { TEST_TOKEN_SECRET } from "./harness.ts";
 
 /** The permissions of an API process: what Deno Deploy allows (no subprocess, no file writes, no FFI). */
@@ -87,6 +87,7 @@ export function freePort(): number {
 export async function startWorker(
   kv: KvConnect,
   env: Record<string, string> = {},
+  options: ServiceProcessOptions = {},
 ): Promise<ServiceProcess & { port: number }> {
   const port = freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -100,12 +101,16 @@ export async function startWorker(
     SVC_TOKEN_SECRET: TEST_TOKEN_SECRET,
     SVC_OWNER_LEASE_S: "3",
     ...env,
-  });
+  }, options);
   return Object.assign(proc, { port });
 }
 
 /** Starts an API process under the sandbox. */
-export async function startApi(kv: KvConnect, env: Record<string, string> = {}): Promise<ServiceProcess> {
+export async function startApi(
+  kv: KvConnect,
+  env: Record<string, string> = {},
+  options: Omit<ServiceProcessOptions, "permissions"> = {},
+): Promise<ServiceProcess> {
   return await startServiceProcess({
     ...kv.env,
     SVC_ROLE: "api",
@@ -113,7 +118,7 @@ export async function startApi(kv: KvConnect, env: Record<string, string> = {}):
     SVC_TOKEN_SECRET: TEST_TOKEN_SECRET,
     SVC_OWNER_LEASE_S: "3",
     ...env,
-  }, { permissions: SANDBOX });
+  }, { ...options, permissions: SANDBOX });
 }
 
 /** The child processes of `pid` (every thread's children). */

@@ -61,6 +61,11 @@ export interface AppDeps {
   logger: Logger;
   /** Id of this process (the rate limiter publishes its demand under it). */
   instanceId: string;
+  /**
+   * Run once a request that carried provider credentials has its answer (the composition root's
+   * `StackScrub`: the runtime's reads of that connection, on the event loop thread's stack).
+   */
+  afterCredentials?: () => Promise<void>;
   /** The API side (`SVC_ROLE` all or api): the `/v1` routes, the docs, the catalog, the demo page. */
   api?: {
     sessions: SessionService;
@@ -171,8 +176,8 @@ export function createApp(deps: AppDeps): App {
     }),
   );
   // The requests whose bodies carry credentials end their connection (close_after.ts says why).
-  app.use("/v1/sessions", closeAfterCredentials());
-  app.use(INTERNAL_PATHS.start, closeAfterCredentials());
+  app.use("/v1/sessions", closeAfterCredentials({ afterward: deps.afterCredentials }));
+  app.use(INTERNAL_PATHS.start, closeAfterCredentials({ afterward: deps.afterCredentials }));
   app.use("/v1/*", noStore());
   app.use("/demo/api/*", noStore());
   app.get("/healthz", (c) => c.json({ status: "ok" }, 200));

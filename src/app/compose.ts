@@ -25,6 +25,8 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createApp } from "../api/app.ts";
 import type { AppEnv } from "../api/app_env.ts";
 import { TokenService } from "../auth/tokens.ts";
+import { memoryScrubWarning } from "../auth/memory_scrub.ts";
+import { StackScrub } from "./stack_scrub.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { openKv } from "../kv/open.ts";
@@ -175,6 +177,12 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
         "invalid configuration: OTEL_TRACES_SAMPLER must be parentbased_always_on (or parentbased_traceidratio, parentbased_always_off, always_off) when tracing is on in a process that runs sessions: the URLs of engine connections and webhook deliveries carry credentials, and only a parent-based sampler keeps Deno's spans of them out of the export",
       );
     }
+    const unscrubbed = memoryScrubWarning({
+      os: Deno.build.os,
+      runsSessions,
+      tunables: config.mallocTunables,
+    });
+    if (unscrubbed) logger.warn(unscrubbed);
     // The worker side's code, loaded only by the roles that run sessions.
     const workerSide = runsSessions ? await import("./worker_side.ts") : null;
     // First, so that a missing ffmpeg stops start-up before anything is opened.
@@ -287,6 +295,8 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       cleanup.push(() => revokeApiKey(kv, DEMO_PROJECT_ID, keyId, clock.now()));
     }
 
+    const scrub = new StackScrub();
+    cleanup.push(() => scrub.settled());
     const { app, document, settled } = createApp({
       kv,
       clock,
@@ -294,6 +304,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       tokens,
       logger,
       instanceId,
+      afterCredentials: () => scrub.request(),
       api: sessions
         ? { sessions, demo: demo ? { apiKey: demo.apiKey, engine: demo.engine } : undefined }
         : undefined,

@@ -163,8 +163,21 @@ export function readCredentials(body: Uint8Array): CredentialRead {
   };
   const bom = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
   const root = ws(body, bom);
-  if (!isJson(body, bom) || body[root] !== LBRACE) {
-    return { blanked: body.slice(), found: null, zero };
+  if (!isJson(body, bom)) {
+    // Not JSON: whatever it holds never reaches a string. Any text that is not JSON gets the same answer.
+    return { blanked: body.length ? new TextEncoder().encode("{") : new Uint8Array(0), found: null, zero };
+  }
+  if (body[root] !== LBRACE) {
+    // JSON, not an object: refused for its type alone; a stand-in of that type, its strings emptied.
+    const c = body[root];
+    const standIn = c === QUOTE
+      ? '""'
+      : c === LBRACKET
+      ? "[]"
+      : c === 0x74 || c === 0x66 || c === 0x6e
+      ? new TextDecoder().decode(body.subarray(root, root + (c === 0x66 ? 5 : 4)))
+      : "0";
+    return { blanked: new TextEncoder().encode(standIn), found: null, zero };
   }
   /** [start, end, replacement JSON text] of every credential value, in body order. */
   const edits: [number, number, string][] = [];
