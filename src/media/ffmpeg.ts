@@ -221,9 +221,19 @@ export class EncoderProcess {
     })();
   }
 
-  /** Starts `path args`; throws what `Deno.Command.spawn` throws (e.g. NotFound). */
+  /**
+   * Starts `path args`; throws what `Deno.Command.spawn` throws (e.g. NotFound). The encoder never sees a
+   * credential, so it runs without the service's scrub of freed memory (`GLIBC_TUNABLES`, docs/api.md):
+   * glibc's defaults, and none of the scrub's cost per frame.
+   */
   static spawn(path: string, args: string[], onData: (chunk: Uint8Array) => void): EncoderProcess {
-    const child = new Deno.Command(path, { args, stdin: "piped", stdout: "piped", stderr: "piped" }).spawn();
+    const child = new Deno.Command(path, {
+      args,
+      env: { GLIBC_TUNABLES: "" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
     return new EncoderProcess(child, onData);
   }
 
