@@ -587,7 +587,7 @@ async function stallRun(
       latency_before_ms: latencyBefore === null ? null : r1(latencyBefore),
       back_at_live_edge_ms: back,
       late_frames_after: lateAfter,
-      latency_after_ms: pct(after, 50),
+      latency_after_ms: pct(after, 50) === null ? null : r1(pct(after, 50)!),
       player_stats: stats,
     };
   } finally {
