@@ -10,6 +10,7 @@
  */
 import { EspeakLib } from "../engine/espeak_lib.ts";
 import { StreamResampler } from "../src/media/lipsync/dsp.ts";
+import { startRealtimeEngine } from "../testing/realtime_engine.ts";
 
 /** One sent chunk. */
 export interface SentChunk {
@@ -200,5 +201,33 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       await Promise.all(closed);
       await server.shutdown();
     },
+  };
+}
+
+/**
+ * The strictly real-time engine of `testing/realtime_engine.ts` behind the {@link BenchEngine} interface:
+ * each chunk leaves when it has been spoken (20 ms after the start of its audio, where {@link startBenchEngine}
+ * sends it at that start) and `response.started` goes with the first chunk (not 60 ms ahead of it).
+ */
+export function startRealtimeBenchEngine(tls: { certPem: string; keyPem: string }): BenchEngine {
+  const engine = startRealtimeEngine({ tls, sampleRate: RATE });
+  return {
+    url: engine.url,
+    sessions: engine.sessions,
+    talk(sessionId, pattern) {
+      const ms = Math.round(pattern.burstMs / 20) * 20;
+      const pcm = pattern.sound === "vowel"
+        ? vowelBurst(ms)
+        : pattern.sound === "speech"
+        ? speechBurst(ms)
+        : toneBurst(ms);
+      return engine.talk(sessionId, {
+        pcm,
+        bursts: pattern.bursts,
+        gapMs: pattern.gapMs,
+        spreadMs: pattern.spreadMs,
+      });
+    },
+    close: () => engine.close(),
   };
 }

@@ -34,7 +34,11 @@
  * The service (and its ffmpeg encoders) and Janus run on one core (`taskset`, `--core`, default the last),
  * Chromium, the engine and this script on the others. Load averages are recorded with the figures: the
  * machine may be shared. Options: `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
- * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`. Writes
+ * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
+ * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
+ * which announces each turn 60 ms ahead and sends each chunk at the start of its audio, and with the strictly
+ * real-time engine of `testing/realtime_engine.ts`, which sends each chunk once spoken and announces nothing
+ * early; the latter's figures are under `realtime_engine`). Writes
  * `bench/results/player-<time>.json`.
  *
  * @module
@@ -46,7 +50,7 @@ import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
 import { type JanusProcess, startJanus } from "../testing/janus.ts";
-import { type BenchEngine, startBenchEngine } from "./engine.ts";
+import { type BenchEngine, startBenchEngine, startRealtimeBenchEngine } from "./engine.ts";
 import { ONSET_TAP } from "./onset_tap.ts";
 
 type PathName = "webcodecs" | "mse" | "webrtc_sfu";
@@ -65,8 +69,13 @@ export interface Figures {
 export interface PathResults {
   engine_chunk_to_sound_ms: Figures & { bursts: number };
   frame_made_to_presented_ms: Figures;
-  mouth_vs_sound_ms: Figures & { abs_p95: number | null };
+  mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
   connect_to_first_frame_ms: Figures;
+  /**
+   * `--realtime-engine`: the same steady run on the strictly real-time engine (`testing/realtime_engine.ts`:
+   * each chunk sent once spoken, nothing announced early), right after the early engine's.
+   */
+  realtime_engine?: SteadyResults;
   /** webrtc_sfu: connects right after the create (the first viewer, from Janus's cached keyframe). */
   first_viewer_first_frame_ms?: Figures;
   stall?: StallResult | null;
@@ -76,6 +85,17 @@ export interface PathResults {
   service_metrics: Record<string, unknown> | null;
   load_average: string;
   /** `--detail`: each burst of the steady run, its onset and the frames around it. */
+  bursts_detail?: BurstDetail[];
+}
+
+/** The figures of one steady run. */
+export interface SteadyResults {
+  engine_chunk_to_sound_ms: Figures & { bursts: number };
+  frame_made_to_presented_ms: Figures;
+  mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
+  player_stats: Record<string, unknown> | null;
+  service_metrics: Record<string, unknown> | null;
+  load_average: string;
   bursts_detail?: BurstDetail[];
 }
 
@@ -567,7 +587,7 @@ async function stallRun(
       latency_before_ms: latencyBefore === null ? null : r1(latencyBefore),
       back_at_live_edge_ms: back,
       late_frames_after: lateAfter,
-      latency_after_ms: pct(after, 50),
+      latency_after_ms: pct(after, 50) === null ? null : r1(pct(after, 50)!),
       player_stats: stats,
     };
   } finally {
@@ -641,6 +661,30 @@ async function driftRun(
 
 // ---------------------------------------------------------------- main
 
+/** A steady run's figures. */
+function steadyResults(
+  st: Awaited<ReturnType<typeof steady>>,
+  detail: boolean,
+): SteadyResults {
+  const abs = pct(st.av.map(Math.abs), 95);
+  const mean = st.av.length ? r1(st.av.reduce((a, b) => a + b, 0) / st.av.length) : null;
+  return {
+    engine_chunk_to_sound_ms: { ...figures(st.audio), bursts: st.bursts },
+    frame_made_to_presented_ms: figures(st.frames),
+    mouth_vs_sound_ms: { ...figures(st.av), abs_p95: abs === null ? null : r1(abs), mean },
+    player_stats: st.stats,
+    service_metrics: st.metrics,
+    load_average: loadavg(),
+    ...(detail ? { bursts_detail: st.details } : {}),
+  };
+}
+
+/** What the service's metrics said of the player's mouth-vs-sound offset (p50), or "–". */
+function reportedOffset(m: Record<string, unknown> | null): string {
+  const av = (m as { av_offset_ms?: { p50?: number | null; count?: number } } | null)?.av_offset_ms;
+  return av && av.p50 !== undefined && av.p50 !== null ? `${av.p50} (${av.count ?? "?"})` : "–";
+}
+
 /** The results as a Markdown table. */
 function table(results: Partial<Record<PathName, PathResults>>): string {
   const paths = ALL_PATHS.filter((p) => results[p]);
@@ -700,6 +744,38 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
           : "–",
       "≤ 1000 / 0 / within 150",
     ),
+    row(
+      "mouth vs sound mean ms; service's av_offset_ms p50 (count)",
+      (r) => `${r.mouth_vs_sound_ms.mean ?? "–"}; ${reportedOffset(r.service_metrics)}`,
+      "\\|mean\\| ≤ 10; within 10 of shown",
+    ),
+    row(
+      "real-time engine: chunk → sound heard, p50 / p99 ms",
+      (r) =>
+        r.realtime_engine
+          ? `${f(r.realtime_engine.engine_chunk_to_sound_ms, "p50")} / ${
+            f(r.realtime_engine.engine_chunk_to_sound_ms, "p99")
+          } (${r.realtime_engine.engine_chunk_to_sound_ms.samples})`
+          : "–",
+      "≤ 100 / ≤ 160",
+    ),
+    row(
+      "real-time engine: mouth vs sound p50; \\|offset\\| p95; mean ms",
+      (r) =>
+        r.realtime_engine
+          ? `${f(r.realtime_engine.mouth_vs_sound_ms, "p50")}; ${
+            r.realtime_engine.mouth_vs_sound_ms.abs_p95 ?? "–"
+          }; ${
+            r.realtime_engine.mouth_vs_sound_ms.mean ?? "–"
+          } (${r.realtime_engine.mouth_vs_sound_ms.samples})`
+          : "–",
+      "\\|p95\\| ≤ 20, \\|mean\\| ≤ 10",
+    ),
+    row(
+      "real-time engine: service's av_offset_ms p50 (count)",
+      (r) => r.realtime_engine ? reportedOffset(r.realtime_engine.service_metrics) : "–",
+      "within 10 of shown",
+    ),
     row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
   ].join("\n");
 }
@@ -716,6 +792,7 @@ if (import.meta.main) {
       "drift-minutes": { type: "string", default: "0" },
       detail: { type: "boolean", default: false },
       "fixed-phase": { type: "boolean", default: false },
+      "realtime-engine": { type: "boolean", default: false },
     },
   }).values;
   const paths = args.paths.split(",").map((p) => p.trim()) as PathName[];
@@ -741,6 +818,7 @@ if (import.meta.main) {
   const janus = paths.includes("webrtc_sfu") ? await startJanus({ icePorts: 100, ingestPorts: 100 }) : null;
   if (janus && core !== null) await run("taskset", ["-a", "-p", "-c", String(core), String(janus.pid)]);
   const engine = startBenchEngine(tls);
+  const realtime = args["realtime-engine"] ? startRealtimeBenchEngine(tls) : null;
   let svc: Service | null = null;
   let browser: Browser | null = null;
   const results: Partial<Record<PathName, PathResults>> = {};
@@ -754,18 +832,17 @@ if (import.meta.main) {
       const c = await connects(path, svc, engine, browser, nConnects, box);
       const st = await steady(path, svc, engine, browser, nBursts, box, spread);
       const stall = path === "webrtc_sfu" ? null : await stallRun(path, svc, engine, browser, box);
-      const abs = pct(st.av.map(Math.abs), 95);
+      const early = steadyResults(st, args.detail);
+      // The real-time engine's steady run follows the early one's, so both see the same load.
+      const rt = realtime
+        ? steadyResults(await steady(path, svc, realtime, browser, nBursts, box, spread), args.detail)
+        : null;
       results[path] = {
-        engine_chunk_to_sound_ms: { ...figures(st.audio), bursts: st.bursts },
-        frame_made_to_presented_ms: figures(st.frames),
-        mouth_vs_sound_ms: { ...figures(st.av), abs_p95: abs === null ? null : r1(abs) },
+        ...early,
         connect_to_first_frame_ms: figures(c.any),
         ...(path === "webrtc_sfu" ? { first_viewer_first_frame_ms: figures(c.firstViewer) } : {}),
         stall,
-        player_stats: st.stats,
-        service_metrics: st.metrics,
-        load_average: loadavg(),
-        ...(args.detail ? { bursts_detail: st.details } : {}),
+        ...(rt ? { realtime_engine: rt } : {}),
       };
       console.log(`bench player: ${path} ${JSON.stringify(results[path])}`);
     }
@@ -782,6 +859,7 @@ if (import.meta.main) {
       if (!exited) svc.child.kill("SIGKILL");
     }
     await engine.close();
+    await realtime?.close();
     await janus?.stop();
     await Deno.remove(dir, { recursive: true });
   }

@@ -28,8 +28,15 @@ const MAX_SLEW = 0.002;
 /** Fade-in after a jump (ms). */
 const FADE_MS = 4;
 
-/** The worklet's code: a timeline-stamped PCM queue played on an origin that slews or jumps. */
-const WORKLET = `
+/**
+ * The worklet's code: a timeline-stamped PCM queue played on an origin that slews or jumps. Exported for its
+ * test (it runs in an AudioWorkletGlobalScope: `sampleRate`, `currentFrame`, `registerProcessor`).
+ *
+ * It never outputs a non-finite sample: a chunk is read only while the instant read is inside it (the
+ * instant is fractional — the origin is — and so may a chunk's end be: reading past it gave `undefined`, NaN
+ * out), a gain that is not a finite number is ignored and a non-finite sample plays as silence.
+ */
+export const WORKLET = `
 class AvatarPlayout extends AudioWorkletProcessor {
   constructor(options) {
     super();
@@ -54,7 +61,7 @@ class AvatarPlayout extends AudioWorkletProcessor {
           if (this.origin !== null) { this.jumps++; this.fade = this.fadeLen; }
           this.origin = this.target;
         }
-      } else if (m.type === "gain") this.gain = m.gain;
+      } else if (m.type === "gain" && Number.isFinite(m.gain)) this.gain = m.gain;
       else if (m.type === "clear") this.chunks = [];
     };
   }
@@ -72,7 +79,7 @@ class AvatarPlayout extends AudioWorkletProcessor {
   }
   sampleAt(tau) {
     const c = this.chunks;
-    while (c.length && c[0].start + c[0].data.length <= Math.floor(tau)) c.shift();
+    while (c.length && c[0].start + c[0].data.length <= tau) c.shift();
     const a = c[0];
     if (!a || tau < a.start) return null;
     const x = tau - a.start, k = Math.floor(x), f = x - k;
@@ -94,7 +101,7 @@ class AvatarPlayout extends AudioWorkletProcessor {
       if (this.origin !== null) {
         const tau = (currentFrame + i - this.origin) * this.ratio;
         const s = tau >= 0 ? this.sampleAt(tau) : null;
-        if (s === null) this.underrun++; else { v = s; this.played++; }
+        if (s === null || !Number.isFinite(s)) this.underrun++; else { v = s; this.played++; }
         if (this.fade > 0) { v *= 1 - this.fade / this.fadeLen; this.fade--; }
       }
       ch0[i] = v * this.gain;
@@ -264,7 +271,11 @@ export async function createAudioClock(options = {}) {
       return base + out + 128_000 / ctx.sampleRate;
     },
     push(startMs, pcm) {
-      node.port.postMessage({ type: "pcm", start: startMs * rate / 1000, data: pcm }, [pcm.buffer]);
+      // Whole samples: a timestamp's microsecond rounding is no sub-sample position, and chunks that follow
+      // each other then meet exactly (the interpolation reads across them).
+      node.port.postMessage({ type: "pcm", start: Math.round(startMs * rate / 1000), data: pcm }, [
+        pcm.buffer,
+      ]);
     },
     setVolume(volume, muted) {
       node.port.postMessage({ type: "gain", gain: muted ? 0 : Math.max(0, Math.min(1, volume)) });

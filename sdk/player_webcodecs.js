@@ -464,6 +464,8 @@ export function createWebCodecsSink(options) {
     counters.audioDecodedMs += n * 1000 / rate;
     let sum = 0;
     for (let i = 0; i < n; i++) {
+      // A decoder's non-finite sample plays as silence (a NaN reaching the output is a click, or mutes it).
+      if (!Number.isFinite(pcm[i])) pcm[i] = 0;
       const x = pcm[i];
       sum += x * x;
       if (x > ONSET_LEVEL || x < -ONSET_LEVEL) {

@@ -1,0 +1,85 @@
+/**
+ * The WebCodecs player's playout worklet (`sdk/player_clock.js`), run outside a browser with the globals of
+ * an AudioWorkletGlobalScope faked: its output must never hold a non-finite sample (a NaN on the output is a
+ * click a user hears, or silences the graph after it). An outside check once read NaN on the player's output;
+ * reading a chunk past its fractional end was the way to it.
+ */
+import assert from "node:assert/strict";
+
+// Loaded by URL: player_clock.js is type-checked with the DOM libraries (`tests/sdk/browser.deno.json`, in
+// `deno task ok`), which this test's own check has not.
+const { WORKLET } = await import(new URL("../../sdk/player_clock.js", import.meta.url).href) as {
+  WORKLET: string;
+};
+
+type Port = { onmessage: ((e: { data: unknown }) => void) | null; postMessage(m: unknown): void };
+type Processor = { port: Port; process(i: unknown, o: Float32Array[][]): boolean };
+
+/** Loads the worklet's processor class with faked scope globals; `frame` is the scope's `currentFrame`. */
+function loadProcessor(rate = 48000): { make(): Processor; setFrame(f: number): void } {
+  let registered: (new (o: unknown) => Processor) | null = null;
+  const scope = { currentFrame: 0 };
+  class AudioWorkletProcessor {
+    port: Port = { onmessage: null, postMessage() {} };
+  }
+  const define = new Function(
+    "AudioWorkletProcessor",
+    "registerProcessor",
+    "sampleRate",
+    "scope",
+    `with (scope) { ${WORKLET} }`,
+  );
+  define(AudioWorkletProcessor, (_: string, c: new (o: unknown) => Processor) => registered = c, rate, scope);
+  assert(registered, "the worklet registers its processor");
+  const Cls = registered as new (o: unknown) => Processor;
+  return {
+    make: () => new Cls({ processorOptions: { rate: 48000, slewBelowMs: 12, maxSlew: 0.002, fadeMs: 4 } }),
+    setFrame: (f) => scope.currentFrame = f,
+  };
+}
+
+/** Plays `quanta` render quanta from frame 0; returns every output sample of channel 0. */
+function play(p: Processor, setFrame: (f: number) => void, quanta: number): number[] {
+  const out: number[] = [];
+  for (let q = 0; q < quanta; q++) {
+    setFrame(q * 128);
+    const ch = [new Float32Array(128), new Float32Array(128)];
+    p.process([], [ch]);
+    out.push(...ch[0]);
+  }
+  return out;
+}
+
+const send = (p: Processor, data: unknown) => p.port.onmessage!({ data });
+
+Deno.test("playout worklet: a chunk with a fractional end next to a gap, read at a fractional instant, outputs no NaN", () => {
+  const { make, setFrame } = loadProcessor();
+  const p = make();
+  // Origin half a frame in: every instant read is fractional (as an anchor in ms makes it).
+  send(p, { type: "origin", origin: 0.5, jump: true });
+  // A chunk whose start (and so end, 110.3) is fractional, then a gap, then another chunk.
+  send(p, { type: "pcm", start: 10.3, data: new Float32Array(100).fill(0.5) });
+  send(p, { type: "pcm", start: 200, data: new Float32Array(100).fill(0.25) });
+  const out = play(p, setFrame, 4);
+  const bad = out.findIndex((x) => !Number.isFinite(x));
+  assert.equal(bad, -1, `sample ${bad} is ${out[bad]}`);
+  // The sound itself is played: the first chunk's samples, silence in the gap, the second chunk's.
+  assert.equal(out[50], 0.5);
+  assert.equal(out[150], 0);
+  assert.equal(out[250], 0.25);
+});
+
+Deno.test("playout worklet: a non-finite gain or decoded sample plays as silence, never NaN", () => {
+  const { make, setFrame } = loadProcessor(44100); // a context at 44.1 kHz: the instants read are fractional
+  const p = make();
+  send(p, { type: "origin", origin: 0, jump: true });
+  const data = new Float32Array(960).fill(0.5);
+  data[100] = NaN;
+  data[101] = Infinity;
+  send(p, { type: "pcm", start: 0, data });
+  send(p, { type: "gain", gain: NaN });
+  const out = play(p, setFrame, 8);
+  const bad = out.findIndex((x) => !Number.isFinite(x));
+  assert.equal(bad, -1, `sample ${bad} is ${out[bad]}`);
+  assert(out.filter((x) => x === 0.5).length > 500, "the finite samples play at the last finite gain (1)");
+});
