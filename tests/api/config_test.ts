@@ -138,7 +138,9 @@ Deno.test("config: secrets, overrides and the documented variable list", () => {
   // One name a setting (a provider's included: its catalog entry declares it), each an `SVC_` variable but
   // the OpenTelemetry one.
   assert.equal(new Set(CONFIG_VARIABLES).size, CONFIG_VARIABLES.length, "no variable declared twice");
-  for (const name of CONFIG_VARIABLES) assert.match(name, /^(SVC_[A-Z0-9_]+|PORT|OTEL_TRACES_SAMPLER|GLIBC_TUNABLES)$/);
+  for (const name of CONFIG_VARIABLES) {
+    assert.match(name, /^(SVC_[A-Z0-9_]+|PORT|OTEL_TRACES_SAMPLER|GLIBC_TUNABLES)$/);
+  }
   for (const name of CONFIG_VARIABLES) {
     assert.ok(docs.includes(`\`${name}\``), `${name} missing from docs/configuration.md`);
     assert.ok(readme.includes(`\`${name}\``), `${name} missing from README.md`);
