@@ -9,24 +9,9 @@ import type { CommandSpec } from "../command.ts";
 import { formatTime, printDetails, printJson, printTable } from "../output.ts";
 import { startProgress } from "../progress.ts";
 import { UsageError } from "../usage_error.ts";
+import { VISEME_NAMES } from "../../src/vocabulary/viseme_names.ts";
 
-const VISEMES = [
-  "sil",
-  "PP",
-  "FF",
-  "TH",
-  "DD",
-  "kk",
-  "CH",
-  "SS",
-  "nn",
-  "RR",
-  "aa",
-  "E",
-  "ih",
-  "oh",
-  "ou",
-] as const;
+const VISEMES = VISEME_NAMES;
 
 type AvatarAnswer = {
   avatar_id: string;

@@ -1,7 +1,6 @@
 /**
  * The 15 viseme names as the API spells them (`GET /v1/avatars/{id}/preview.png?viseme=`), for the floors
- * that load no media code. The media plane's list (`media/lipsync/visemes.ts`) is the same; a test holds
- * them equal.
+ * that load no media code; the media plane's list (`media/lipsync/visemes.ts`) and the CLI take it from here.
  *
  * @module
  */

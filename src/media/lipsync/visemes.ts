@@ -5,25 +5,10 @@
  *
  * @module
  */
+import { VISEME_NAMES } from "../../vocabulary/viseme_names.ts";
 
-/** The 15 Oculus visemes, in their canonical order (indexes of weight vectors follow it). */
-export const VISEMES = [
-  "sil",
-  "PP",
-  "FF",
-  "TH",
-  "DD",
-  "kk",
-  "CH",
-  "SS",
-  "nn",
-  "RR",
-  "aa",
-  "E",
-  "ih",
-  "oh",
-  "ou",
-] as const;
+/** The 15 Oculus visemes, in their canonical order (indexes of weight vectors follow it): the vocabulary's. */
+export const VISEMES = VISEME_NAMES;
 /** One viseme. */
 export type Viseme = (typeof VISEMES)[number];
 /** Number of visemes (15). */
