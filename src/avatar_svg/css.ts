@@ -9,8 +9,8 @@
  */
 import { SvgRefusal } from "./refusal.ts";
 
-/** Presentation properties a drawing may set (the same names as the allowed attributes). */
-export const CSS_PROPERTIES: ReadonlySet<string> = new Set([
+/** The presentation properties a drawing may set, as attributes and as CSS declarations alike. */
+export const PRESENTATION_PROPERTIES = [
   "fill",
   "fill-opacity",
   "fill-rule",
@@ -41,6 +41,11 @@ export const CSS_PROPERTIES: ReadonlySet<string> = new Set([
   "font-style",
   "text-anchor",
   "letter-spacing",
+] as const;
+
+/** The properties CSS declarations may set: the presentation properties, and two of CSS alone. */
+export const CSS_PROPERTIES: ReadonlySet<string> = new Set([
+  ...PRESENTATION_PROPERTIES,
   "mix-blend-mode",
   "isolation",
 ]);

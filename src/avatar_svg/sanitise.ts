@@ -16,7 +16,14 @@
  * @module
  */
 import { SaxesParser, type SaxesTagNS } from "saxes";
-import { checkValue, LOCAL_REF, sanitiseDeclarations, sanitiseStylesheet, truncate } from "./css.ts";
+import {
+  checkValue,
+  LOCAL_REF,
+  PRESENTATION_PROPERTIES,
+  sanitiseDeclarations,
+  sanitiseStylesheet,
+  truncate,
+} from "./css.ts";
 import { SVG_LIMITS, type SvgLimits } from "./limits.ts";
 import { SvgRefusal } from "./refusal.ts";
 
@@ -147,37 +154,8 @@ const ATTRIBUTES: ReadonlySet<string> = new Set([
   "k4",
   "values",
   "type",
-  "fill",
-  "fill-opacity",
-  "fill-rule",
-  "stroke",
-  "stroke-width",
-  "stroke-opacity",
-  "stroke-linecap",
-  "stroke-linejoin",
-  "stroke-miterlimit",
-  "stroke-dasharray",
-  "stroke-dashoffset",
-  "opacity",
-  "clip-path",
-  "clip-rule",
-  "mask",
-  "filter",
-  "stop-color",
-  "stop-opacity",
-  "flood-color",
-  "flood-opacity",
-  "display",
-  "visibility",
-  "color",
-  "paint-order",
-  "font-family",
-  "font-size",
-  "font-weight",
-  "font-style",
-  "text-anchor",
+  ...PRESENTATION_PROPERTIES,
   "dominant-baseline",
-  "letter-spacing",
   "vector-effect",
 ]);
 
