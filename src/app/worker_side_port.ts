@@ -12,7 +12,7 @@
  */
 import type { WorkerPort } from "../fleet/worker_port.ts";
 import type { AvatarCatalog } from "../vocabulary/avatar_catalog.ts";
-import type { TransportSockets } from "../vocabulary/transports.ts";
+import type { TransportKind, TransportSockets } from "../vocabulary/transports.ts";
 import type { WorkerLoops } from "./lifecycle.ts";
 
 /** The session worker. */
@@ -40,8 +40,8 @@ export interface ComposedMedia {
   readonly active: number;
   /** Configured number of concurrent renders. */
   readonly capacity: number;
-  /** Whether the `webrtc_sfu` transport is served here. */
-  readonly sfuConfigured: boolean;
+  /** Whether a transport is served here (one that needs a media server has it configured). */
+  serves(kind: TransportKind): boolean;
   /** Changes the origin media URLs are built from (when the port is only known after listening). */
   setPublicUrl(url: string): void;
 }

@@ -38,7 +38,6 @@ import { ReferenceRenderer } from "./reference_renderer.ts";
 import type { Renderer } from "./renderer.ts";
 import { AvatarSessionMedia, type MediaObserver } from "./session_media.ts";
 import { type MediaServer, TRANSPORT_IMPLEMENTATIONS, type TransportConfig } from "./transports/registry.ts";
-import type { JanusSfu } from "./transports/webrtc_sfu/sfu.ts";
 import type { FanoutLimits } from "./transports/ws_fmp4/fanout.ts";
 import type { Clock } from "../clock.ts";
 
@@ -112,16 +111,6 @@ export class MediaPlane implements MediaPlaneInfo {
 
   serves(kind: TransportKind): boolean {
     return !TRANSPORT_IMPLEMENTATIONS[kind].connect || this.#servers.has(kind);
-  }
-
-  /** The SFU connection of `webrtc_sfu` (null without SFU configuration). */
-  get sfu(): JanusSfu | null {
-    return (this.#servers.get("webrtc_sfu") as JanusSfu | undefined) ?? null;
-  }
-
-  /** Whether the `webrtc_sfu` transport is served here (an SFU is configured). */
-  get sfuConfigured(): boolean {
-    return this.serves("webrtc_sfu");
   }
 
   /** The client sockets of the transports served here (the app registers one route per entry). */
@@ -291,6 +280,7 @@ export class MediaPlane implements MediaPlaneInfo {
       lipSync: { holdMs: config.lipSyncHoldMs },
       gopFrames: this.options.gopFrames,
       transport,
+      paced: TRANSPORT_IMPLEMENTATIONS[s.transport].paced,
       videoConfigCache: this.#videoConfigs,
       logger,
       fail: s.fail,

@@ -2,6 +2,14 @@
  * A streaming linear-interpolation resampler for mono PCM16 (the engine's audio to the encoder's 48 kHz).
  * State carries across chunks, so chunk boundaries leave no clicks.
  *
+ * Why not one resampler for the service's three uses: they differ in what they must keep. This one upsamples
+ * (24 → 48 kHz, where linear interpolation folds nothing back into speech) with no delay and next to no cost,
+ * on the speech path. `src/providers/audio/resampler.ts` (`SincResampler`) downsamples the microphone for a
+ * vendor (24 → 16 or 8 kHz): it must be band-limited, and lags 2 ms. `lipsync/dsp.ts` (`StreamResampler`)
+ * feeds lip sync's features at 16 kHz as floats, the very filter the classifier was trained with and its
+ * WebAssembly twin repeats: changing it changes the model's input. One filter for all three would cost the
+ * speech path a delay, or change the microphone's or the model's samples.
+ *
  * @module
  */
 

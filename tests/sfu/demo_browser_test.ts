@@ -33,7 +33,7 @@ Deno.test("sfu demo: the demo page picks webrtc_sfu, plays over WebRTC, streams 
       { logger: createLogger({ sink: (l) => logs.push(l) }) },
     );
     assert.ok(service.demoUrl);
-    assert.ok(service.media?.sfuConfigured, "the SFU is configured from the environment");
+    assert.ok(service.media?.serves("webrtc_sfu"), "the SFU is configured from the environment");
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(String(e)));

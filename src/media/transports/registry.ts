@@ -1,7 +1,7 @@
 /**
  * The worker side's half of the transport registry (the other half, what every floor knows of a
  * transport, is `src/vocabulary/transports.ts`): for each transport, the media server it needs (if any),
- * how a session's transport is opened, the session's `stream_metadata` endpoints, and how a client socket
+ * how a session's transport is opened, whether it paces its own sending, the session's `stream_metadata` endpoints, and how a client socket
  * is attached to a running session's transport. The media plane (`../media_plane.ts`) reads only this
  * table: it names no transport.
  *
@@ -75,6 +75,13 @@ export interface EndpointRequest<S> {
 /** The worker side of one transport. */
 export interface TransportImplementation<S extends MediaServer | null = MediaServer | null> {
   /**
+   * Whether the transport sends the session's audio paced to the media clock (the SFU's RTP leaves when it
+   * is due), rather than as soon as it is encoded. The audio playout then writes silence a little ahead
+   * while a response is still speaking, and a clock tick tops silence up to last until the next frame
+   * (`../session/audio_playout.ts`).
+   */
+  readonly paced: boolean;
+  /**
    * The media server this transport needs, from the plane's options; null when it is not configured (the
    * transport is then not served here). Absent: it needs none, and every media plane serves it.
    */
@@ -94,6 +101,7 @@ export interface TransportImplementation<S extends MediaServer | null = MediaSer
 }
 
 const websocketFmp4: TransportImplementation<null> = {
+  paced: false,
   open: (r) => (hooks) => Promise.resolve(new WsFmp4Transport(r.sessionId, r.limits, hooks)),
   endpoints: (r) =>
     Promise.resolve({
@@ -131,6 +139,7 @@ const websocketFmp4: TransportImplementation<null> = {
 };
 
 const webrtcSfu: TransportImplementation<JanusSfu | null> = {
+  paced: true,
   connect: (options) => {
     const sfu = options.transports?.sfu;
     return sfu?.adminSecret ? new JanusSfu(sfu, options.logger) : null;

@@ -1,9 +1,9 @@
 /**
  * The seam between a session's media pipeline and the way its media reaches the browser.
  *
- * The pipeline (`../session_media.ts`: media clock, speech playout, renderer, the two encoders) emits
- * **encoded** media: H.264 access units and Opus packets, each stamped on the session's timeline. A
- * transport takes them to the session's clients and brings the user's microphone back as PCM:
+ * The pipeline (`../session_media.ts` and its parts in `../session/`: media clock, speech playout, renderer,
+ * the two encoders) emits **encoded** media through its fan-out: H.264 access units and Opus packets, each
+ * stamped on the session's timeline. A transport takes them to the session's clients and brings the user's microphone back as PCM:
  *
  * | transport | downstream | upstream | clients |
  * |---|---|---|---|
