@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { EspeakLib } from "../engine/espeak_lib.ts";
+import { EspeakLib } from "../src/speech/espeak_lib.ts";
 import { StreamResampler } from "../src/media/lipsync/dsp.ts";
 import { startRealtimeEngine } from "../testing/realtime_engine.ts";
 

@@ -32,7 +32,7 @@
  */
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { EspeakLib } from "../engine/espeak_lib.ts";
+import { EspeakLib } from "../src/speech/espeak_lib.ts";
 import {
   BENCH_SENTENCES,
   espeakUtterance,

@@ -14,7 +14,7 @@
  */
 import { parseArgs } from "node:util";
 import { OpusDecoder } from "opus-decoder";
-import { EspeakLib } from "../engine/espeak_lib.ts";
+import { EspeakLib } from "../src/speech/espeak_lib.ts";
 import { StreamResampler } from "../src/media/lipsync/dsp.ts";
 import {
   OPUS_FRAME,

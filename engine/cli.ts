@@ -6,7 +6,7 @@
 
 import { parseArgs } from "node:util";
 import type { ConversationMode } from "./conversation.ts";
-import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE } from "./protocol.ts";
+import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE } from "../src/speech/v0_protocol.ts";
 
 /** Usage text printed by `--help`. */
 export const USAGE = `Usage: deno task engine [options]

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { concatPcm, framePcm, pcm16FromBytes, resampleLinear, samplesForMs } from "./pcm.ts";
+import { concatPcm, framePcm, pcm16FromBytes, resampleLinear, samplesForMs } from "../src/speech/pcm.ts";
 import { PacedSender } from "./playout.ts";
 import {
   type BridgeMessage,
@@ -23,10 +23,10 @@ import {
   type ResponseStatus,
   type TimedPhoneme,
   type TimedWord,
-} from "./protocol.ts";
+} from "../src/speech/v0_protocol.ts";
 import type { EngineSessionStats } from "./stats.ts";
 import type { TimedSpeech, Tts } from "./tts.ts";
-import { EnergyVad, type VadEvent, type VadOptions, type VadTurnEnded } from "./vad.ts";
+import { EnergyVad, type VadEvent, type VadOptions, type VadTurnEnded } from "../src/speech/vad.ts";
 
 /** How the engine answers a user turn. */
 export type ConversationMode = "answer" | "echo";

@@ -43,6 +43,6 @@ export {
   type VadOptions,
   type VadSpeechStarted,
   type VadTurnEnded,
-} from "./vad.ts";
-export { CloseCode, SUBPROTOCOL } from "./protocol.ts";
+} from "../src/speech/vad.ts";
+export { CloseCode, SUBPROTOCOL } from "../src/speech/v0_protocol.ts";
 export { loadOrCreateToken } from "./token.ts";

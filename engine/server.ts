@@ -7,11 +7,11 @@
 
 import { bearerTokenMatches } from "./auth.ts";
 import type { ConversationMode } from "./conversation.ts";
-import { CloseCode, MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, SUBPROTOCOL } from "./protocol.ts";
+import { CloseCode, MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, SUBPROTOCOL } from "../src/speech/v0_protocol.ts";
 import { EngineSession, type SessionTimings } from "./session.ts";
 import type { EngineSessionStats } from "./stats.ts";
 import { EspeakTts, type Tts } from "./tts.ts";
-import type { VadOptions } from "./vad.ts";
+import type { VadOptions } from "../src/speech/vad.ts";
 
 /** Options of {@link startReferenceEngine}. */
 export interface ReferenceEngineOptions {

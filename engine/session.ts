@@ -18,10 +18,10 @@ import {
   PING_INTERVAL_MS,
   SESSION_START_TIMEOUT_MS,
   validateSessionStart,
-} from "./protocol.ts";
+} from "../src/speech/v0_protocol.ts";
 import { type EngineSessionStats, newSessionStats } from "./stats.ts";
 import type { Tts } from "./tts.ts";
-import type { VadOptions } from "./vad.ts";
+import type { VadOptions } from "../src/speech/vad.ts";
 
 /** Timing of the handshake and keepalive, in milliseconds. */
 export interface SessionTimings {

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { espeakLib, type SpeechPhoneme, speechTimings, type SpeechWord } from "./espeak_lib.ts";
-import { resampleLinear } from "./pcm.ts";
+import { espeakLib, type SpeechPhoneme, speechTimings, type SpeechWord } from "../src/speech/espeak_lib.ts";
+import { resampleLinear } from "../src/speech/pcm.ts";
 import { parseWav } from "./wav.ts";
 
 /** Speech with the timing of its words and phonemes (ms from its first sample). */

@@ -239,6 +239,9 @@ export function floorOf(name: string): number {
     [/^(errors|ids|clock|log|text_fields|settings)\.ts$/, 0],
     [/^sessions\/(state|record|end_reasons|events|view)\.ts$/, 0],
     [/^auth\//, 0],
+    // the speech code the service and the reference engine (`engine/`) share: the V0 protocol's messages, the
+    // voice activity detector, PCM helpers, the espeak-ng binding (the only `src/` the engine imports)
+    [/^speech\//, 0],
     // the uploaded avatar drawing's sanitiser and rig (pure: an XML parser and the allow-list)
     [/^avatar_svg\//, 0],
     // 1: the configuration (it reads the catalog's settings), and telemetry

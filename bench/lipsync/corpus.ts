@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { type EspeakLib, type EspeakVoiceOptions, speechTimings } from "../../engine/espeak_lib.ts";
+import { type EspeakLib, type EspeakVoiceOptions, speechTimings } from "../../src/speech/espeak_lib.ts";
 import { parseWav } from "../../engine/wav.ts";
 import { phonemeVisemes, VISEME_INDEX, type VisemePart } from "../../src/media/lipsync/visemes.ts";
 import { prng } from "../../src/media/motion.ts";

@@ -13,7 +13,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { EspeakLib } from "../../engine/espeak_lib.ts";
+import { EspeakLib } from "../../src/speech/espeak_lib.ts";
 import {
   espeakUtterance,
   frameLabels,

@@ -13,6 +13,7 @@ import { MediaPlane, type MediaPlaneOptions } from "../media/media_plane.ts";
 import { artDocument } from "../media/art/document.ts";
 import { projectAvatarLoader } from "../media/art/project_avatars.ts";
 import { createBridges } from "../providers/bridges.ts";
+import { InputTurns } from "../providers/wire/input_turns.ts";
 import type { ProviderBridge } from "../providers/types.ts";
 import type { ProviderType } from "../providers/catalog/catalog.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../worker/session_runtime.ts";
@@ -117,7 +118,8 @@ export async function createWorkerSide(a: WorkerSideArgs): Promise<WorkerSide> {
   media?.useProjectAvatars(projectAvatarLoader(kv));
   const runtime = new SessionRuntime({
     bridges: {
-      ...await createBridges({ config, logger, clock, caCerts: a.engineCa }),
+      // One fairness gate of engine input for the whole process: every session's engine socket reads through it.
+      ...await createBridges({ config, logger, clock, caCerts: a.engineCa, inputTurns: new InputTurns() }),
       ...o.bridges,
     },
     logger,

@@ -12,6 +12,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import { PROVIDER_TYPES, type ProviderSettings, type ProviderType } from "./catalog/catalog.ts";
 import type { BridgeDeps, BridgeFactory, ProviderBridge } from "./types.ts";
+import { InputTurns } from "./wire/input_turns.ts";
 
 /** What {@link createBridges} takes. */
 export interface BridgesOptions {
@@ -22,6 +23,11 @@ export interface BridgesOptions {
   clock?: Clock;
   /** Extra CA certificates (PEM) trusted for engine connections (`SVC_ENGINE_CA_FILE`, the embedded engine's). */
   caCerts?: readonly string[];
+  /**
+   * The process's fairness gate of engine input, shared by every bridge (default: a gate of these bridges'
+   * own; the worker side passes the one it owns).
+   */
+  inputTurns?: InputTurns;
   /** Keepalive of the vendor sockets (tests shorten it). */
   keepalive?: BridgeDeps["keepalive"];
 }
@@ -47,6 +53,7 @@ export async function bridgeFactory<K extends ProviderType>(type: K): Promise<Br
 /** One bridge per provider type, each built by its module's `createBridge` with its type's settings. */
 export async function createBridges(options: BridgesOptions): Promise<Record<ProviderType, ProviderBridge>> {
   const bridges: Partial<Record<ProviderType, ProviderBridge>> = {};
+  const inputTurns = options.inputTurns ?? new InputTurns();
   for (const type of PROVIDER_TYPES) {
     const create = await bridgeFactory(type) as BridgeFactory<ProviderType>;
     bridges[type] = create({
@@ -54,6 +61,7 @@ export async function createBridges(options: BridgesOptions): Promise<Record<Pro
       clock: options.clock ?? systemClock,
       settings: options.config.providers[type] as never,
       caCerts: options.caCerts ?? [],
+      inputTurns,
       keepalive: options.keepalive,
     });
   }

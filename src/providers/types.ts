@@ -11,6 +11,7 @@ import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { ProviderSettings, ProviderType } from "./catalog/catalog.ts";
+import type { InputTurns } from "./wire/input_turns.ts";
 
 /** Why a provider connection ended on its own. */
 export type ProviderClosure =
@@ -128,9 +129,14 @@ export interface BridgeDeps<S = unknown> {
   settings: S;
   /**
    * Extra CA certificates (PEM) trusted for engine connections and vendor REST calls, beyond the bundled
-   * roots (every bridge connects through the client of `wire/socket.ts`).
+   * roots (every bridge connects through the wire's client, `wire/upgrade.ts`).
    */
   caCerts: readonly string[];
+  /**
+   * The process's fairness gate of engine input (`wire/input_turns.ts`): every socket the bridges open reads
+   * through this one gate (the worker side's composition owns it).
+   */
+  inputTurns: InputTurns;
   /** Keepalive of the vendor sockets (default: a ping every 15 s, the peer dead after 45 s of silence). */
   keepalive?: { intervalMs: number; deadAfterMs: number };
 }

@@ -16,6 +16,7 @@ import { createHarness } from "../../testing/harness.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { engineBody, testTls } from "../../testing/fixtures.ts";
 import { startWebhookReceiver } from "../../testing/webhook_receiver.ts";
+import { InputTurns } from "../../src/providers/wire/input_turns.ts";
 
 const CANARY = `canary${crypto.randomUUID().replaceAll("-", "")}`;
 
@@ -33,7 +34,13 @@ Deno.test("secret canary: credentials reach no KV entry, log line, response or e
   const slow = await startFakeEngine(testTls, "ignore_end");
   const holders: CredentialHolder[] = [];
   const external = new Recording(
-    createBridge({ caCerts: [testTls.caPem], logger: silentLogger, clock: systemClock, settings: {} }),
+    createBridge({
+      caCerts: [testTls.caPem],
+      logger: silentLogger,
+      clock: systemClock,
+      settings: {},
+      inputTurns: new InputTurns(),
+    }),
     holders,
   );
   const unavailable = new Recording(new UnavailableBridge(), holders);

@@ -12,7 +12,7 @@ import {
   type ReferenceEngine,
   type Tts,
 } from "../../engine/mod.ts";
-import { pcm16ToBytes } from "../../engine/pcm.ts";
+import { pcm16ToBytes } from "../../src/speech/pcm.ts";
 
 let tlsCache: Promise<EngineTlsMaterial> | undefined;
 

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { concatPcm, framePcm, pcm16FromBytes, pcm16ToBytes, resampleLinear, rms } from "../../engine/pcm.ts";
+import {
+  concatPcm,
+  framePcm,
+  pcm16FromBytes,
+  pcm16ToBytes,
+  resampleLinear,
+  rms,
+} from "../../src/speech/pcm.ts";
 import { encodeWav, parseWav } from "../../engine/wav.ts";
 import { tone } from "./_helpers.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EspeakTts, type ReferenceEngineOptions, startReferenceEngine } from "../../engine/mod.ts";
 import { answerText, toolSentence } from "../../engine/conversation.ts";
-import { resampleLinear, rms } from "../../engine/pcm.ts";
+import { resampleLinear, rms } from "../../src/speech/pcm.ts";
 import {
   FakeTts,
   join,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { EspeakTts, TtsError } from "../../engine/tts.ts";
-import { rms } from "../../engine/pcm.ts";
+import { rms } from "../../src/speech/pcm.ts";
 
 Deno.test("tts: espeak-ng speech at the requested rate, cached", async () => {
   // A wrapper counts how often the synthesiser really runs.

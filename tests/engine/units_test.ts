@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { bearerTokenMatches, timingSafeEqual } from "../../engine/auth.ts";
 import { PacedSender } from "../../engine/playout.ts";
-import { parseBridgeMessage, validateSessionStart } from "../../engine/protocol.ts";
+import { parseBridgeMessage, validateSessionStart } from "../../src/speech/v0_protocol.ts";
 import { installReflectMetadata } from "../../engine/reflect_metadata.ts";
 import { until } from "../../testing/deadline.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { EnergyVad, type VadEvent, type VadTurnEnded } from "../../engine/vad.ts";
+import { EnergyVad, type VadEvent, type VadTurnEnded } from "../../src/speech/vad.ts";
 import { join, noise, silence, tone } from "./_helpers.ts";
 
 const RATE = 16000;

@@ -6,7 +6,7 @@
  * an engine speaking in real time getting its visemes decided at each frame's deadline.
  */
 import assert from "node:assert/strict";
-import { EspeakLib } from "../../engine/espeak_lib.ts";
+import { EspeakLib } from "../../src/speech/espeak_lib.ts";
 import { generateEngineTls, startReferenceEngine } from "../../engine/mod.ts";
 import { espeakUtterance } from "../../bench/lipsync/corpus.ts";
 import type { TimelineViseme } from "../../src/media/lipsync/timeline.ts";

@@ -5,7 +5,7 @@
  * on; the full measurement is `deno task bench:lipsync`).
  */
 import assert from "node:assert/strict";
-import { EspeakLib } from "../../engine/espeak_lib.ts";
+import { EspeakLib } from "../../src/speech/espeak_lib.ts";
 import { encodeWav } from "../../engine/wav.ts";
 import { espeakUtterance, frameLabels, type Utterance } from "../../bench/lipsync/corpus.ts";
 import { ratios, score } from "../../bench/lipsync/score.ts";

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { OpusDecoder } from "opus-decoder";
-import { EspeakLib } from "../../engine/espeak_lib.ts";
+import { EspeakLib } from "../../src/speech/espeak_lib.ts";
 import { generateEngineTls, startReferenceEngine } from "../../engine/mod.ts";
 import { EspeakTts, type TimedSpeech, type Tts } from "../../engine/tts.ts";
 import { espeakUtterance, frameLabels, type Segment } from "../../bench/lipsync/corpus.ts";

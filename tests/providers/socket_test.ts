@@ -1,5 +1,5 @@
 /**
- * The bridges' own HTTP/1.1 + WebSocket client (src/providers/wire/socket.ts) against a hand-written peer
+ * The bridges' own HTTP/1.1 + WebSocket client (src/providers/wire/: dial, tls, http1, upgrade, websocket, http_request) against a hand-written peer
  * that reads and writes raw bytes: the upgrade request it writes (target and header bytes, nothing
  * offered but what was asked for), refused upgrades (status, `Retry-After`, redirects not followed),
  * handshake checks (accept key, subprotocol, extensions), frames (masked out; fragmented, large, binary,
@@ -7,13 +7,10 @@
  * 1007, 1009), trust (extra CA, unknown CA), and dropping a connection at once.
  */
 import assert from "node:assert/strict";
-import {
-  type EngineSocket,
-  engineTransport,
-  type Frame,
-  InputTurns,
-  WireError,
-} from "../../src/providers/wire/socket.ts";
+import type { EngineSocket, Frame } from "../../src/providers/wire/engine_socket.ts";
+import { WireError } from "../../src/providers/wire/failure.ts";
+import { InputTurns } from "../../src/providers/wire/input_turns.ts";
+import { engineTransport } from "../../src/providers/wire/upgrade.ts";
 import { generateEngineTls } from "../../engine/mod.ts";
 import { testTls } from "./_helpers.ts";
 

@@ -11,13 +11,9 @@ import {
   signedUrlMintedAt as mintedAtOf,
   signedUrlProblem as problemOf,
 } from "../../src/providers/catalog/vendor3_signed_url.ts";
-import {
-  classifyNativeFailure,
-  endpointOf,
-  engineTransport,
-  parseRetryAfter,
-  WireError,
-} from "../../src/providers/wire/socket.ts";
+import { endpointOf } from "../../src/providers/wire/endpoint.ts";
+import { classifyNativeFailure, parseRetryAfter, WireError } from "../../src/providers/wire/failure.ts";
+import { engineTransport } from "../../src/providers/wire/upgrade.ts";
 import { splitUrl } from "../../src/auth/credential_url.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";

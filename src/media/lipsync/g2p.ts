@@ -1,11 +1,11 @@
 /**
  * Text → phonemes for lip sync: words of a transcript to their visemes, per language, with espeak-ng's
- * rules and dictionaries run in process (libespeak-ng through FFI, `engine/espeak_lib.ts`): no process
+ * rules and dictionaries run in process (libespeak-ng through FFI, `src/speech/espeak_lib.ts`): no process
  * per session or per word. Results are cached per (language, word).
  *
  * @module
  */
-import { espeakLib, espeakLibError } from "../../../engine/espeak_lib.ts";
+import { espeakLib, espeakLibError } from "../../speech/espeak_lib.ts";
 import { type PhonemeVisemes, phonemeVisemes, splitPhonemeWords } from "./visemes.ts";
 
 /** Text → phonemes for one language at a time. */

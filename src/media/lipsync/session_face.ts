@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { EnergyVad } from "../../../engine/vad.ts";
+import { EnergyVad } from "../../speech/vad.ts";
 import { FaceAnimator, type FaceMode, type FaceState } from "../motion.ts";
 import {
   type CharAlignment,

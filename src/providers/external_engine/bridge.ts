@@ -1,10 +1,10 @@
 /**
  * The bridge side of the external conversation engine protocol V0 (docs/engine-protocol-v0.md), on the
  * bridge skeleton and the shared engine-socket plumbing (`wire/`), with the message shapes and constants of
- * `engine/protocol.ts` (the one definition the reference engine uses too).
+ * `src/speech/v0_protocol.ts` (the one definition the reference engine uses too).
  *
  * Credentials (`url`, the values of `auth_headers`) are read from the session's credential holder only to
- * open the socket, as bytes written into the upgrade request (`wire/socket.ts`); failures during start are
+ * open the socket, as bytes written into the upgrade request (`wire/http1.ts`, `wire/upgrade.ts`); failures during start are
  * mapped to the service's codes as documented in §8 of the protocol, with provider-agnostic messages.
  *
  * @module
@@ -23,7 +23,7 @@ import {
   PREFERRED_OUTPUT_SAMPLE_RATE,
   PROTOCOL_VERSION,
   SUBPROTOCOL,
-} from "../../../engine/protocol.ts";
+} from "../../speech/v0_protocol.ts";
 import type { ApiError } from "../../errors.ts";
 import { pcmSamples } from "../audio/format.ts";
 import type { ProviderSettings } from "../catalog/catalog.ts";
@@ -37,13 +37,9 @@ import {
   KEEPALIVE_CLOSE_CODE,
 } from "../wire/connection.ts";
 import { type HandshakeStep, refineByClose, startErrors, type StartFailure } from "../wire/handshake.ts";
-import {
-  classifyNativeFailure,
-  type Closed,
-  endpointOfBytes,
-  type EngineSocket,
-  type Frame,
-} from "../wire/socket.ts";
+import { endpointOfBytes } from "../wire/endpoint.ts";
+import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
+import { classifyNativeFailure } from "../wire/failure.ts";
 
 /** The subprotocol the bridge offers. */
 export const ENGINE_SUBPROTOCOL = SUBPROTOCOL;

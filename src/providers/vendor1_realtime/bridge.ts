@@ -40,9 +40,9 @@ import {
   type StartFailure,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, EngineSocket, Frame } from "../wire/socket.ts";
+import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
 import { jsonMessage, obj } from "../wire/json.ts";
-import { endpointOf } from "../wire/socket.ts";
+import { endpointOf } from "../wire/endpoint.ts";
 import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
 
 const str = (v: unknown): string => typeof v === "string" ? v : "";

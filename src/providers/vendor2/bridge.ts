@@ -39,9 +39,10 @@ import type { ProviderSettings } from "../catalog/catalog.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
-import type { Closed, Endpoint, EngineSocket, Frame } from "../wire/socket.ts";
+import type { Endpoint } from "../wire/endpoint.ts";
+import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
 import { type Json, jsonMessage, obj } from "../wire/json.ts";
-import { endpointOf } from "../wire/socket.ts";
+import { endpointOf } from "../wire/endpoint.ts";
 import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
 
 /** The API version whose protocol this bridge speaks. */

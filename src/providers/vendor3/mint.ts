@@ -2,7 +2,7 @@
  * Minting a vendor3 signed URL with the caller's API key: `GET <SVC_VENDOR3_API_URL>/v1/convai/conversation/
  * get-signed-url?agent_id=…` with the key in the `xi-api-key` header — written into the request from the
  * key's bytes (never a string, a URL, a log line or an error) by the bridges' own HTTP client
- * (`../wire/socket.ts`). The answer is read as bytes too: the `signed_url` of its JSON (a credential: it
+ * (`../wire/http_request.ts`). The answer is read as bytes too: the `signed_url` of its JSON (a credential: it
  * carries the conversation's signature) is decoded into a buffer of its own, used at once within the
  * session's connect deadline, and zeroed by the caller.
  *
@@ -13,7 +13,9 @@ import { readStringMember } from "../../auth/credential_json.ts";
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { pathIs, splitUrl, urlHost } from "../../auth/credential_url.ts";
 import { mentionsQuota, startErrors } from "../wire/handshake.ts";
-import { endpointOf, type HttpAnswer, httpRequest, parseRetryAfter, WireError } from "../wire/socket.ts";
+import { endpointOf } from "../wire/endpoint.ts";
+import { parseRetryAfter, WireError } from "../wire/failure.ts";
+import { type HttpAnswer, httpRequest } from "../wire/http_request.ts";
 import { DeadlineExceeded } from "../wire/wait.ts";
 import { VENDOR3_SIGNED_URL_PATH } from "../catalog/vendor3_signed_url.ts";
 

@@ -24,7 +24,8 @@ import {
   type StartFailure,
   vendorStartFailure,
 } from "./handshake.ts";
-import { type Closed, type EngineSocket, engineTransport, type VendorSocket } from "./socket.ts";
+import type { Closed, EngineSocket } from "./engine_socket.ts";
+import { engineTransport, type VendorSocket } from "./upgrade.ts";
 
 /** What a vendor fills in of the handshake (the skeleton adds the socket, the clock and the failure maps). */
 export type VendorHandshake<R> =
@@ -46,7 +47,7 @@ export abstract class VendorBridge<R, S = unknown, C extends BridgeConnection = 
   readonly #socket: VendorSocket;
 
   constructor(readonly deps: BridgeDeps<S>) {
-    this.#socket = engineTransport({ caCerts: deps.caCerts, clock: deps.clock });
+    this.#socket = engineTransport({ caCerts: deps.caCerts, clock: deps.clock, inputTurns: deps.inputTurns });
   }
 
   /**

@@ -14,7 +14,7 @@ import type { Clock } from "../../clock.ts";
 import type { Logger } from "../../log.ts";
 import type { CloseResult, ProviderClosure, ProviderConnection, ProviderEvents } from "../types.ts";
 import { mentionsQuota } from "./handshake.ts";
-import type { Closed, EngineSocket, Frame } from "./socket.ts";
+import type { Closed, EngineSocket, Frame } from "./engine_socket.ts";
 import { every, settlesWithin } from "./wait.ts";
 
 /** What a connection works with. */

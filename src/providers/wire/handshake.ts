@@ -9,16 +9,11 @@
  */
 import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
-import type {
-  Closed,
-  Endpoint,
-  EngineSocket,
-  Frame,
-  HeaderLine,
-  VendorSocket,
-  WireFailure,
-} from "./socket.ts";
-import { WireError } from "./socket.ts";
+import type { Endpoint, HeaderLine } from "./endpoint.ts";
+import type { Closed, EngineSocket, Frame } from "./engine_socket.ts";
+import type { WireFailure } from "./failure.ts";
+import type { VendorSocket } from "./upgrade.ts";
+import { WireError } from "./failure.ts";
 import { deadline as startDeadline, DeadlineExceeded, settlesWithin } from "./wait.ts";
 
 /** Something that ended a start before the engine was ready. */
@@ -40,7 +35,7 @@ export interface HandshakeSpec<R> {
   timeoutMs: number;
   /** ...or a deadline already running (steps before the socket, such as minting a URL, took part of it). */
   deadline?: AbortSignal;
-  /** Where to connect (its request target may borrow credential bytes: see `socket.ts`). */
+  /** Where to connect (its request target may borrow credential bytes: see `endpoint.ts`). */
   endpoint: Endpoint;
   /** Headers of the upgrade (values may borrow credential bytes). */
   headers?: HeaderLine[];

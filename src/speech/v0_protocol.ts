@@ -3,6 +3,9 @@
  * message shapes of both directions, shared by the reference engine and the service's bridge
  * (`src/providers/external_engine/bridge.ts`), plus the engine side's parsing and validation.
  *
+ * On the shared speech floor (`src/speech/`, floor 0): imported by the service and by the reference engine
+ * (`engine/`), which imports nothing else of `src/` (docs/architecture.md, "Floors").
+ *
  * @module
  */
 

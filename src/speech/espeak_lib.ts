@@ -9,6 +9,9 @@
  * The library has one global state (voice, parameters, callback), so every call here is synchronous and
  * complete: nothing of one call leaks into the next. One {@link EspeakLib} per process ({@link espeakLib}).
  *
+ * On the shared speech floor (`src/speech/`, floor 0): imported by the service and by the reference engine
+ * (`engine/`), which imports nothing else of `src/` (docs/architecture.md, "Floors").
+ *
  * @module
  */
 

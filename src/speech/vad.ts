@@ -7,6 +7,9 @@
  * ends after `endSilenceMs` without a voiced frame, or when it reaches `maxTurnMs`. The detector is driven by
  * sample counts only (no clock), so it behaves the same whatever the pace at which audio arrives.
  *
+ * On the shared speech floor (`src/speech/`, floor 0): imported by the service and by the reference engine
+ * (`engine/`), which imports nothing else of `src/` (docs/architecture.md, "Floors").
+ *
  * @module
  */
 

@@ -1,6 +1,9 @@
 /**
  * PCM16LE helpers: conversion between bytes and samples, linear resampling, loudness, frame slicing.
  *
+ * On the shared speech floor (`src/speech/`, floor 0): imported by the service and by the reference engine
+ * (`engine/`), which imports nothing else of `src/` (docs/architecture.md, "Floors").
+ *
  * @module
  */
 

@@ -1,0 +1,77 @@
+/**
+ * The byte socket under every engine request: a TCP connection (`Deno.connect`) to an endpoint, TLS on top
+ * when the endpoint is secure (`tls.ts`), both dropped at once when the caller's abort signal fires (the
+ * session's whole connect deadline), with failures that say only that nothing answered (`unreachable`);
+ * and `writeAll`, which writes a buffer whole.
+ *
+ * @module
+ */
+import type { Endpoint } from "./endpoint.ts";
+import { WireError } from "./failure.ts";
+import { startTls } from "./tls.ts";
+
+/** A connection being set up, dropped at once when the signal aborts. */
+export class Dialer {
+  conn: Deno.Conn | null = null;
+  readonly #connecting = new AbortController();
+  #aborted = false;
+
+  constructor(readonly signal: AbortSignal) {}
+
+  /** TCP (and TLS) to the endpoint; rejects with the signal's reason once aborted. */
+  async dial(endpoint: Endpoint, caCerts: readonly string[]): Promise<Deno.Conn> {
+    const onAbort = () => {
+      this.#aborted = true;
+      this.#connecting.abort();
+      this.drop();
+    };
+    if (this.signal.aborted) throw this.signal.reason;
+    this.signal.addEventListener("abort", onAbort, { once: true });
+    this.#stop = () => this.signal.removeEventListener("abort", onAbort);
+    try {
+      const tcp = await Deno.connect({
+        hostname: endpoint.hostname,
+        port: endpoint.port,
+        signal: this.#connecting.signal,
+      });
+      this.conn = tcp;
+      if (this.#aborted) throw this.signal.reason;
+      if (!endpoint.secure) return tcp;
+      return await startTls(tcp, endpoint.hostname, caCerts, (tls) => {
+        this.conn = tls;
+        // An abort during `startTls`: dropped (below) before the handshake.
+        if (this.#aborted) throw this.signal.reason;
+      });
+    } catch (err) {
+      this.drop();
+      if (this.#aborted || this.signal.aborted) throw this.signal.reason;
+      if (err instanceof WireError) throw err;
+      throw new WireError({ kind: "unreachable" });
+    }
+  }
+
+  #stop: () => void = () => {};
+
+  /** Stops following the signal (the connection is set up). */
+  done(): void {
+    this.#stop();
+  }
+
+  /** Closes the connection, if any. */
+  drop(): void {
+    try {
+      this.conn?.close();
+    } catch { /* closed already */ }
+  }
+
+  /** Whether the signal ended the attempt. */
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+}
+
+/** Writes all of `bytes`. */
+export async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}
