@@ -9,6 +9,7 @@ import { TokenService } from "../auth/tokens.ts";
 import { systemClock } from "../clock.ts";
 import { loadConfig } from "../config.ts";
 import { SessionRouter } from "../fleet/session_router.ts";
+import { openKv } from "../kv/open.ts";
 import { silentLogger } from "../log.ts";
 import { SessionService } from "../sessions/service.ts";
 import { createApp } from "./app.ts";
@@ -21,7 +22,8 @@ export async function emitOpenApi(): Promise<string> {
     SVC_MEDIA_ENABLED: "false",
     SVC_DEMO_PAGE: "false",
   });
-  const kv = await Deno.openKv(":memory:");
+  // Closed when this function returns (`using`), after the app's work has settled (below).
+  using kv = await openKv(":memory:");
   const clock = systemClock;
   const logger = silentLogger;
   const tokens = new TokenService(null, clock);
@@ -41,6 +43,5 @@ export async function emitOpenApi(): Promise<string> {
     return JSON.stringify(document(), null, 2) + "\n";
   } finally {
     await settled();
-    kv.close();
   }
 }

@@ -9,13 +9,12 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
-import { kvOp } from "../kv/guard.ts";
-import { ownedSessionKey } from "../kv/keys.ts";
 import {
   listOwnedSessions,
   listOwnerLeases,
   markLeaseReaped,
   type OwnerLease,
+  removeOwnedSession,
   TOMBSTONE_RETENTION_MS,
 } from "../kv/owner_leases.ts";
 import { getSession, transitionSession } from "../kv/sessions.ts";
@@ -77,7 +76,7 @@ export class Reaper {
       const rec = await getSession(kv, projectId, sessionId);
       if (!rec || !LIVE_STATUSES.includes(rec.status) || rec.owner !== lease.instance_id) {
         // A stale index entry (cannot normally happen: it is removed with the final transition).
-        await kvOp(() => kv.delete(ownedSessionKey(lease.instance_id, projectId, sessionId)));
+        await removeOwnedSession(kv, lease.instance_id, projectId, sessionId);
         return false;
       }
       const now = clock.now();

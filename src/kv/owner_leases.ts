@@ -11,7 +11,7 @@
 import type { Role } from "../config.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import { casLoop, kvOp } from "./guard.ts";
-import { ownedSessionPrefix, ownerLeaseKey, ownerLeasePrefix } from "./keys.ts";
+import { ownedSessionKey, ownedSessionPrefix, ownerLeaseKey, ownerLeasePrefix } from "./keys.ts";
 
 /** How long a reaped lease's tombstone is kept (it still lets late index entries be found and reaped). */
 export const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
@@ -148,6 +148,19 @@ export async function listOwnedSessions(
     }
     return out;
   });
+}
+
+/**
+ * Removes one session from an instance's index of owned sessions: a stale entry whose session record is gone
+ * or no longer placed there (it is normally removed with the session's final transition).
+ */
+export async function removeOwnedSession(
+  kv: Deno.Kv,
+  instanceId: string,
+  projectId: string,
+  sessionId: string,
+): Promise<void> {
+  await kvOp(() => kv.delete(ownedSessionKey(instanceId, projectId, sessionId)));
 }
 
 /**

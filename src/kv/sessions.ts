@@ -42,6 +42,21 @@ export async function getSession(
 }
 
 /**
+ * The records of up to 10 sessions in one read (KV's `getMany` limit), in the order asked; null where a
+ * record is gone. Throws `KvUnavailableError` when storage is unavailable.
+ */
+export async function getSessions(
+  kv: Deno.Kv,
+  refs: readonly { projectId: string; sessionId: string }[],
+): Promise<(SessionRecord | null)[]> {
+  if (refs.length > 10) throw new RangeError("getSessions reads at most 10 records at once");
+  const entries = await kvOp(() =>
+    kv.getMany<SessionRecord[]>(refs.map((r) => sessionKey(r.projectId, r.sessionId)))
+  );
+  return entries.map((e) => e.value);
+}
+
+/**
  * {@link insertSession} refused: the owner is at its capacity (the caller places the session elsewhere; if
  * it escapes, it answers 503 SVC_RENDER_CAPACITY).
  */

@@ -14,9 +14,8 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { ApiError, type ErrorCode } from "../errors.ts";
-import { ownedSessionKey, sessionKey } from "../kv/keys.ts";
-import { listOwnedSessions } from "../kv/owner_leases.ts";
-import { getSession, transitionSession } from "../kv/sessions.ts";
+import { listOwnedSessions, removeOwnedSession } from "../kv/owner_leases.ts";
+import { getSession, getSessions, transitionSession } from "../kv/sessions.ts";
 import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import type { SelfEnded, SessionRuntime } from "./session_runtime.ts";
@@ -37,7 +36,6 @@ import {
 import { isEnded, type SessionStatus } from "../vocabulary/session_states.ts";
 import { EndJournal, type EndJournalOptions, type PendingEnd } from "./end_journal.ts";
 import { claimUnansweredEnd, type TransitionResult, UNANSWERED_END_TTL_MS } from "../kv/sessions.ts";
-import { kvOp } from "../kv/guard.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";
 import { inSpan, SpanKind } from "../telemetry/tracing.ts";
 import { MetricsRegistry } from "../metrics/registry.ts";
@@ -471,16 +469,14 @@ export class SessionWorker {
     const local = runtime.liveSessions();
     for (let i = 0; i < local.length; i += 10) {
       const batch = local.slice(i, i + 10);
-      let entries: Deno.KvEntryMaybe<SessionRecord>[];
+      let records: (SessionRecord | null)[];
       try {
-        entries = await kvOp(() =>
-          kv.getMany<SessionRecord[]>(batch.map((s) => sessionKey(s.projectId, s.sessionId)))
-        );
+        records = await getSessions(kv, batch);
       } catch {
         return; // storage unavailable: next tick
       }
       for (const [k, s] of batch.entries()) {
-        const rec = entries[k].value;
+        const rec = records[k];
         if (!rec || !runtime.has(s.sessionId) || this.#starting.has(s.sessionId)) continue;
         if (rec.status === "ending" && rec.end_request) {
           const req = rec.end_request;
@@ -521,9 +517,7 @@ export class SessionWorker {
       const rec = await getSession(kv, s.projectId, s.sessionId).catch(() => undefined);
       if (rec === undefined) return;
       if (!rec) {
-        await kvOp(() => kv.delete(ownedSessionKey(this.deps.instanceId, s.projectId, s.sessionId))).catch(
-          () => {},
-        );
+        await removeOwnedSession(kv, this.deps.instanceId, s.projectId, s.sessionId).catch(() => {});
         continue;
       }
       if (
