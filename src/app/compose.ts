@@ -24,27 +24,27 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createApp } from "../api/app.ts";
 import type { AppEnv } from "../api/app_env.ts";
+import { DEMO_PROJECT_ID } from "../api/demo_project.ts";
 import { TokenService } from "../auth/tokens.ts";
-import { memoryScrubWarning } from "../auth/memory_scrub.ts";
-import { StackScrub } from "./stack_scrub.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import { openKv } from "../kv/open.ts";
-import { setReadHandle, sharesDatabase } from "../kv/read_handle.ts";
-import { setSessionRetention } from "../kv/session_retention.ts";
-import { DEMO_PROJECT_ID } from "../api/demo_project.ts";
-import { InternalAuth } from "../fleet/internal_auth.ts";
-import { LocalWorkerClient } from "../fleet/local_worker_client.ts";
-import { RemoteWorkerClient } from "../fleet/remote_worker_client.ts";
-import { SessionRouter } from "../fleet/session_router.ts";
-import { WorkerDirectory } from "../fleet/worker_directory.ts";
 import { randomBase62 } from "../ids.ts";
-import { createApiKey, revokeApiKey } from "../kv/api_keys.ts";
-import { Lifecycle } from "./lifecycle.ts";
+import { openKv } from "../kv/open.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
-import { SessionService } from "../sessions/service.ts";
+import type { SessionService } from "../sessions/service.ts";
+import { observeWorker } from "../telemetry/metrics.ts";
 import type { Resolver } from "../webhooks/url_guard.ts";
+import { workerAdvert } from "./advert.ts";
+import { createApiSide } from "./api_side.ts";
+import { Cleanup } from "./cleanup.ts";
+import { type DemoBackend, mintDemoKey } from "./demo_key.ts";
+import { type EmbeddedEngine, type StartedEngine, startEmbeddedEngine } from "./embedded_engine.ts";
+import { Lifecycle } from "./lifecycle.ts";
+import { listen } from "./listen.ts";
+import { outboundTrust } from "./outbound.ts";
+import { StackScrub } from "./stack_scrub.ts";
+import { checkStartup, tokenSecrets } from "./startup.ts";
+import { openStorage } from "./storage.ts";
 import type {
   ComposedMedia,
   ComposedRuntime,
@@ -52,13 +52,8 @@ import type {
   WorkerOverrides,
   WorkerSide,
 } from "./worker_side_port.ts";
-import { ConfigError } from "../config.ts";
-import { telemetry } from "../telemetry/state.ts";
-import { samplerHonoursParent } from "../telemetry/tracing.ts";
-import { observeWorker } from "../telemetry/metrics.ts";
-import type { ReferenceEngineStats } from "../../engine/mod.ts";
 
-export { DEMO_PROJECT_ID, openKv };
+export { DEMO_PROJECT_ID, type EmbeddedEngine, openKv };
 
 /** What the caller of {@link compose} may supply or override (tests, benches). */
 export interface ComposeOptions {
@@ -105,15 +100,6 @@ export interface ComposeOptions {
   journal?: { firstDelayMs?: number; maxDelayMs?: number };
 }
 
-/** The reference engine running in this process (the embedded default). */
-export interface EmbeddedEngine {
-  url: string;
-  caFile: string;
-  tokenFile: string;
-  token: string;
-  stats(): ReferenceEngineStats;
-}
-
 /** A composed service process. */
 export interface Service {
   role: Config["role"];
@@ -157,32 +143,20 @@ export interface Service {
   dispose(): Promise<void>;
 }
 
-/** Assembles (and, by default, starts) one service process. */
+/**
+ * Assembles (and, by default, starts) one service process: each part from its builder, in the order a
+ * failed start undoes them (last opened, first closed; see {@link Cleanup}).
+ */
 export async function compose(config: Config, o: ComposeOptions = {}): Promise<Service> {
   const logger = o.logger ?? createLogger({ level: config.logLevel });
   const clock = o.clock ?? systemClock;
   const instanceId = o.instanceId ?? `inst_${randomBase62(12)}`;
   const role = config.role;
   const runsSessions = role !== "api";
-  const cleanup: (() => unknown)[] = [];
-  const undo = async () => {
-    for (const f of cleanup.reverse()) await Promise.resolve(f()).catch(() => {});
-  };
+  const cleanup = new Cleanup();
 
   try {
-    // Deno's spans of engine upgrades and webhook deliveries would record credentials in their URLs; they
-    // are left unsampled (src/telemetry/tracing.ts), which only a parent-based sampler honours.
-    if (runsSessions && telemetry().tracing && !samplerHonoursParent(config.otelTracesSampler)) {
-      throw new ConfigError(
-        "invalid configuration: OTEL_TRACES_SAMPLER must be parentbased_always_on (or parentbased_traceidratio, parentbased_always_off, always_off) when tracing is on in a process that runs sessions: the URLs of engine connections and webhook deliveries carry credentials, and only a parent-based sampler keeps Deno's spans of them out of the export",
-      );
-    }
-    const unscrubbed = memoryScrubWarning({
-      os: Deno.build.os,
-      runsSessions,
-      tunables: config.mallocTunables,
-    });
-    if (unscrubbed) logger.warn(unscrubbed);
+    checkStartup(config, logger, runsSessions);
     // The worker side's code, loaded only by the roles that run sessions.
     const workerSide = runsSessions ? await import("./worker_side.ts") : null;
     // First, so that a missing ffmpeg stops start-up before anything is opened.
@@ -191,34 +165,14 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       : { plane: null, owned: false };
     if (plane && owned) cleanup.push(() => plane.close());
     const tokens = new TokenService(tokenSecrets(config, o.tokenSecret, logger), clock);
-    const kv = o.kv ?? await openKv(config.kv);
-    if (!o.kv) cleanup.push(() => kv.close());
-    setSessionRetention(kv, config.sessionRetentionMs);
-    if (!o.kv && role !== "worker" && sharesDatabase(config.kv)) {
-      // The API's read caches read through a second handle, so they never queue behind this process's
-      // writes and their fsyncs (src/kv/read_handle.ts). Closed after the caches have settled.
-      const readKv = await openKv(config.kv);
-      cleanup.push(() => readKv.close());
-      setReadHandle(kv, readKv);
-    }
-
-    const engineCa: string[] = [...(o.caCerts ?? [])];
-    if (config.engineCaFile) engineCa.push(await Deno.readTextFile(config.engineCaFile));
-    let engine: Awaited<ReturnType<typeof startEmbeddedEngine>> | null = null;
+    const kv = await openStorage(config, o.kv, cleanup);
+    const outbound = await outboundTrust(config, o, cleanup);
+    let engine: StartedEngine | null = null;
     if (runsSessions && config.referenceEngine.enabled) {
-      engine = await startEmbeddedEngine(config, logger);
-      const e = engine;
-      cleanup.push(() => e.engine.close());
-      engineCa.push(engine.caPem);
+      const e = engine = await startEmbeddedEngine(config, logger);
+      cleanup.push(() => e.close());
+      outbound.engineCa.push(e.caPem);
     }
-    const webhookCa = [...(o.webhookCaCerts ?? [])];
-    if (config.webhooks.caFile) webhookCa.push(await Deno.readTextFile(config.webhooks.caFile));
-    const webhookHttpClient = webhookCa.length ? Deno.createHttpClient({ caCerts: webhookCa }) : undefined;
-    if (webhookHttpClient) cleanup.push(() => webhookHttpClient.close());
-    const workerHttpClient = config.workerCaFile
-      ? Deno.createHttpClient({ caCerts: [await Deno.readTextFile(config.workerCaFile)] })
-      : undefined;
-    if (workerHttpClient) cleanup.push(() => workerHttpClient.close());
 
     // The worker side.
     const side: WorkerSide | null = workerSide
@@ -229,7 +183,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
         logger,
         instanceId,
         media: plane,
-        engineCa,
+        engineCa: outbound.engineCa,
         overrides: o.worker,
         teardownTimeoutMs: o.teardownTimeoutMs,
         endRecordWaitMs: o.endRecordWaitMs,
@@ -241,58 +195,24 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     const media = side?.media ?? null;
 
     // The API side, and how it reaches sessions.
-    const auth = config.internalSecret ? new InternalAuth(config.internalSecret, clock) : null;
-    const teardownMs = o.teardownTimeoutMs ?? TEARDOWN_TIMEOUT_MS;
-    const host = new SessionRouter({
-      kv,
-      clock,
-      logger,
-      instanceId,
-      local: worker ? new LocalWorkerClient(worker) : undefined,
-      remote: auth
-        ? {
-          client: new RemoteWorkerClient({
-            auth,
-            logger,
-            httpClient: workerHttpClient,
-            startTimeoutMs: config.providerConnectTimeoutMs + config.media.firstFrameTimeoutMs + 10_000,
-            endTimeoutMs: teardownMs + 10_000,
-          }),
-          directory: new WorkerDirectory({ kv, clock, auth, logger }),
-        }
-        : undefined,
-      teardownTimeoutMs: teardownMs,
-      remoteEndMarginMs: o.remoteEndMarginMs,
-    });
-    const sessions = role === "worker" ? null : new SessionService({
+    const { auth, sessions } = createApiSide({
       kv,
       clock,
       config,
-      host,
-      tokens,
       logger,
+      instanceId,
+      tokens,
+      worker,
+      workerHttpClient: outbound.workerHttpClient,
+      teardownTimeoutMs: o.teardownTimeoutMs,
+      remoteEndMarginMs: o.remoteEndMarginMs,
       idempotencyWaitMs: o.idempotencyWaitMs,
       resolve: o.resolve,
     });
-
-    // The demo page's backend holds a demo project's API key, minted now and kept in memory only.
-    let demo: { apiKey: string; keyId: string; engine?: { url: string; token: string } } | null = null;
-    // On one host it needs the embedded engine and media; an API process's page offers the vendor engines.
+    let demo: DemoBackend | null = null;
     if (config.demoPage && tokens.available && sessions && (role === "api" || (engine && media))) {
-      const { plaintext, record } = await createApiKey(kv, {
-        projectId: DEMO_PROJECT_ID,
-        name: "demo page (in memory)",
-        scopes: ["sessions:read", "sessions:write", "avatars:read", "avatars:write"],
-        now: clock.now(),
-        createdBy: instanceId,
-      });
-      demo = {
-        apiKey: plaintext,
-        keyId: record.key_id,
-        engine: engine ? { url: engine.engine.url, token: engine.token } : undefined,
-      };
-      const keyId = record.key_id;
-      cleanup.push(() => revokeApiKey(kv, DEMO_PROJECT_ID, keyId, clock.now()));
+      const demoEngine = engine ? { url: engine.engine.url, token: engine.engine.token } : undefined;
+      demo = await mintDemoKey(kv, clock, instanceId, demoEngine, cleanup);
     }
 
     const scrub = new StackScrub();
@@ -305,9 +225,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       logger,
       instanceId,
       afterCredentials: () => scrub.request(),
-      api: sessions
-        ? { sessions, demo: demo ? { apiKey: demo.apiKey, engine: demo.engine } : undefined }
-        : undefined,
+      api: sessions ? { sessions, demo: demo ?? undefined } : undefined,
       worker: side
         ? {
           worker: side.worker,
@@ -323,7 +241,6 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     cleanup.push(() => settled());
 
     let publicUrl = config.publicUrl;
-    const capacity = config.media.capacity;
     const lifecycle = new Lifecycle({
       kv,
       clock,
@@ -332,52 +249,29 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       instanceId,
       role,
       worker: worker ?? undefined,
-      advert: worker
-        ? async () => ({
-          url: config.workerUrl,
-          public_url: publicUrl,
-          capacity,
-          free_slots: Math.max(0, capacity - worker!.size),
-          transports: [...worker!.transports],
-          signature: auth && config.workerUrl
-            ? await auth.signAdvert(instanceId, config.workerUrl, publicUrl)
-            : null,
-        })
-        : undefined,
-      webhookHttpClient,
+      advert: worker ? workerAdvert(config, instanceId, worker, auth, () => publicUrl) : undefined,
+      webhookHttpClient: outbound.webhookHttpClient,
       fetch: o.fetch,
       resolve: o.resolve,
       random: o.random,
       tickMs: o.tickMs,
     });
-
     if (worker) {
-      const w = worker;
+      const capacity = config.media.capacity;
       cleanup.push(observeWorker({
         workerId: instanceId,
         capacity: () => capacity,
-        freeSlots: () => Math.max(0, capacity - w.size),
-        live: () => w.liveKinds(),
+        freeSlots: () => Math.max(0, capacity - worker.size),
+        live: () => worker.liveKinds(),
       }));
     }
 
-    let server: Deno.HttpServer<Deno.NetAddr> | null = null;
-    let url: string | null = null;
-    if (o.listen !== false) {
-      server = Deno.serve(
-        { hostname: config.host, port: config.port, signal: o.signal, onListen: () => {} },
-        app.fetch,
-      );
-      const s = server;
-      cleanup.push(() => s.shutdown());
-      const hostPart = config.host.includes(":") ? `[${config.host}]` : config.host;
-      url = `http://${hostPart === "0.0.0.0" ? "127.0.0.1" : hostPart}:${server.addr.port}`;
-      // With PORT=0 and no SVC_PUBLIC_URL, the default public URL names port 0: use the bound port.
-      if (config.port === 0 && config.publicUrl === "http://localhost:0") {
-        publicUrl = `http://localhost:${server.addr.port}`;
-        media?.setPublicUrl(publicUrl);
-      }
+    const listening = o.listen !== false ? listen(config, app.fetch, o.signal, cleanup) : null;
+    if (listening && listening.publicUrl !== publicUrl) {
+      publicUrl = listening.publicUrl;
+      media?.setPublicUrl(publicUrl);
     }
+    const url = listening?.url ?? null;
     if (o.lifecycle !== false) await lifecycle.start();
     if (url) {
       logger.info("listening", {
@@ -393,7 +287,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
     let disposing: Promise<void> | null = null;
     const finish = async () => {
       await worker?.close();
-      await undo();
+      await cleanup.run();
     };
     return {
       role,
@@ -412,19 +306,11 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       runtime,
       media,
       lifecycle,
-      referenceEngine: engine
-        ? {
-          url: engine.engine.url,
-          caFile: engine.caFile,
-          tokenFile: engine.tokenFile,
-          token: engine.token,
-          stats: () => engine!.engine.stats(),
-        }
-        : null,
+      referenceEngine: engine?.engine ?? null,
       demoUrl: demo && url ? `${url}/demo` : null,
       close() {
         closing ??= (async () => {
-          await server?.shutdown();
+          await listening?.server.shutdown();
           await lifecycle.shutdown();
           await runtime?.shutdown();
           await finish();
@@ -441,47 +327,7 @@ export async function compose(config: Config, o: ComposeOptions = {}): Promise<S
       },
     };
   } catch (err) {
-    await undo();
+    await cleanup.run();
     throw err;
   }
-}
-
-/** The token signing secrets of this process (an ephemeral one is generated when allowed). */
-function tokenSecrets(
-  config: Config,
-  override: string | null | undefined,
-  logger: Logger,
-): { current: string; previous: string | null } | null {
-  if (override !== undefined) return override === null ? null : { current: override, previous: null };
-  if (config.tokenSecret.kind === "configured") {
-    return { current: config.tokenSecret.current, previous: config.tokenSecret.previous };
-  }
-  if (config.tokenSecret.kind === "ephemeral") {
-    logger.warn(
-      "SVC_TOKEN_SECRET is not set: using an ephemeral token signing secret; tokens will not survive a restart and other instances cannot verify them",
-    );
-    return { current: TokenService.generateEphemeralSecret(), previous: null };
-  }
-  logger.warn(
-    "no token signing secret: session creation and client tokens will answer 503 SVC_TOKEN_SECRET_NOT_CONFIGURED",
-  );
-  return null;
-}
-
-async function startEmbeddedEngine(config: Config, logger: Logger) {
-  const { loadOrCreateEngineTls, loadOrCreateToken, startReferenceEngine } = await import(
-    "../../engine/mod.ts"
-  );
-  const dir = config.referenceEngine.dir;
-  const tls = await loadOrCreateEngineTls(dir);
-  const tokenFile = `${dir}/token`;
-  const { token } = await loadOrCreateToken(tokenFile);
-  const engine = await startReferenceEngine({
-    hostname: "127.0.0.1",
-    port: config.referenceEngine.port,
-    tls: { certPem: tls.certPem, keyPem: tls.keyPem },
-    authToken: token,
-  });
-  logger.info("reference engine listening", { url: engine.url, ca_file: tls.caFile, token_file: tokenFile });
-  return { engine, caPem: tls.caPem, caFile: tls.caFile, tokenFile, token };
 }

@@ -4,7 +4,7 @@
  * binding), as docs/architecture.md draws it:
  *
  * - nothing under `src/` imports `engine/`, but the composition root starting the in-process reference
- *   engine (`src/app/compose.ts` → `engine/mod.ts`);
+ *   engine (`src/app/embedded_engine.ts` → `engine/mod.ts`, a dynamic import);
  * - nothing under `engine/` imports `src/` beyond the shared floor;
  * - the shared floor imports nothing of `src/` outside itself, nor `engine/`.
  *
@@ -34,10 +34,10 @@ const SPEECH = (n: string) => n.startsWith("src/speech/");
 Deno.test("shared speech floor: src/ imports engine/ only where the composition root starts the reference engine", async () => {
   const g = await theGraph();
   const found = edges(g, (n) => n.startsWith("src/"), (n) => n.startsWith("engine/"));
-  const allowed = (e: string) => e.startsWith("src/app/compose.ts → engine/mod.ts");
+  const allowed = (e: string) => e.startsWith("src/app/embedded_engine.ts → engine/mod.ts");
   assert.deepEqual(found.filter((e) => !allowed(e)), []);
   // The one allowed edge exists (the test is not vacuous): the composition root starts the engine.
-  assert.ok(found.some(allowed), `expected src/app/compose.ts → engine/mod.ts among ${found}`);
+  assert.ok(found.some(allowed), `expected src/app/embedded_engine.ts → engine/mod.ts among ${found}`);
 });
 
 Deno.test("shared speech floor: engine/ imports nothing of src/ beyond src/speech/", async () => {
