@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { parseWav } from "../engine/wav.ts";
-import { type WordTiming } from "../src/media/lipsync/engine.ts";
+import { type WordTiming } from "../src/media/lipsync/viseme_engine.ts";
 import { defaultG2p, voiceForLanguage } from "../src/media/lipsync/g2p.ts";
 import { lipSyncRecording } from "../src/media/lipsync/offline.ts";
 

@@ -23,7 +23,7 @@ import type { ToolCall } from "../providers/types.ts";
 import type { SessionMedia } from "../worker/session_runtime.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
 import { AUDIO_RATE } from "./ffmpeg.ts";
-import type { CharAlignment, WordTiming } from "./lipsync/engine.ts";
+import type { CharAlignment, WordTiming } from "./lipsync/viseme_engine.ts";
 import type { TimelineViseme } from "./lipsync/timeline.ts";
 import type { RenderSession } from "./renderer.ts";
 import type { MediaTransport } from "./transports/transport.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
+import { type StartSpec, TEARDOWN_TIMEOUT_MS } from "../vocabulary/host_requests.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { EndReason } from "../vocabulary/end_reasons.ts";
@@ -67,16 +67,15 @@ export type SessionMediaFactory = (session: {
   metrics?: SessionMetrics;
 }) => Promise<SessionMedia>;
 
-/** What starting a session needs. */
-export interface StartRequest {
-  sessionId: string;
-  projectId: string;
-  providerType: ProviderType;
-  credentials: CredentialHolder;
-  avatarId: string | null;
-  bgId: string | null;
+/**
+ * What starting a session needs: the host request's facts (`StartSpec`: ids, provider type, transport,
+ * avatar and background), its credentials, and the connect deadline. The transport may be left out (tests;
+ * default `websocket_fmp4`).
+ */
+export interface StartRequest extends Omit<StartSpec, "transport"> {
   /** How the session's media reaches its browser (default `websocket_fmp4`). */
   transport?: TransportKind;
+  credentials: CredentialHolder;
   timeoutMs: number;
   /** Where the session's figures are collected (engine connect time, the agent's audio, the media's). */
   metrics?: SessionMetrics;

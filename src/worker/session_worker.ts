@@ -196,13 +196,8 @@ export class SessionWorker {
     try {
       try {
         await runtime.start({
-          sessionId,
-          projectId,
-          providerType: spec.providerType,
+          ...spec,
           credentials,
-          avatarId: spec.avatarId,
-          bgId: spec.bgId,
-          transport: spec.transport,
           timeoutMs: this.deps.config.providerConnectTimeoutMs,
           metrics,
         });

@@ -16,7 +16,7 @@ import {
   LOOKAHEAD_MS,
   VisemeEngine,
   type VisemeFrame,
-} from "../../src/media/lipsync/engine.ts";
+} from "../../src/media/lipsync/viseme_engine.ts";
 import { lipSyncRecording } from "../../src/media/lipsync/offline.ts";
 import { SessionFace } from "../../src/media/lipsync/session_face.ts";
 import { isViseme, VISEME_INDEX, VISEMES } from "../../src/media/lipsync/visemes.ts";

@@ -7,10 +7,10 @@
  * 1007, 1009), trust (extra CA, unknown CA), and dropping a connection at once.
  */
 import assert from "node:assert/strict";
-import type { EngineSocket, Frame } from "../../src/providers/wire/engine_socket.ts";
+import type { Frame, WireSocket } from "../../src/providers/wire/wire_socket.ts";
 import { WireError } from "../../src/providers/wire/failure.ts";
 import { InputTurns } from "../../src/providers/wire/input_turns.ts";
-import { engineTransport } from "../../src/providers/wire/upgrade.ts";
+import { wireClient } from "../../src/providers/wire/upgrade.ts";
 import { generateEngineTls } from "../../engine/mod.ts";
 import { testTls } from "./_helpers.ts";
 
@@ -164,7 +164,7 @@ function peer(script: (p: Peer) => Promise<void>, tls = testTls) {
   };
 }
 
-const transport = engineTransport({ caCerts: [testTls.caPem] });
+const transport = wireClient({ caCerts: [testTls.caPem] });
 
 function endpoint(port: number, target: (string | Uint8Array)[] = ["/v1/x?a=1"]) {
   return { secure: true, hostname: "localhost", port, host: `localhost:${port}`, target };
@@ -175,7 +175,7 @@ function open(port: number, extra: Partial<Parameters<typeof transport.open>[0]>
 }
 
 /** Collects a socket's frames. */
-function collect(s: EngineSocket): Frame[] {
+function collect(s: WireSocket): Frame[] {
   const got: Frame[] = [];
   // (a binary frame is a view of the read buffer during the call: kept, a copy)
   s.setHandler((f) => got.push(typeof f === "string" ? f : f.slice()));
@@ -433,7 +433,7 @@ Deno.test("socket: extra CAs are trusted besides the roots; an unknown CA is unr
     const err = await open(p.port).catch((e: unknown) => e);
     assert.ok(err instanceof WireError);
     assert.deepEqual(err.failure, { kind: "unreachable" });
-    const trusting = engineTransport({ caCerts: [other.caPem] });
+    const trusting = wireClient({ caCerts: [other.caPem] });
     const s = await trusting.open({ endpoint: endpoint(p.port), signal: new AbortController().signal });
     s.terminate();
     assert.equal((await s.closed).code, 1006);

@@ -13,7 +13,7 @@ import {
 } from "../../src/providers/catalog/vendor3_signed_url.ts";
 import { endpointOf } from "../../src/providers/wire/endpoint.ts";
 import { classifyNativeFailure, parseRetryAfter, WireError } from "../../src/providers/wire/failure.ts";
-import { engineTransport } from "../../src/providers/wire/upgrade.ts";
+import { wireClient } from "../../src/providers/wire/upgrade.ts";
 import { splitUrl } from "../../src/auth/credential_url.ts";
 import { vendorStartFailure } from "../../src/providers/wire/handshake.ts";
 import { AgentTurns } from "../../src/providers/agent_turns.ts";
@@ -396,7 +396,7 @@ Deno.test("engine transport: an optional subprotocol the peer does not select is
     socket.onopen = () => socket.close(1000);
     return response;
   });
-  const transport = engineTransport({ caCerts: [testTls.caPem] });
+  const transport = wireClient({ caCerts: [testTls.caPem] });
   const url = `wss://localhost:${server.addr.port}/`;
   try {
     const socket = await transport.open({

@@ -15,7 +15,7 @@ import {
   VisemeEngine,
   type VisemeEngineOptions,
   type WordTiming,
-} from "./engine.ts";
+} from "./viseme_engine.ts";
 import type { G2p } from "./g2p.ts";
 import { type Viseme, VISEMES } from "./visemes.ts";
 

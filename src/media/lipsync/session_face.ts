@@ -20,7 +20,7 @@ import {
   type ResponseLipSyncStats,
   VisemeEngine,
   type WordTiming,
-} from "./engine.ts";
+} from "./viseme_engine.ts";
 import type { G2p } from "./g2p.ts";
 import { type TimelineViseme, VisemeTimeline } from "./timeline.ts";
 

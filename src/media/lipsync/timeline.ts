@@ -8,7 +8,7 @@
  * @module
  */
 import { coarticulate } from "./coarticulation.ts";
-import type { VisemeFrame } from "./engine.ts";
+import type { VisemeFrame } from "./viseme_engine.ts";
 import { type Viseme, VISEME_COUNT, VISEME_INDEX, VISEMES } from "./visemes.ts";
 
 /** A viseme change on the timeline (for clients that draw the avatar). */

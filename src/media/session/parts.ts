@@ -7,7 +7,7 @@
  * @module
  */
 import { AUDIO_RATE } from "../ffmpeg.ts";
-import { LOOKAHEAD_MS } from "../lipsync/engine.ts";
+import { LOOKAHEAD_MS } from "../lipsync/viseme_engine.ts";
 import type { RenderSession } from "../renderer.ts";
 import type { StreamConfig } from "../transports/transport.ts";
 import { AnimationTrack } from "./animation_track.ts";

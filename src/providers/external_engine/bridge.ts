@@ -38,7 +38,7 @@ import {
 } from "../wire/connection.ts";
 import { type HandshakeStep, refineByClose, startErrors, type StartFailure } from "../wire/handshake.ts";
 import { endpointOfBytes } from "../wire/endpoint.ts";
-import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
+import type { Closed, Frame, WireSocket } from "../wire/wire_socket.ts";
 import { classifyNativeFailure } from "../wire/failure.ts";
 
 /** The subprotocol the bridge offers. */
@@ -169,7 +169,7 @@ export class ExternalEngineBridge
     return refineByClose(error, closed);
   }
 
-  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: Rates): EngineConnection {
+  protected open(socket: WireSocket, ctx: ConnectionContext, ready: Rates): EngineConnection {
     return new EngineConnection(socket, ctx, ready.input, ready.output);
   }
 
@@ -177,7 +177,7 @@ export class ExternalEngineBridge
    * The protocol's keepalive: a JSON `ping` every 15 s, the peer dead after 30 s without a frame (the deps'
    * `keepalive` timings instead, where tests shorten them).
    */
-  protected override keepalive(_socket: EngineSocket, connection: EngineConnection): Keepalive {
+  protected override keepalive(_socket: WireSocket, connection: EngineConnection): Keepalive {
     const timings = this.deps.keepalive ?? { intervalMs: PING_INTERVAL_MS, deadAfterMs: PEER_DEAD_AFTER_MS };
     return { ...timings, ping: () => connection.ping() };
   }
@@ -224,7 +224,7 @@ class EngineConnection extends BridgeConnection {
   #pingId = 0;
 
   constructor(
-    socket: EngineSocket,
+    socket: WireSocket,
     ctx: ConnectionContext,
     readonly inputSampleRate: number,
     readonly outputSampleRate: number,

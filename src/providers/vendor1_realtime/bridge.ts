@@ -40,7 +40,7 @@ import {
   type StartFailure,
   vendorStartFailure,
 } from "../wire/handshake.ts";
-import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
+import type { Closed, Frame, WireSocket } from "../wire/wire_socket.ts";
 import { jsonMessage, obj } from "../wire/json.ts";
 import { endpointOf } from "../wire/endpoint.ts";
 import { CLIENT_EVENTS, is, readSession, SERVER_EVENTS, type SessionFacts } from "./events.ts";
@@ -91,7 +91,7 @@ export class Vendor1RealtimeBridge extends VendorBridge<SessionFacts, ProviderSe
     return startFailure(f);
   }
 
-  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: SessionFacts): Vendor1Connection {
+  protected open(socket: WireSocket, ctx: ConnectionContext, ready: SessionFacts): Vendor1Connection {
     return new Vendor1Connection(socket, ctx, ready);
   }
 }
@@ -143,7 +143,7 @@ class Vendor1Connection extends BridgeConnection {
   /** Every open call was answered while a response ran: ask for one once it is done. */
   #wantResponse = false;
 
-  constructor(socket: EngineSocket, ctx: ConnectionContext, readonly session: SessionFacts) {
+  constructor(socket: WireSocket, ctx: ConnectionContext, readonly session: SessionFacts) {
     super(socket, ctx);
     this.outputSampleRate = session.output.sampleRate;
     this.#encoder = new UserAudioEncoder(session.input);

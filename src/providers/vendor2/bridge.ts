@@ -40,7 +40,7 @@ import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/brid
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
 import type { Endpoint } from "../wire/endpoint.ts";
-import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
+import type { Closed, Frame, WireSocket } from "../wire/wire_socket.ts";
 import { type Json, jsonMessage, obj } from "../wire/json.ts";
 import { endpointOf } from "../wire/endpoint.ts";
 import { ByteBuffer, formEncode } from "../../auth/credential_bytes.ts";
@@ -100,7 +100,7 @@ export class Vendor2Bridge extends VendorBridge<WireAudioFormat, ProviderSetting
     };
   }
 
-  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: WireAudioFormat): Vendor2Connection {
+  protected open(socket: WireSocket, ctx: ConnectionContext, ready: WireAudioFormat): Vendor2Connection {
     return new Vendor2Connection(socket, ctx, ready);
   }
 }
@@ -142,7 +142,7 @@ class Vendor2Connection extends BridgeConnection {
   /** Assistant text of the turns in progress. */
   readonly #agentText = new Map<number, string>();
 
-  constructor(socket: EngineSocket, ctx: ConnectionContext, readonly format: WireAudioFormat) {
+  constructor(socket: WireSocket, ctx: ConnectionContext, readonly format: WireAudioFormat) {
     super(socket, ctx);
     this.outputSampleRate = format.sampleRate;
     this.#encoder = new UserAudioEncoder(format);

@@ -43,7 +43,7 @@ import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/brid
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
 import type { Endpoint } from "../wire/endpoint.ts";
-import type { Closed, EngineSocket, Frame } from "../wire/engine_socket.ts";
+import type { Closed, Frame, WireSocket } from "../wire/wire_socket.ts";
 import { type Json, jsonMessage, obj } from "../wire/json.ts";
 import { endpointOf, endpointOfBytes } from "../wire/endpoint.ts";
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
@@ -133,7 +133,7 @@ export class Vendor3Bridge extends VendorBridge<Formats, ProviderSettings["vendo
     }
   }
 
-  protected open(socket: EngineSocket, ctx: ConnectionContext, ready: Formats): Vendor3Connection {
+  protected open(socket: WireSocket, ctx: ConnectionContext, ready: Formats): Vendor3Connection {
     return new Vendor3Connection(socket, ctx, ready);
   }
 }
@@ -150,7 +150,7 @@ function quotaError(msg: Json): boolean {
 }
 
 /** A message before ready: the metadata (ready), an `error` (failure), a `ping` (answered), or ignored. */
-function initiationMetadata(frame: Frame, socket: EngineSocket): HandshakeStep<Formats> {
+function initiationMetadata(frame: Frame, socket: WireSocket): HandshakeStep<Formats> {
   if (typeof frame !== "string") return undefined;
   const msg = obj(JSON.parse(frame));
   if (msg.type === "ping") {
@@ -180,7 +180,7 @@ class Vendor3Connection extends BridgeConnection {
   #userTurn = 1;
   #lastAgentTurn: string | null = null;
 
-  constructor(socket: EngineSocket, ctx: ConnectionContext, readonly formats: Formats) {
+  constructor(socket: WireSocket, ctx: ConnectionContext, readonly formats: Formats) {
     super(socket, ctx);
     this.outputSampleRate = formats.output.sampleRate;
     this.#encoder = new UserAudioEncoder(formats.input);

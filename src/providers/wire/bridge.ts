@@ -24,12 +24,12 @@ import {
   type StartFailure,
   vendorStartFailure,
 } from "./handshake.ts";
-import type { Closed, EngineSocket } from "./engine_socket.ts";
-import { engineTransport, type VendorSocket } from "./upgrade.ts";
+import type { Closed, WireSocket } from "./wire_socket.ts";
+import { type WireClient, wireClient } from "./upgrade.ts";
 
 /** What a vendor fills in of the handshake (the skeleton adds the socket, the clock and the failure maps). */
 export type VendorHandshake<R> =
-  & Omit<HandshakeSpec<R>, "transport" | "clock" | "mapFailure" | "afterClose">
+  & Omit<HandshakeSpec<R>, "client" | "clock" | "mapFailure" | "afterClose">
   & {
     /** Zeroes what the endpoint and headers borrowed, and stops what prepare started; run whatever happens. */
     release?(): void;
@@ -44,10 +44,10 @@ export type FailStart = <E extends { code: string }>(err: E, kind: string) => E;
  */
 export abstract class VendorBridge<R, S = unknown, C extends BridgeConnection = BridgeConnection>
   implements ProviderBridge {
-  readonly #socket: VendorSocket;
+  readonly #client: WireClient;
 
   constructor(readonly deps: BridgeDeps<S>) {
-    this.#socket = engineTransport({ caCerts: deps.caCerts, clock: deps.clock, inputTurns: deps.inputTurns });
+    this.#client = wireClient({ caCerts: deps.caCerts, clock: deps.clock, inputTurns: deps.inputTurns });
   }
 
   /**
@@ -74,13 +74,13 @@ export abstract class VendorBridge<R, S = unknown, C extends BridgeConnection = 
   }
 
   /** The live connection over the ready socket (`ready`: what the handshake read). */
-  protected abstract open(socket: EngineSocket, ctx: ConnectionContext, ready: R): C;
+  protected abstract open(socket: WireSocket, ctx: ConnectionContext, ready: R): C;
 
   /**
    * How the live connection is kept alive. Default: WebSocket ping frames, at the deps' `keepalive` (a ping
    * every 15 s, the peer dead after 45 s of silence).
    */
-  protected keepalive(socket: EngineSocket, _connection: C): Keepalive {
+  protected keepalive(socket: WireSocket, _connection: C): Keepalive {
     return { ...(this.deps.keepalive ?? VENDOR_KEEPALIVE), ping: () => socket.ping() };
   }
 
@@ -95,7 +95,7 @@ export abstract class VendorBridge<R, S = unknown, C extends BridgeConnection = 
     try {
       started = await handshake<R>({
         ...spec,
-        transport: this.#socket,
+        client: this.#client,
         clock,
         // Logged once the close that follows the vendor's error is known (its reason may say quota).
         afterClose: (err, closed) => this.afterClose(err, closed, fail),

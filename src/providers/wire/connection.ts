@@ -14,7 +14,7 @@ import type { Clock } from "../../clock.ts";
 import type { Logger } from "../../log.ts";
 import type { CloseResult, ProviderClosure, ProviderConnection, ProviderEvents } from "../types.ts";
 import { mentionsQuota } from "./handshake.ts";
-import type { Closed, EngineSocket, Frame } from "./engine_socket.ts";
+import type { Closed, Frame, WireSocket } from "./wire_socket.ts";
 import { every, settlesWithin } from "./wait.ts";
 
 /** What a connection works with. */
@@ -55,7 +55,7 @@ export const QUOTA_CLOSE_WINDOW_MS = 10_000;
 /** Close code the bridge uses when its peer went silent (protocol V0 §5). */
 export const KEEPALIVE_CLOSE_CODE = 4008;
 
-/** A live connection to an engine over an {@link EngineSocket}. */
+/** A live connection to an engine over an {@link WireSocket}. */
 export abstract class BridgeConnection implements ProviderConnection {
   abstract readonly inputSampleRate: number;
   abstract readonly outputSampleRate: number;
@@ -71,7 +71,7 @@ export abstract class BridgeConnection implements ProviderConnection {
   /** When the engine last said its quota is exhausted (clock time). */
   #quotaAt = -Infinity;
 
-  constructor(protected readonly socket: EngineSocket, protected readonly ctx: ConnectionContext) {
+  constructor(protected readonly socket: WireSocket, protected readonly ctx: ConnectionContext) {
     this.released = socket.closed.then((c) => {
       this.stopped.abort();
       if (this.closing) return;

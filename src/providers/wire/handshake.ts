@@ -10,9 +10,9 @@
 import type { Clock } from "../../clock.ts";
 import { ApiError } from "../../errors.ts";
 import type { Endpoint, HeaderLine } from "./endpoint.ts";
-import type { Closed, EngineSocket, Frame } from "./engine_socket.ts";
+import type { Closed, Frame, WireSocket } from "./wire_socket.ts";
 import type { WireFailure } from "./failure.ts";
-import type { VendorSocket } from "./upgrade.ts";
+import type { WireClient } from "./upgrade.ts";
 import { WireError } from "./failure.ts";
 import { deadline as startDeadline, DeadlineExceeded, settlesWithin } from "./wait.ts";
 
@@ -29,7 +29,7 @@ export type HandshakeStep<R> = { ready: R } | { fail: ApiError } | undefined;
 
 /** One bridge's handshake. */
 export interface HandshakeSpec<R> {
-  transport: VendorSocket;
+  client: WireClient;
   clock: Clock;
   /** The whole deadline: connection, upgrade and handshake... */
   timeoutMs: number;
@@ -43,9 +43,9 @@ export interface HandshakeSpec<R> {
   /** A peer may select none of `protocols` (see `OpenOptions.protocolOptional` in socket.ts). */
   protocolOptional?: boolean;
   /** The socket is open: check it and send the bridge's first message (or return the failure). */
-  opened(socket: EngineSocket): ApiError | void;
+  opened(socket: WireSocket): ApiError | void;
   /** Reads one message before ready. */
-  message(frame: Frame, socket: EngineSocket): HandshakeStep<R>;
+  message(frame: Frame, socket: WireSocket): HandshakeStep<R>;
   /** Maps a failure to the service's error. */
   mapFailure(failure: StartFailure): ApiError;
   /**
@@ -72,13 +72,13 @@ const RELEASE_WAIT_MS = 200;
  */
 export async function handshake<R>(
   spec: HandshakeSpec<R>,
-): Promise<{ socket: EngineSocket; ready: R }> {
+): Promise<{ socket: WireSocket; ready: R }> {
   const own = spec.deadline ? null : startDeadline(spec.clock, spec.timeoutMs);
   const signal = spec.deadline ?? own!.signal;
   const stopTimer = { abort: () => own?.stop() };
-  let socket: EngineSocket;
+  let socket: WireSocket;
   try {
-    socket = await spec.transport.open({
+    socket = await spec.client.open({
       endpoint: spec.endpoint,
       headers: spec.headers,
       protocols: spec.protocols,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Frame } from "./engine_socket.ts";
+import type { Frame } from "./wire_socket.ts";
 
 /** A JSON object as received (its fields still unchecked). */
 export type Json = Record<string, unknown>;

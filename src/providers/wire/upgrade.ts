@@ -14,11 +14,11 @@ import { type Clock, systemClock } from "../../clock.ts";
 import { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { Dialer, writeAll } from "./dial.ts";
 import { type Endpoint, type HeaderLine, plainText } from "./endpoint.ts";
-import type { EngineSocket } from "./engine_socket.ts";
+import type { WireSocket } from "./wire_socket.ts";
 import { parseRetryAfter, WireError, type WireFailure } from "./failure.ts";
 import { type Head, readHead, writeHead } from "./http1.ts";
 import { InputTurns } from "./input_turns.ts";
-import { ByteSocket } from "./websocket.ts";
+import { ClientWebSocket } from "./websocket.ts";
 
 /** What opening a connection takes. */
 export interface OpenOptions {
@@ -32,9 +32,9 @@ export interface OpenOptions {
 }
 
 /** A WebSocket client. */
-export interface VendorSocket {
+export interface WireClient {
   /** Opens a connection (resolves once the upgrade completed). */
-  open(options: OpenOptions): Promise<EngineSocket>;
+  open(options: OpenOptions): Promise<WireSocket>;
 }
 
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -44,8 +44,8 @@ function randomKey(): string {
   return crypto.getRandomValues(new Uint8Array(16)).toBase64();
 }
 
-/** Options of {@link engineTransport}. */
-export interface TransportOptions {
+/** Options of {@link wireClient}. */
+export interface WireClientOptions {
   /** Extra CA certificates (PEM) trusted besides the bundled roots (`SVC_ENGINE_CA_FILE`). */
   caCerts?: readonly string[];
   /** Clock of the close waits. */
@@ -58,7 +58,7 @@ export interface TransportOptions {
 }
 
 /** The WebSocket client every bridge uses. */
-export function engineTransport(options: TransportOptions = {}): VendorSocket {
+export function wireClient(options: WireClientOptions = {}): WireClient {
   const caCerts = options.caCerts ?? [];
   const clock = options.clock ?? systemClock;
   const turns = options.inputTurns ?? new InputTurns();
@@ -121,7 +121,7 @@ export function engineTransport(options: TransportOptions = {}): VendorSocket {
         dialer.drop();
         throw new WireError(failure);
       }
-      return new ByteSocket(conn, head.rest, selected ?? "", clock, turns);
+      return new ClientWebSocket(conn, head.rest, selected ?? "", clock, turns);
     },
   };
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Clock } from "../../clock.ts";
-import { type Closed, EngineSocket } from "./engine_socket.ts";
+import { type Closed, WireSocket } from "./wire_socket.ts";
 import { writeAll } from "./dial.ts";
 import type { InputTurns } from "./input_turns.ts";
 
@@ -32,7 +32,7 @@ function validCloseCode(code: number): boolean {
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** A WebSocket connection over a Deno connection. */
-export class ByteSocket extends EngineSocket {
+export class ClientWebSocket extends WireSocket {
   #state: SocketState = "open";
   #closeSent = false;
   #received: Closed | null = null;

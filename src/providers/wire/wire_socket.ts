@@ -1,5 +1,5 @@
 /**
- * An open WebSocket connection to an engine, as the bridges see it ({@link EngineSocket}): frames given as
+ * An open WebSocket connection to an engine, as the bridges see it ({@link WireSocket}): frames given as
  * strings (text) or bytes (binary), queued until the owner installs its handler, sends, pings, the close
  * handshake, and a `closed` promise that resolves once the connection is released. The framing itself is
  * `websocket.ts`; opening one is `upgrade.ts`.
@@ -19,7 +19,7 @@ export interface Closed {
 }
 
 /** An open connection to an engine. */
-export abstract class EngineSocket {
+export abstract class WireSocket {
   #handler: ((frame: Frame) => void) | null = null;
   readonly #queue: Frame[] = [];
   /** Called for every pong frame (liveness). */
