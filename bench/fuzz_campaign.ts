@@ -28,7 +28,7 @@ import { loadConfig } from "../src/config.ts";
 import { ERROR_CATALOG } from "../src/errors.ts";
 import { createApiKey, revokeApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
-import { PROVIDER_TYPES } from "../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../src/providers/definitions/provider_types.ts";
 import { compose, openKv, type Service } from "../src/app/compose.ts";
 // The worker side, loaded with this module rather than by compose()'s `await import()`: its lip-sync module
 // opens libespeak-ng when first imported, which a test's resource sanitizer (tests/api/fuzz_test.ts) would

@@ -27,7 +27,7 @@ import { sessionKey, sessionPrefix } from "../src/kv/keys.ts";
 import { addIndexToOp, listSessionIndex } from "../src/kv/session_index.ts";
 import type { SessionRecord } from "../src/vocabulary/session_record.ts";
 import type { SessionStatus } from "../src/vocabulary/session_states.ts";
-import { PROVIDER_TYPES } from "../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../src/providers/definitions/provider_types.ts";
 import { newSessionId } from "../src/ids.ts";
 
 const T0 = 1_780_000_000_000;

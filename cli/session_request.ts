@@ -6,13 +6,13 @@
  * @module
  */
 import type { CreateSessionRequest } from "@avatar-svc/sdk";
-import type { CliField } from "../src/providers/catalog/definition.ts";
+import type { CliField } from "../src/providers/definitions/definition.ts";
 import {
   isProviderType,
   PROVIDER_TYPES,
   PROVIDERS,
   type ProviderType,
-} from "../src/providers/catalog/catalog.ts";
+} from "../src/providers/definitions/provider_types.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** The provider-related flags of `sessions create` (all optional; raw strings as typed). */
@@ -28,7 +28,7 @@ export interface SessionFlags {
   /** `--webhook-url`: `webhook_url`. */
   webhookUrl?: string;
   /**
-   * The provider flags (each catalog entry's `cli`, `src/providers/catalog/<type>.ts`) by {@link flagKey}:
+   * The provider flags (each definition's `cli`, `src/providers/definitions/<type>.ts`) by {@link flagKey}:
    * `--client-secret` → `clientSecret`; a repeatable one (`--engine-header`) → `engineHeaders`, a list.
    */
   [providerFlag: string]: string | string[] | undefined;

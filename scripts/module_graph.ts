@@ -231,11 +231,11 @@ export function mutualFolders(graph: ModuleGraph): string[] {
 export function floorOf(name: string): number {
   const rest = name.slice("src/".length);
   const rules: [RegExp, number][] = [
-    // 0: words and leaves that import nothing of the service: the session vocabulary, the provider catalog
+    // 0: words and leaves that import nothing of the service: the session vocabulary, the provider definitions
     // (the providers' words: names, config schemas, credential fields, settings, flags), the platform's
     // leaves and the capabilities that keep no state (secrets as bytes, tokens, API key format)
     [/^vocabulary\//, 0],
-    [/^providers\/catalog\//, 0],
+    [/^providers\/definitions\//, 0],
     [/^(errors|ids|clock|log|text_fields|settings)\.ts$/, 0],
     [/^sessions\/(state|record|end_reasons|events|view)\.ts$/, 0],
     [/^auth\//, 0],
@@ -244,7 +244,7 @@ export function floorOf(name: string): number {
     [/^speech\//, 0],
     // the uploaded avatar drawing's sanitiser and rig (pure: an XML parser and the allow-list)
     [/^avatar_svg\//, 0],
-    // 1: the configuration (it reads the catalog's settings), and telemetry
+    // 1: the configuration (it reads the provider definitions' settings), and telemetry
     [/^config\.ts$/, 1],
     [/^telemetry\//, 1],
     [/^runtime\/credential_holder\.ts$/, 0],

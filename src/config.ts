@@ -8,7 +8,7 @@
  * @module
  */
 import { z } from "zod";
-import { PROVIDER_TYPES, PROVIDERS, type ProviderSettings } from "./providers/catalog/catalog.ts";
+import { PROVIDER_TYPES, PROVIDERS, type ProviderSettings } from "./providers/definitions/provider_types.ts";
 import { bool, int, type Settings, type SettingValues } from "./settings.ts";
 
 /**
@@ -87,8 +87,8 @@ export interface Config {
   /** The in-process reference engine of the embedded default. */
   referenceEngine: { enabled: boolean; port: number; dir: string };
   /**
-   * Each provider type's settings (where its engine lives: `SVC_VENDOR*`), as its catalog entry declares
-   * them (`src/providers/catalog/<type>.ts`, `settings`; see docs/providers.md).
+   * Each provider type's settings (where its engine lives: `SVC_VENDOR*`), as its provider definition declares
+   * them (`src/providers/definitions/<type>.ts`, `settings`; see docs/providers.md).
    */
   providers: ProviderSettings;
   /** Minimum level of log lines written. */
@@ -318,7 +318,7 @@ function isWorkerUrl(value: string): boolean {
 
 /**
  * Names of every environment variable the service reads: its own, then each provider type's (declared by
- * its catalog entry).
+ * its provider definition).
  */
 export const CONFIG_VARIABLES: readonly string[] = [
   ...Object.keys(VARIABLES),
@@ -350,7 +350,7 @@ function parseAll(env: Record<string, string | undefined>): Parsed {
   return out as Parsed;
 }
 
-/** One provider type's settings, as its catalog entry declares them. */
+/** One provider type's settings, as its provider definition declares them. */
 function settingsOf<T extends Settings>(
   env: Record<string, string | undefined>,
   settings: T,

@@ -3,7 +3,7 @@
  * and the schemas of the values settings share (whole numbers, booleans, URLs, host lists).
  *
  * `config.ts`, the one module that reads the environment, parses the service's own settings and those each
- * provider catalog entry declares (`src/providers/catalog/<type>.ts`, `settings`) with these, so a
+ * provider definitions entry declares (`src/providers/definitions/<type>.ts`, `settings`) with these, so a
  * provider's endpoints are declared beside its schema and no per-provider line is written in `config.ts`.
  *
  * @module

@@ -14,7 +14,7 @@ import { type Config, loadConfig } from "../src/config.ts";
 import { createApiKey } from "../src/kv/api_keys.ts";
 import { createLogger } from "../src/log.ts";
 import type { ProviderBridge } from "../src/providers/types.ts";
-import type { ProviderType } from "../src/providers/catalog/catalog.ts";
+import type { ProviderType } from "../src/providers/definitions/provider_types.ts";
 import type { SessionMediaFactory, SessionRuntime } from "../src/worker/session_runtime.ts";
 import type { SessionService } from "../src/sessions/service.ts";
 import type { Lifecycle } from "../src/app/lifecycle.ts";

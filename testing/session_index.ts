@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { insertSession, transitionSession } from "../src/kv/sessions.ts";
 import type { SessionRecord } from "../src/vocabulary/session_record.ts";
 import { indexKeys, type IndexValue, indexValue, viewOf } from "../src/kv/session_index.ts";
-import type { ProviderType } from "../src/providers/catalog/catalog.ts";
+import type { ProviderType } from "../src/providers/definitions/provider_types.ts";
 import type { TransportKind } from "../src/vocabulary/transports.ts";
 import type { SessionStatus } from "../src/vocabulary/session_states.ts";
 import { toView } from "../src/vocabulary/session_view.ts";

@@ -10,7 +10,7 @@ import type { CommandSpec, OptionSpec, Values } from "../command.ts";
 import type { Io } from "../io.ts";
 import { formatTime, printDetails, printJson } from "../output.ts";
 import { progressEnabled, startProgress } from "../progress.ts";
-import { PROVIDER_TYPES } from "../../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../../src/providers/definitions/provider_types.ts";
 import { REQUESTED_TRANSPORTS } from "../../src/vocabulary/transports.ts";
 import { reportApiError } from "../report_error.ts";
 import {

@@ -15,7 +15,7 @@ import { UsageError } from "../usage_error.ts";
 import { watch } from "../watch.ts";
 import type { Io } from "../io.ts";
 import { SESSION_STATUSES } from "../../src/vocabulary/session_states.ts";
-import { PROVIDER_TYPES } from "../../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../../src/providers/definitions/provider_types.ts";
 import { isTransportKind, TRANSPORT_KINDS } from "../../src/vocabulary/transports.ts";
 
 /** Most pages `--all` reads (100 sessions each): a bound, not an expected size. */

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Scope } from "../auth/scopes.ts";
-import type { CredentialRead } from "../providers/catalog/credential_reader.ts";
+import type { CredentialRead } from "../providers/definitions/credential_reader.ts";
 
 /** The authenticated API key of a request. */
 export interface AuthenticatedCaller {

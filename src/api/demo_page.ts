@@ -1,11 +1,11 @@
 /**
  * The demo page's HTML and script (served at `/demo` and `/demo/app.js`). The script uses only the
  * demo backend's routes and the SDK's player; it never sees an API key. The vendor engines it offers, and
- * the fields it asks for each, come from the provider catalog (`demo` of each entry).
+ * the fields it asks for each, come from the provider definitions (`demo` of each entry).
  *
  * @module
  */
-import { demoOffers } from "../providers/catalog/catalog.ts";
+import { demoOffers } from "../providers/definitions/provider_types.ts";
 import { TRANSPORT_KINDS, transportEntry } from "../vocabulary/transports.ts";
 import {
   ACCESSORIES,
@@ -55,7 +55,7 @@ const MAKER_FIELDS = MAKER_MENUS.map(([name, values]) =>
   [`      <label><input type="checkbox" id="mk_freckles" class="mk"> freckles</label>`],
 ).join("\n");
 
-/** The engine menu's vendor options, from the catalog. */
+/** The engine menu's vendor options, from the provider definitions. */
 const VENDOR_OPTIONS = demoOffers().map((o) =>
   `      <option value="${o.type}">${o.type}: ${o.label}</option>`
 )
@@ -66,7 +66,7 @@ const TRANSPORT_OPTIONS = TRANSPORT_KINDS.map((k) =>
   `      <option value="${k}">${transportEntry(k).label}</option>`
 ).join("\n");
 
-/** The fields each engine takes on the page, as the script's object literal (from the catalog). */
+/** The fields each engine takes on the page, as the script's object literal (from the provider definitions). */
 const ENGINE_FIELDS_SOURCE = [
   "  reference: [],",
   ...demoOffers().map((o) =>

@@ -9,8 +9,8 @@ import { HTTPException } from "hono/http-exception";
 import type { Hook } from "@hono/zod-openapi";
 import { ApiError, errorBody } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { containsProviderConnectionId } from "../providers/catalog/config_schema.ts";
-import { PROVIDER_TYPES } from "../providers/catalog/catalog.ts";
+import { containsProviderConnectionId } from "../providers/definitions/config_schema.ts";
+import { PROVIDER_TYPES } from "../providers/definitions/provider_types.ts";
 import type { AppEnv } from "./app_env.ts";
 
 interface Issue {

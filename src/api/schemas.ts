@@ -10,7 +10,7 @@ import { SCOPES } from "../auth/scopes.ts";
 import { ERROR_CODES } from "../errors.ts";
 import { KEY_ID_PATTERN, MAX_ID_LENGTH, SESSION_ID_PATTERN } from "../ids.ts";
 import { displayNameField, urlField } from "../text_fields.ts";
-import { ProviderConfig } from "../providers/catalog/config_schema.ts";
+import { ProviderConfig } from "../providers/definitions/config_schema.ts";
 import { epochMs, ProviderType, Transport } from "../vocabulary/schemas.ts";
 
 /** The flat error body. */

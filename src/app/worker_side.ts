@@ -15,7 +15,7 @@ import { projectAvatarLoader } from "../media/art/project_avatars.ts";
 import { createBridges } from "../providers/bridges.ts";
 import { InputTurns } from "../providers/wire/input_turns.ts";
 import type { ProviderBridge } from "../providers/types.ts";
-import type { ProviderType } from "../providers/catalog/catalog.ts";
+import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../worker/session_runtime.ts";
 import { SessionWorker } from "../worker/session_worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";

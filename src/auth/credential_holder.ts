@@ -2,7 +2,7 @@
  * The one place a session's provider credentials live, as bytes — they never become JavaScript strings.
  *
  * The holder owns one `Uint8Array`: an encoding of the session's provider config in which every
- * credential (see `CREDENTIAL_FIELDS` of `src/providers/catalog/credential_reader.ts`) is a byte field, and the
+ * credential (see `CREDENTIAL_FIELDS` of `src/providers/definitions/credential_reader.ts`) is a byte field, and the
  * other fields (an agent id, a sample rate, header names) are text or numbers. A bridge borrows views of
  * the credential bytes ({@link CredentialHolder.secret}, {@link CredentialHolder.headers}) to write them
  * into the engine's socket; the API hands the whole encoding to a worker as it is

@@ -24,7 +24,7 @@
  * @module
  */
 import { ANY_FACET, sessionIndexKey, sessionIndexPrefix } from "./keys.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../providers/catalog/catalog.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../providers/definitions/provider_types.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 import { TRANSPORT_KINDS, type TransportKind } from "../vocabulary/transports.ts";
 import { SESSION_STATUSES, type SessionStatus, TERMINAL_STATUSES } from "../vocabulary/session_states.ts";

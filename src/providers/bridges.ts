@@ -2,15 +2,15 @@
  * The bridges: for each provider type, how a session connects to its engine (the runtime drives the
  * connection through the `ProviderBridge` port of `types.ts`). Each type's bridge is its own module,
  * `src/providers/<type>/bridge.ts`, exporting `createBridge` (a {@link BridgeFactory}); this module finds it
- * by the type's name (the catalog's `PROVIDER_TYPES`), with a dynamic import: there is no list of bridges to
+ * by the type's name (the provider definitions' `PROVIDER_TYPES`), with a dynamic import: there is no list of bridges to
  * keep. Only a process that runs sessions loads this module (the bridges and their wire code, `wire/`);
- * the API side and the CLI read the provider catalog (`catalog/catalog.ts`) instead.
+ * the API side and the CLI read the provider definitions (`definitions/provider_types.ts`) instead.
  *
  * @module
  */
 import { type Clock, systemClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
-import { PROVIDER_TYPES, type ProviderSettings, type ProviderType } from "./catalog/catalog.ts";
+import { PROVIDER_TYPES, type ProviderSettings, type ProviderType } from "./definitions/provider_types.ts";
 import type { BridgeDeps, BridgeFactory, ProviderBridge } from "./types.ts";
 import { InputTurns } from "./wire/input_turns.ts";
 

@@ -10,7 +10,7 @@
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
-import type { ProviderSettings, ProviderType } from "./catalog/catalog.ts";
+import type { ProviderSettings, ProviderType } from "./definitions/provider_types.ts";
 import type { InputTurns } from "./wire/input_turns.ts";
 
 /** Why a provider connection ended on its own. */
@@ -125,7 +125,7 @@ export interface BridgeDeps<S = unknown> {
   logger: Logger;
   /** Clock of connect deadlines, keepalive and teardown waits. */
   clock: Clock;
-  /** Its provider type's settings (where its engine lives: the catalog entry's `settings`, as configured). */
+  /** Its provider type's settings (where its engine lives: the definition's `settings`, as configured). */
   settings: S;
   /**
    * Extra CA certificates (PEM) trusted for engine connections and vendor REST calls, beyond the bundled

@@ -10,7 +10,7 @@ import { ApiError } from "../errors.ts";
 import { kvOp } from "../kv/guard.ts";
 import { cursorKeyOf } from "../kv/list_cursor_key.ts";
 import { listSessionIndex } from "../kv/session_index.ts";
-import type { ProviderType } from "../providers/catalog/catalog.ts";
+import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import { type CursorFilters, decodeCursor, encodeCursor } from "./list_cursor.ts";
 import type { TransportKind } from "../vocabulary/transports.ts";
 import type { SessionStatus } from "../vocabulary/session_states.ts";

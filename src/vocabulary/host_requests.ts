@@ -7,7 +7,7 @@
  * @module
  */
 import type { EndReason } from "./end_reasons.ts";
-import type { ProviderType } from "../providers/catalog/catalog.ts";
+import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import type { TransportKind } from "./transports.ts";
 
 /** What a worker needs to start a session (the record's non-secret facts). */

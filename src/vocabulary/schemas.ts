@@ -14,7 +14,7 @@ import { z } from "@hono/zod-openapi";
 import { ERROR_CODES } from "../errors.ts";
 import { SESSION_ID_PATTERN } from "../ids.ts";
 import { END_REASONS } from "./end_reasons.ts";
-import { PROVIDER_TYPES } from "../providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../providers/definitions/provider_types.ts";
 import { SESSION_STATUSES } from "./session_states.ts";
 import { REQUESTED_TRANSPORTS, TRANSPORT_KINDS, transportsFilling } from "./transports.ts";
 

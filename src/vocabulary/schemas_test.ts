@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { END_REASONS } from "./end_reasons.ts";
-import { PROVIDER_TYPES } from "../providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../providers/definitions/provider_types.ts";
 import { EndReason, ProviderType, SessionStatus, Transport } from "./schemas.ts";
 import { SESSION_STATUSES } from "./session_states.ts";
 import { REQUESTED_TRANSPORTS, TRANSPORT_KINDS } from "./transports.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ErrorCode } from "../errors.ts";
-import type { ProviderType } from "../providers/catalog/catalog.ts";
+import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import type { EndReason } from "./end_reasons.ts";
 import type { SessionMetricsSnapshot } from "./schemas.ts";
 import type { SessionStatus } from "./session_states.ts";

@@ -20,7 +20,7 @@ import type {
   ProviderEvents,
   ToolCall,
 } from "../providers/types.ts";
-import type { ProviderType } from "../providers/catalog/catalog.ts";
+import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import { TOOL_ERRORS } from "../providers/tool_calls.ts";
 import type { CredentialHolder } from "../auth/credential_holder.ts";
 import { ATTR, SPAN } from "../telemetry/names.ts";

@@ -135,7 +135,7 @@ Deno.test("config: secrets, overrides and the documented variable list", () => {
   // every variable is documented in docs/configuration.md and the README
   const docs = Deno.readTextFileSync(new URL("../../docs/configuration.md", import.meta.url));
   const readme = Deno.readTextFileSync(new URL("../../README.md", import.meta.url));
-  // One name a setting (a provider's included: its catalog entry declares it), each an `SVC_` variable but
+  // One name a setting (a provider's included: its provider definition declares it), each an `SVC_` variable but
   // the OpenTelemetry one.
   assert.equal(new Set(CONFIG_VARIABLES).size, CONFIG_VARIABLES.length, "no variable declared twice");
   for (const name of CONFIG_VARIABLES) {

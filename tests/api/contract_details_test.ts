@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { parseBootstrapInput } from "../../cli/bootstrap.ts";
-import { PROVIDER_TYPES } from "../../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../../src/providers/definitions/provider_types.ts";
 import type { Resolver } from "../../src/webhooks/url_guard.ts";
 import { FakeBridge } from "../../testing/fake_bridge.ts";
 import { checkErrorBody, engineBody } from "../../testing/fixtures.ts";

@@ -1,6 +1,6 @@
 /**
  * The credential fields are read from the body's bytes and the schema sees stand-ins in their place
- * (src/providers/catalog/credential_reader.ts): the answers must be exactly what they were when the schema read the
+ * (src/providers/definitions/credential_reader.ts): the answers must be exactly what they were when the schema read the
  * values themselves. Thousands of generated bodies (testing/credential_bodies.ts: every credential
  * field malformed in every way, and valid) go through this checkout; each answer (status, code, message)
  * must equal the one recorded from the main branch before the change

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { insertSession, transitionSession } from "../../src/kv/sessions.ts";
 import type { SessionRecord } from "../../src/vocabulary/session_record.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../src/vocabulary/session_states.ts";
-import { PROVIDER_TYPES, type ProviderType } from "../../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES, type ProviderType } from "../../src/providers/definitions/provider_types.ts";
 import { TRANSPORT_KINDS } from "../../src/vocabulary/transports.ts";
 import { Reaper } from "../../src/fleet/reaper.ts";
 import { silentLogger } from "../../src/log.ts";

@@ -1,19 +1,19 @@
 /**
- * A fourth vendor takes three code files (docs/architecture.md, "Changing the code"): its catalog entry
- * (`src/providers/catalog/<type>.ts`, new), one line of the catalog's list (`catalog.ts`) and its bridge
+ * A fourth vendor takes three code files (docs/architecture.md, "Changing the code"): its provider definition
+ * (`src/providers/definitions/<type>.ts`, new), one line of the definitions' list (`provider_types.ts`) and its bridge
  * (`src/providers/<type>/bridge.ts`, new). Proved on a throw-away copy of the tree: a fifth provider type,
  * `vendor4`, is added touching exactly those three files, and then the configuration reads its setting, the
  * contract (the `ProviderType` enum, `provider_config`, the OpenAPI document) names it, the credential
  * reader keeps its secret as bytes, the CLI builds its request, the demo offers it, and the worker side
  * builds its bridge with its setting — while the API app still loads no bridge.
  *
- * And the per-vendor lists stay gone: outside its own files and the catalog's list, no code of `src/` or
+ * And the per-vendor lists stay gone: outside its own files and the definitions' list, no code of `src/` or
  * `cli/` names a provider type.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { PROVIDER_TYPES } from "../../src/providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../../src/providers/definitions/provider_types.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const ROOT_PATH = decodeURIComponent(ROOT.pathname);
@@ -21,7 +21,7 @@ const ROOT_PATH = decodeURIComponent(ROOT.pathname);
 /** The folders and files of the tree the probe needs. */
 const COPIED = ["src", "engine", "cli", "sdk", "deno.json", "deno.lock"];
 
-/** The fixture: the new vendor's catalog entry. */
+/** The fixture: the new vendor's provider definition. */
 const ENTRY = `/**
  * \`provider_config.vendor4\`: a throw-away provider type (tests/architecture/fourth_vendor_test.ts).
  *
@@ -36,7 +36,7 @@ export const Vendor4Config = z.strictObject({
   token: z.string().min(1).max(4096),
 }).openapi("Vendor4Config");
 
-/** The catalog's entry of \`vendor4\`. */
+/** The provider definition of \`vendor4\`. */
 export const VENDOR4 = defineProvider({
   schema: Vendor4Config,
   credentials: { token: "secret" },
@@ -65,9 +65,9 @@ export const createBridge: BridgeFactory<"vendor4"> = (deps) => ({
 /** What the copy runs: every surface that should now know \`vendor4\`. */
 const PROBE = `
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from "./src/config.ts";
-import { demoOffers, PROVIDER_TYPES } from "./src/providers/catalog/catalog.ts";
-import { checkProviderConfigShape, ProviderConfig } from "./src/providers/catalog/config_schema.ts";
-import { readCredentials } from "./src/providers/catalog/credential_reader.ts";
+import { demoOffers, PROVIDER_TYPES } from "./src/providers/definitions/provider_types.ts";
+import { checkProviderConfigShape, ProviderConfig } from "./src/providers/definitions/config_schema.ts";
+import { readCredentials } from "./src/providers/definitions/credential_reader.ts";
 import { ProviderType } from "./src/vocabulary/schemas.ts";
 import { createBridges } from "./src/providers/bridges.ts";
 import { emitOpenApi } from "./src/api/emit_openapi.ts";
@@ -130,7 +130,8 @@ async function filesOf(root: string, dir: string, into = new Map<string, Uint8Ar
 const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 Deno.test({
-  name: "fourth vendor: its catalog entry, one line of the catalog's list and its bridge are all it takes",
+  name:
+    "fourth vendor: its provider definition, one line of the definitions' list and its bridge are all it takes",
   // The probe loads the API app (the OpenAPI document) in a child process of its own.
   sanitizeResources: true,
   fn: async () => {
@@ -141,8 +142,8 @@ Deno.test({
         assert.ok(cp.success, `copied ${name}`);
       }
       // The three code files.
-      await Deno.writeTextFile(`${copy}/src/providers/catalog/vendor4.ts`, ENTRY);
-      const listPath = `${copy}/src/providers/catalog/catalog.ts`;
+      await Deno.writeTextFile(`${copy}/src/providers/definitions/vendor4.ts`, ENTRY);
+      const listPath = `${copy}/src/providers/definitions/provider_types.ts`;
       const list = await Deno.readTextFile(listPath);
       const added = list
         .replace(
@@ -162,8 +163,8 @@ Deno.test({
         p
       );
       assert.deepEqual(changed.sort(), [
-        "src/providers/catalog/catalog.ts",
-        "src/providers/catalog/vendor4.ts",
+        "src/providers/definitions/provider_types.ts",
+        "src/providers/definitions/vendor4.ts",
         "src/providers/vendor4/bridge.ts",
       ]);
       assert.deepEqual([...before.keys()].filter((p) => !after.has(p)), []);
@@ -236,8 +237,9 @@ Deno.test("fourth vendor: no per-vendor list is left (no code names a provider t
   const bad: string[] = [];
   for (const type of PROVIDER_TYPES) {
     const own = (p: string) =>
-      p === "src/providers/catalog/catalog.ts" || p.startsWith(`src/providers/catalog/${type}.`) ||
-      p.startsWith(`src/providers/catalog/${type}_`) || p.startsWith(`src/providers/${type}/`) ||
+      p === "src/providers/definitions/provider_types.ts" ||
+      p.startsWith(`src/providers/definitions/${type}.`) ||
+      p.startsWith(`src/providers/definitions/${type}_`) || p.startsWith(`src/providers/${type}/`) ||
       (ALLOWED[p] ?? []).includes(type);
     const name = new RegExp(`\\b${type}\\b`);
     for (const [path, text] of code) if (!own(path) && name.test(text)) bad.push(`${path} names ${type}`);

@@ -9,7 +9,7 @@
  * - no import cycle among `src/` files;
  * - no `src/` file imports `tests/`, `testing/`, `bench/` or the composition root `src/app/compose.ts`;
  *   `bench/` loads no `tests/` file;
- * - the floors: the session vocabulary and the provider catalog (whose list the vocabulary takes the
+ * - the floors: the session vocabulary and the provider definitions (whose list the vocabulary takes the
  *   provider names from) load nothing of the service but each other and the platform's leaves, and no
  *   `src/` file imports one on a higher floor.
  *
@@ -31,14 +31,14 @@ import {
 
 /** What the API process and the CLI must never load (statically). */
 const FORBIDDEN_NPM = ["npm:ws", "npm:@resvg/resvg-wasm", "node:dgram"];
-/** The modules of `src/providers/` the API side may load: the provider catalog (`src/providers/catalog/`). */
-const PROVIDER_CATALOG = /^src\/providers\/catalog\/[^/]+\.ts$/;
+/** The modules of `src/providers/` the API side may load: the provider definitions (`src/providers/definitions/`). */
+const PROVIDER_DEFINITIONS = /^src\/providers\/definitions\/[^/]+\.ts$/;
 
 /** Why `name` must not be loaded by an API-side entry point, or null when it may be. */
 function forbidden(name: string): string | null {
   if (name.startsWith("src/media/")) return "the media plane";
   if (name.startsWith("src/providers/wire/")) return "the vendor wire code";
-  if (name.startsWith("src/providers/") && !PROVIDER_CATALOG.test(name)) return "a vendor bridge";
+  if (name.startsWith("src/providers/") && !PROVIDER_DEFINITIONS.test(name)) return "a vendor bridge";
   if (FORBIDDEN_NPM.includes(name)) return name;
   return null;
 }
@@ -130,19 +130,19 @@ Deno.test("module graph: bench/ loads no tests/ file (the fakes and helpers both
 });
 
 /**
- * What the session vocabulary and the provider catalog may load: each other, the platform's leaves (errors,
- * ids, URL text fields, the settings' shape) and the byte-level credential codecs the catalog's rules read
+ * What the session vocabulary and the provider definitions may load: each other, the platform's leaves (errors,
+ * ids, URL text fields, the settings' shape) and the byte-level credential codecs the provider definitions' rules read
  * secrets with; zod.
  */
 const VOCABULARY_MAY_LOAD =
-  /^src\/(vocabulary\/|providers\/catalog\/|(errors|ids|text_fields|settings)\.ts$|auth\/credential_(bytes|url)\.ts$)|^npm:(@hono\/zod-openapi|zod)$/;
+  /^src\/(vocabulary\/|providers\/definitions\/|(errors|ids|text_fields|settings)\.ts$|auth\/credential_(bytes|url)\.ts$)|^npm:(@hono\/zod-openapi|zod)$/;
 
-Deno.test("module graph: the session vocabulary and the provider catalog load nothing of the service but the platform's leaves", async () => {
+Deno.test("module graph: the session vocabulary and the provider definitions load nothing of the service but the platform's leaves", async () => {
   const g = await theGraph();
   const bad: string[] = [];
   for (const from of g.imports.keys()) {
     if (!/^src\/vocabulary\/[^/]+\.ts$/.test(from) || from.endsWith("_test.ts")) continue;
-    // Everything the vocabulary loads, the provider catalog's list included (type-only imports too).
+    // Everything the vocabulary loads, the provider definitions' list included (type-only imports too).
     for (const n of loadedBy(g, from, { types: true })) {
       if (!VOCABULARY_MAY_LOAD.test(n)) {
         bad.push(`${n}: ${importPath(g, from, n)!.join(" → ")}`);
@@ -150,9 +150,11 @@ Deno.test("module graph: the session vocabulary and the provider catalog load no
     }
   }
   assert.deepEqual([...new Set(bad)], []);
-  // The provider catalog's list is what the vocabulary reads the provider names from (not vacuous).
+  // The provider definitions' list is what the vocabulary reads the provider names from (not vacuous).
   assert.ok(
-    loadedBy(g, "src/vocabulary/schemas.ts", { types: true }).has("src/providers/catalog/catalog.ts"),
+    loadedBy(g, "src/vocabulary/schemas.ts", { types: true }).has(
+      "src/providers/definitions/provider_types.ts",
+    ),
   );
   // The platform's leaves import nothing of the service themselves.
   for (const leaf of ["src/errors.ts", "src/ids.ts", "src/clock.ts", "src/log.ts", "src/settings.ts"]) {

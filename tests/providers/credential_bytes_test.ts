@@ -23,10 +23,10 @@ import {
   urlSkeleton,
   writeTarget,
 } from "../../src/auth/credential_url.ts";
-import { readCredentials } from "../../src/providers/catalog/credential_reader.ts";
+import { readCredentials } from "../../src/providers/definitions/credential_reader.ts";
 import { isJson, readStringMember } from "../../src/auth/credential_json.ts";
-import { signedUrlProblem } from "../../src/providers/catalog/vendor3_signed_url.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "../../src/providers/catalog/vendor3_signed_url.ts";
+import { signedUrlProblem } from "../../src/providers/definitions/vendor3_signed_url.ts";
+import { VENDOR3_SIGNED_URL_PATH } from "../../src/providers/definitions/vendor3_signed_url.ts";
 import { urlProblem } from "../../src/text_fields.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -10,7 +10,7 @@ import { AgentAudioDecoder, parseRateFormat, UserAudioEncoder } from "../../src/
 import {
   signedUrlMintedAt as mintedAtOf,
   signedUrlProblem as problemOf,
-} from "../../src/providers/catalog/vendor3_signed_url.ts";
+} from "../../src/providers/definitions/vendor3_signed_url.ts";
 import { endpointOf } from "../../src/providers/wire/endpoint.ts";
 import { classifyNativeFailure, parseRetryAfter, WireError } from "../../src/providers/wire/failure.ts";
 import { wireClient } from "../../src/providers/wire/upgrade.ts";

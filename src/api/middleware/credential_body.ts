@@ -2,14 +2,14 @@
  * The body of a route that takes provider credentials (`POST /v1/sessions`), read so that no credential
  * becomes a JavaScript string: the body stream is read chunk by chunk into a buffer the route owns (each
  * chunk zeroed once copied), its credential fields are read as bytes (`readCredentials` of
- * `src/providers/catalog/credential_reader.ts`), and the route's validators get a copy of the body in which those
+ * `src/providers/definitions/credential_reader.ts`), and the route's validators get a copy of the body in which those
  * values are stand-ins. The credentials read are exposed as `c.get("credentials")` and zeroed when the
  * request is done, whatever its answer (the route moves them into a holder first when it accepts them).
  *
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import { readCredentials } from "../../providers/catalog/credential_reader.ts";
+import { readCredentials } from "../../providers/definitions/credential_reader.ts";
 import { ByteBuffer } from "../../auth/credential_bytes.ts";
 import type { AppEnv } from "../app_env.ts";
 

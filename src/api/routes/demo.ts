@@ -21,7 +21,7 @@ import { loadAvatarRaster } from "../../avatars/service.ts";
 import { AvatarStyle } from "../../vocabulary/avatar_style.ts";
 import { ApiError, ERROR_CATALOG, type ErrorCode } from "../../errors.ts";
 import { DEMO_APP_JS, DEMO_FAVICON_SVG, DEMO_PAGE_HTML } from "../demo_page.ts";
-import { demoOffers } from "../../providers/catalog/catalog.ts";
+import { demoOffers } from "../../providers/definitions/provider_types.ts";
 import { TRANSPORT_KINDS, transportEntry } from "../../vocabulary/transports.ts";
 
 /** What the demo backend needs. */
@@ -55,7 +55,7 @@ export const PLAYER_FILES: readonly string[] = [
 ];
 
 /**
- * The vendor engines the page offers, with the fields it takes for each (the provider catalog's `demo`):
+ * The vendor engines the page offers, with the fields it takes for each (the provider definitions' `demo`):
  * browser-safe, short-lived credentials only (a vendor API key never goes through a browser).
  */
 const VENDOR_FIELDS: Record<string, string[]> = Object.fromEntries(

@@ -12,7 +12,7 @@ import { ApiError } from "../../errors.ts";
 import { readOwned } from "../middleware/credential_body.ts";
 import { decodeStart, INTERNAL_PATHS } from "../../fleet/internal_api.ts";
 import type { InternalAuth } from "../../fleet/internal_auth.ts";
-import { isProviderType } from "../../providers/catalog/catalog.ts";
+import { isProviderType } from "../../providers/definitions/provider_types.ts";
 import { isTransportKind } from "../../vocabulary/transports.ts";
 import { isEndReason } from "../../vocabulary/end_reasons.ts";
 import { SESSION_ID_PATTERN } from "../../ids.ts";

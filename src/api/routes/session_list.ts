@@ -6,7 +6,7 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Clock } from "../../clock.ts";
-import { PROVIDER_TYPES } from "../../providers/catalog/catalog.ts";
+import { PROVIDER_TYPES } from "../../providers/definitions/provider_types.ts";
 import { TRANSPORT_KINDS } from "../../vocabulary/transports.ts";
 import { DEFAULT_LIST_LIMIT, listSessions, MAX_LIST_LIMIT } from "../../sessions/listing.ts";
 import { SESSION_STATUSES } from "../../vocabulary/session_states.ts";

@@ -5,7 +5,7 @@
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError } from "../../errors.ts";
-import { holderOf } from "../../providers/catalog/credential_reader.ts";
+import { holderOf } from "../../providers/definitions/credential_reader.ts";
 import type { SessionService } from "../../sessions/service.ts";
 import { refuseProviderConnectionId } from "../error_handler.ts";
 import { credentialBody } from "../middleware/credential_body.ts";

@@ -26,7 +26,7 @@ import {
 } from "../../speech/v0_protocol.ts";
 import type { ApiError } from "../../errors.ts";
 import { pcmSamples } from "../audio/format.ts";
-import type { ProviderSettings } from "../catalog/catalog.ts";
+import type { ProviderSettings } from "../definitions/provider_types.ts";
 import { toolCall } from "../tool_calls.ts";
 import type { BridgeFactory, ConnectRequest, ProviderClosure } from "../types.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";

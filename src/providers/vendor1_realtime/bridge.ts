@@ -30,7 +30,7 @@ import { AgentAudioDecoder, SERVICE_INPUT_RATE, UserAudioEncoder } from "../audi
 import { AgentTurns } from "../agent_turns.ts";
 import { parseArguments, toolCall, toolOutputText } from "../tool_calls.ts";
 import type { BridgeFactory, ConnectRequest, ProviderClosure, ToolResult } from "../types.ts";
-import type { ProviderSettings } from "../catalog/catalog.ts";
+import type { ProviderSettings } from "../definitions/provider_types.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import {

@@ -35,7 +35,7 @@ import { AgentTurns } from "../agent_turns.ts";
 import { SilenceFeeder } from "../feeder.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
 import type { BridgeFactory, ConnectRequest, ProviderClosure } from "../types.ts";
-import type { ProviderSettings } from "../catalog/catalog.ts";
+import type { ProviderSettings } from "../definitions/provider_types.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";

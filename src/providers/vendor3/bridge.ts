@@ -38,7 +38,7 @@ import { AgentTurns } from "../agent_turns.ts";
 import { clientToolResult, toolCall } from "../tool_calls.ts";
 import { SILENCE_CHUNK_MS, SilenceFeeder } from "../feeder.ts";
 import type { BridgeFactory, ConnectRequest, ProviderClosure } from "../types.ts";
-import type { ProviderSettings } from "../catalog/catalog.ts";
+import type { ProviderSettings } from "../definitions/provider_types.ts";
 import { type FailStart, VendorBridge, type VendorHandshake } from "../wire/bridge.ts";
 import { BridgeConnection, type ConnectionContext } from "../wire/connection.ts";
 import { type HandshakeStep, mentionsQuota, startErrors } from "../wire/handshake.ts";
@@ -49,7 +49,7 @@ import { endpointOf, endpointOfBytes } from "../wire/endpoint.ts";
 import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import { deadline, every } from "../wire/wait.ts";
 import { MintError, mintSignedUrl } from "./mint.ts";
-import { signedUrlProblem } from "../catalog/vendor3_signed_url.ts";
+import { signedUrlProblem } from "../definitions/vendor3_signed_url.ts";
 import { ApiError } from "../../errors.ts";
 
 /** The subprotocol the vendor's own client offers. */

@@ -17,7 +17,7 @@ import { endpointOf } from "../wire/endpoint.ts";
 import { parseRetryAfter, WireError } from "../wire/failure.ts";
 import { type HttpAnswer, httpRequest } from "../wire/http_request.ts";
 import { DeadlineExceeded } from "../wire/wait.ts";
-import { VENDOR3_SIGNED_URL_PATH } from "../catalog/vendor3_signed_url.ts";
+import { VENDOR3_SIGNED_URL_PATH } from "../definitions/vendor3_signed_url.ts";
 
 /** The REST path that mints signed URLs. */
 export const SIGNED_URL_MINT_PATH = "/v1/convai/conversation/get-signed-url";

@@ -1,15 +1,15 @@
 /**
- * The provider catalog: the provider types, and what the API, the CLI, the demo page and the configuration
+ * The provider definitions: the provider types, and what the API, the CLI, the demo page and the configuration
  * know of each one, without loading any bridge. This module's {@link PROVIDERS} is the one list: the names
  * (`provider_type`, the OpenAPI `ProviderType` enum), the `provider_config` schemas, the credential fields,
  * the settings `config.ts` reads, the CLI flags and the demo page's fields all come from it. Each type's
- * entry is its own file (`catalog/<type>.ts`; see `definition.ts`).
+ * entry is its own file (`definitions/<type>.ts`; see `definition.ts`).
  *
  * How a session connects to each one (its bridge, `src/providers/<type>/bridge.ts`) is found by the
  * type's name on the worker side (`../bridges.ts`), which the API side and the CLI never load.
  * `docs/providers.md` describes each engine; docs/architecture.md lists the files a new one touches.
  *
- * The catalog sits on the bottom floor with the session vocabulary (which takes the names from it): it
+ * The definitions sit on the bottom floor with the session vocabulary (which takes the names from it): it
  * imports nothing of the service but the platform's leaves.
  *
  * @module
@@ -46,7 +46,7 @@ export type ProviderSettings = {
  *
  * @example Usage
  * ```ts
- * import { isProviderType } from "./catalog.ts";
+ * import { isProviderType } from "./provider_types.ts";
  * isProviderType("external_engine"); // true
  * isProviderType("vendor9"); // false
  * ```
@@ -60,7 +60,7 @@ export function isProviderType(value: unknown): value is ProviderType {
  *
  * @example Usage
  * ```ts
- * import { demoOffers } from "./catalog.ts";
+ * import { demoOffers } from "./provider_types.ts";
  * demoOffers().map((o) => o.type); // ["vendor1_realtime", "vendor2", "vendor3"]
  * ```
  */

@@ -14,7 +14,7 @@ export const Vendor1RealtimeConfig = z.strictObject({
   }),
 }).openapi("Vendor1RealtimeConfig");
 
-/** The catalog's entry of `vendor1_realtime`. */
+/** The provider definition of `vendor1_realtime`. */
 export const VENDOR1_REALTIME = defineProvider({
   schema: Vendor1RealtimeConfig,
   credentials: { client_secret: "secret" },

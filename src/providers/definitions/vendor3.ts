@@ -34,7 +34,7 @@ export const Vendor3Config = z.strictObject({
     }),
 }).openapi("Vendor3Config");
 
-/** The catalog's entry of `vendor3`. */
+/** The provider definition of `vendor3`. */
 export const VENDOR3 = defineProvider({
   schema: Vendor3Config,
   credentials: { api_key: "secret", signed_url: { url: "wss", path: VENDOR3_SIGNED_URL_PATH } },

@@ -15,7 +15,7 @@ export const Vendor2Config = z.strictObject({
   agent_id: z.string().min(1).max(256),
 }).openapi("Vendor2Config");
 
-/** The catalog's entry of `vendor2`. */
+/** The provider definition of `vendor2`. */
 export const VENDOR2 = defineProvider({
   schema: Vendor2Config,
   credentials: { access_token: "secret" },

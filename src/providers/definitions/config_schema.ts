@@ -1,7 +1,7 @@
 /**
  * `provider_config`: an object with exactly one key, matching `provider_type`, whose value is that
- * provider's config. The per-provider schemas are the catalog's entries (`catalog/<type>.ts`, listed in
- * `catalog.ts`); this module assembles the request schema and the checks around it. Messages never include
+ * provider's config. The per-provider schemas are the provider definitions (`definitions/<type>.ts`, listed in
+ * `provider_types.ts`); this module assembles the request schema and the checks around it. Messages never include
  * the values (they may be credentials).
  *
  * @module
@@ -13,7 +13,7 @@ import {
   type ProviderCheckContext,
   PROVIDERS,
   type ProviderType,
-} from "./catalog.ts";
+} from "./provider_types.ts";
 
 type Schemas = { [K in ProviderType]: z.ZodOptional<(typeof PROVIDERS)[K]["schema"]> };
 

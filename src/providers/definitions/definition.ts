@@ -1,5 +1,5 @@
 /**
- * What the provider catalog says of one provider type (its entry, `catalog/<type>.ts`), read by the API,
+ * What the provider definitions says of one provider type (its entry, `definitions/<type>.ts`), read by the API,
  * the CLI, the demo page and the configuration without loading any bridge: its `provider_config` schema and
  * which of its fields are credentials, its settings (the environment variables saying where its engine
  * lives), the rules that need those settings, its `sessions create` flags and the demo page's fields.
@@ -89,7 +89,7 @@ export interface CheckContext<T extends Settings = Settings> {
 }
 
 /**
- * A catalog entry, typed by its schema.
+ * A provider definition, typed by its schema.
  *
  * @example An entry
  * ```ts

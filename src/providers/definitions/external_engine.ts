@@ -48,7 +48,7 @@ export const ExternalEngineConfig = z.strictObject({
   }),
 }).openapi("ExternalEngineConfig");
 
-/** The catalog's entry of `external_engine` (the demo page offers its own reference engine instead). */
+/** The provider definition of `external_engine` (the demo page offers its own reference engine instead). */
 export const EXTERNAL_ENGINE = defineProvider({
   schema: ExternalEngineConfig,
   credentials: { url: { url: "wss" }, auth_headers: "headers" },

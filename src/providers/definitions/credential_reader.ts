@@ -1,7 +1,7 @@
 /**
  * The byte-level reader of a create-session body's credentials. Provider credentials never become
- * JavaScript strings: this reader finds exactly the credential fields the contract names (each catalog
- * entry's `credentials`, `catalog/<type>.ts`), at their place in the raw body — today:
+ * JavaScript strings: this reader finds exactly the credential fields the contract names (each provider
+ * entry's `credentials`, `definitions/<type>.ts`), at their place in the raw body — today:
  *
  * | provider | credential fields of `provider_config.<provider>` |
  * |---|---|
@@ -41,13 +41,13 @@ import {
   ws,
 } from "../../auth/credential_json.ts";
 import { urlSkeleton } from "../../auth/credential_url.ts";
-import { PROVIDER_TYPES, PROVIDERS } from "./catalog.ts";
+import { PROVIDER_TYPES, PROVIDERS } from "./provider_types.ts";
 import type { CredentialKind } from "./definition.ts";
 
 /** How a credential field's value is checked by the schema (and so how its stand-in is made). */
 type FieldKind = CredentialKind;
 
-/** The credential fields of each provider type (each catalog entry's `credentials`). */
+/** The credential fields of each provider type (each definition's `credentials`). */
 export const CREDENTIAL_FIELDS: Record<string, Record<string, FieldKind>> = Object.fromEntries(
   PROVIDER_TYPES.map((t) => [t, PROVIDERS[t].credentials]),
 );
