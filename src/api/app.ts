@@ -21,7 +21,7 @@ import type { AppEnv } from "./app_env.ts";
 import { errorResponse, toApiError, validationHook } from "./error_handler.ts";
 import { apiKeyAuth } from "./middleware/auth.ts";
 import { RateLimiter } from "../kv/rate_limit.ts";
-import { apiKeyCacheFor } from "../kv/api_key_cache.ts";
+import { apiKeyCacheFor } from "../kv/handle_state.ts";
 import { requestContext } from "./middleware/request_context.ts";
 import { boundedBody } from "./middleware/body.ts";
 import { closeAfterCredentials } from "./middleware/close_after.ts";

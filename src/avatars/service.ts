@@ -18,7 +18,7 @@ import {
   readAvatarSvg,
 } from "../kv/avatars.ts";
 import { kvOp } from "../kv/guard.ts";
-import { cursorKeyOf } from "../kv/list_cursor_key.ts";
+import { cursorKeyOf } from "../kv/handle_state.ts";
 import { acceptSvg } from "../avatar_svg/accept.ts";
 import { SvgRefusal } from "../avatar_svg/refusal.ts";
 import { type CursorFilters, decodeCursor, encodeCursor, type Listing } from "../sessions/list_cursor.ts";

@@ -21,7 +21,7 @@
  *
  * Deno KV on a local file delivers no `watch()` events written by other processes, so this polls.
  *
- * One cache per KV handle ({@link apiKeyCacheFor}): in a service process, one per process. It reads through
+ * One cache per KV handle (`apiKeyCacheFor` of `handle_state.ts`): in a service process, one per process. It reads through
  * the handle's read handle when the process has one (`read_handle.ts`).
  *
  * @module
@@ -29,7 +29,6 @@
 import type { Scope } from "../auth/scopes.ts";
 import { kvOp } from "./guard.ts";
 import { apiKeyHashKey, apiKeyRevocationKey } from "./keys.ts";
-import { readHandleOf } from "./read_handle.ts";
 
 /**
  * The hash index entry that authenticates a request (`["api_key_hash", sha256]`, written by
@@ -164,14 +163,4 @@ export class ApiKeyCache {
     // A read that started at `at` saw `epoch` ≤ the newest known: nothing newer existed then.
     if (at > this.#confirmedAt) this.#confirmedAt = at;
   }
-}
-
-const caches = new WeakMap<Deno.Kv, ApiKeyCache>();
-
-/** The key cache of a KV handle (created on first use). */
-export function apiKeyCacheFor(kv: Deno.Kv): ApiKeyCache {
-  let cache = caches.get(kv);
-  // Reads go through the read handle, when there is one (src/kv/read_handle.ts).
-  if (!cache) caches.set(kv, cache = new ApiKeyCache(readHandleOf(kv)));
-  return cache;
 }

@@ -9,7 +9,8 @@ import type { Scope } from "../auth/scopes.ts";
 import { newKeyId } from "../ids.ts";
 import { casLoop, kvOp } from "./guard.ts";
 import { apiKeyHashKey, apiKeyKey, apiKeyPrefix, apiKeyRevocationKey } from "./keys.ts";
-import { apiKeyCacheFor, type ApiKeyIndex } from "./api_key_cache.ts";
+import type { ApiKeyIndex } from "./api_key_cache.ts";
+import { apiKeyCacheFor } from "./handle_state.ts";
 
 /** A stored API key (never the plaintext). */
 export interface ApiKeyRecord {

@@ -1,7 +1,7 @@
 /**
  * The HMAC key that makes listing cursors tamper-evident: 32 random bytes, one per deployment, created in
  * KV on first use (compare-and-set, so every process of a deployment signs with the same key, whatever its
- * role or configuration) and kept in memory per KV handle afterwards. It signs cursors only; it guards no
+ * role or configuration) and kept in memory per KV handle afterwards (`cursorKeyOf` of `handle_state.ts`). It signs cursors only; it guards no
  * data (a cursor only tells where a page of the caller's own project starts).
  *
  * @module
@@ -16,13 +16,12 @@ export interface CursorKeyRecord {
   created_at: number;
 }
 
-const cached = new WeakMap<Deno.Kv, Promise<CryptoKey>>();
-
 function fromBase64(s: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 }
 
-async function load(kv: Deno.Kv, now: number): Promise<CryptoKey> {
+/** Reads the deployment's cursor key from KV, creating it when there is none (compare-and-set). */
+export async function loadCursorKey(kv: Deno.Kv, now: number): Promise<CryptoKey> {
   const raw = await kvOp(async () => {
     for (;;) {
       const entry = await kv.get<CursorKeyRecord>(listCursorKeyKey);
@@ -41,16 +40,4 @@ async function load(kv: Deno.Kv, now: number): Promise<CryptoKey> {
   } finally {
     raw.fill(0);
   }
-}
-
-/** The cursor key of the deployment behind `kv` (created on first use). */
-export function cursorKeyOf(kv: Deno.Kv, now: number): Promise<CryptoKey> {
-  let key = cached.get(kv);
-  if (!key) {
-    key = load(kv, now);
-    cached.set(kv, key);
-    // A failed load (storage out) is not remembered: the next page tries again.
-    key.catch(() => cached.delete(kv));
-  }
-  return key;
 }

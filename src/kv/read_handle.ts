@@ -18,21 +18,20 @@
  *
  * @module
  */
-
-const handles = new WeakMap<Deno.Kv, Deno.Kv>();
+import { kvStateOf } from "./handle_state.ts";
 
 /**
- * Makes `read` the handle the read caches of `kv` read through (both on one database). Call it before the
- * caches of `kv` are first used: they take their handle when created (compose.ts calls it right after
- * opening KV).
+ * Makes `read` the handle the read caches of `kv` read through (both on one database), in the handle's
+ * state (`handle_state.ts`). Call it before the caches of `kv` are first used: they take their handle when
+ * created. (The composition root gives it to the state it creates: `app/storage.ts`.)
  */
 export function setReadHandle(kv: Deno.Kv, read: Deno.Kv): void {
-  handles.set(kv, read);
+  kvStateOf(kv).read = read;
 }
 
 /** The handle the read caches of `kv` read through: its read handle, or `kv` itself. */
 export function readHandleOf(kv: Deno.Kv): Deno.Kv {
-  return handles.get(kv) ?? kv;
+  return kvStateOf(kv).read;
 }
 
 /** Whether a second handle on `location` reaches the same database (not for `:memory:`). */

@@ -16,14 +16,14 @@
  * flight (a read that started before the write can no longer fill the cache). So an instance that ended
  * a session never shows it active afterwards.
  *
- * One cache per KV handle (in a service process, one per process); it reads through the handle's read
- * handle when the process has one (`read_handle.ts`), so a read never queues behind this process's writes.
+ * One cache per KV handle (in a service process, one per process), held by the handle's state
+ * (`handle_state.ts`: `readSessionCached`, `forgetSession`); it reads through the handle's read handle when
+ * the process has one (`read_handle.ts`), so a read never queues behind this process's writes.
  *
  * @module
  */
 import { kvOp } from "./guard.ts";
 import { sessionKey } from "./keys.ts";
-import { readHandleOf } from "./read_handle.ts";
 import type { SessionRecord } from "../vocabulary/session_record.ts";
 
 /** How long a session record read from KV is served from memory, ms. */
@@ -203,27 +203,4 @@ export class SessionReadCache {
     if (this.#entries.size >= this.#maxEntries) this.#entries.clear();
     for (const k of this.#hot.keys()) if (!this.#entries.has(k)) this.#hot.delete(k);
   }
-}
-
-const caches = new WeakMap<Deno.Kv, SessionReadCache>();
-
-function cacheOf(kv: Deno.Kv): SessionReadCache {
-  let cache = caches.get(kv);
-  // Reads go through the read handle, when there is one (src/kv/read_handle.ts).
-  if (!cache) caches.set(kv, cache = new SessionReadCache(readHandleOf(kv)));
-  return cache;
-}
-
-/** Reads a session through the handle's cache (see the module documentation for the staleness bound). */
-export function readSessionCached(
-  kv: Deno.Kv,
-  projectId: string,
-  sessionId: string,
-): Promise<SessionRecord | null> {
-  return cacheOf(kv).read(projectId, sessionId);
-}
-
-/** Forgets a session in the handle's cache (after a write to it). */
-export function forgetSession(kv: Deno.Kv, projectId: string, sessionId: string): void {
-  caches.get(kv)?.forget(projectId, sessionId);
 }

@@ -3,24 +3,23 @@
  * transition into a terminal status writes them with this `expireIn`; Deno KV deletes them no earlier than
  * that (its expiry is a lower bound: they may stay visible a little longer). Live sessions never expire.
  *
- * Held per KV handle, like the read handle (`read_handle.ts`): the composition root sets it once, and
- * every module that writes session records reads it from the handle it writes through.
+ * Held in the KV handle's state (`handle_state.ts`), like the read handle: the composition root creates
+ * that state with it, and every module that writes session records reads it from the handle it writes
+ * through.
  *
  * @module
  */
 
-/** The default retention of ended sessions: 30 days. */
-export const DEFAULT_SESSION_RETENTION_MS = 30 * 24 * 3600_000;
+import { DEFAULT_SESSION_RETENTION_MS, kvStateOf } from "./handle_state.ts";
 
-const retention = new WeakMap<Deno.Kv, number | null>();
+export { DEFAULT_SESSION_RETENTION_MS };
 
 /** Sets the retention of ended sessions written through `kv`, in ms; null keeps them forever. */
 export function setSessionRetention(kv: Deno.Kv, ms: number | null): void {
-  retention.set(kv, ms);
+  kvStateOf(kv).retentionMs = ms;
 }
 
 /** The `expireIn` of ended sessions written through `kv` (undefined: kept forever). */
 export function sessionRetentionOf(kv: Deno.Kv): number | undefined {
-  const ms = retention.has(kv) ? retention.get(kv) : DEFAULT_SESSION_RETENTION_MS;
-  return ms ?? undefined;
+  return kvStateOf(kv).retentionMs ?? undefined;
 }

@@ -25,7 +25,7 @@ import { edge, freesSlot, type SessionStatus } from "../vocabulary/session_state
 import { casLoop, KeyedMutex, kvOp } from "./guard.ts";
 import { idempotencyKey, liveSessionsKey, ownedSessionKey, ownerLoadKey, sessionKey } from "./keys.ts";
 import { addEventToOp } from "./webhook_outbox.ts";
-import { forgetSession } from "./session_cache.ts";
+import { forgetSession } from "./handle_state.ts";
 import { addIndexToOp, expiryOf } from "./session_index.ts";
 import { sessionRetentionOf } from "./session_retention.ts";
 import { recordEnd } from "../telemetry/metrics.ts";

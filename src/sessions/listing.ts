@@ -8,7 +8,7 @@
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import { kvOp } from "../kv/guard.ts";
-import { cursorKeyOf } from "../kv/list_cursor_key.ts";
+import { cursorKeyOf } from "../kv/handle_state.ts";
 import { listSessionIndex } from "../kv/session_index.ts";
 import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import { type CursorFilters, decodeCursor, encodeCursor } from "./list_cursor.ts";

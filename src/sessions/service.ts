@@ -29,7 +29,7 @@ import {
 } from "../kv/sessions.ts";
 import { getOrCreateWebhookSecret } from "../kv/webhook_secrets.ts";
 import { generateWebhookSecret } from "../webhooks/sign.ts";
-import { readSessionCached } from "../kv/session_cache.ts";
+import { readSessionCached } from "../kv/handle_state.ts";
 import type { Logger } from "../log.ts";
 import { checkProviderConfigShape } from "../providers/definitions/config_schema.ts";
 import type { ProviderType } from "../providers/definitions/provider_types.ts";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ApiKeyCache, apiKeyCacheFor } from "../../src/kv/api_key_cache.ts";
+import { ApiKeyCache } from "../../src/kv/api_key_cache.ts";
+import { apiKeyCacheFor } from "../../src/kv/handle_state.ts";
 import { createApiKey, revokeApiKey } from "../../src/kv/api_keys.ts";
 import { hashApiKey } from "../../src/auth/api_key_format.ts";
 import { ApiError } from "../../src/errors.ts";

@@ -12,7 +12,7 @@ import { compose } from "../../src/app/compose.ts";
 import "../../src/app/worker_side.ts";
 import { createApiKey, revokeApiKey } from "../../src/kv/api_keys.ts";
 import { readHandleOf, setReadHandle } from "../../src/kv/read_handle.ts";
-import { forgetSession, readSessionCached } from "../../src/kv/session_cache.ts";
+import { forgetSession, readSessionCached } from "../../src/kv/handle_state.ts";
 import { sessionKey } from "../../src/kv/keys.ts";
 
 function serviceConfig(kv: string) {

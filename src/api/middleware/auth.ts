@@ -13,7 +13,7 @@ import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../../errors.ts";
 import { hasApiKeyShape, hashApiKey, isWellFormedApiKey } from "../../auth/api_key_format.ts";
 import type { Scope } from "../../auth/scopes.ts";
-import { apiKeyCacheFor } from "../../kv/api_key_cache.ts";
+import { apiKeyCacheFor } from "../../kv/handle_state.ts";
 import type { RateLimiter } from "../../kv/rate_limit.ts";
 import type { AppEnv } from "../app_env.ts";
 

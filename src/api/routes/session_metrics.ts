@@ -9,7 +9,7 @@
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError } from "../../errors.ts";
-import { readSessionCached } from "../../kv/session_cache.ts";
+import { readSessionCached } from "../../kv/handle_state.ts";
 import { readSessionMetrics } from "../../kv/session_metrics.ts";
 import { SessionMetrics, type SessionMetricsSnapshot } from "../../vocabulary/schemas.ts";
 import type { AppEnv } from "../app_env.ts";
