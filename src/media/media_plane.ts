@@ -27,8 +27,8 @@ import {
 } from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
 import { type ArtDocument, artDocumentOfLayers } from "./art/document.ts";
-import type { AvatarLayers } from "./art/layers.ts";
 import type { ProjectAvatarLoader } from "./art/project_avatars.ts";
+import { ProjectAvatarLeases } from "./art/project_avatar_leases.ts";
 import { AVATAR_ID_PATTERN } from "../ids.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";
 import { checkFfmpeg } from "./ffmpeg.ts";
@@ -89,8 +89,12 @@ export class MediaPlane implements MediaPlaneInfo {
   #publicUrl: string;
   /** Where project avatars are read from (none: stock avatars only). */
   #projectAvatars: ProjectAvatarLoader | null = null;
-  /** The layers of the project avatars running sessions use (for their art documents). */
-  readonly #projectLayers = new Map<string, AvatarLayers>();
+  /** The project avatars this process's sessions hold, each prepared once (`art/project_avatar_leases.ts`). */
+  readonly #projectLeases = new ProjectAvatarLeases({
+    load: (projectId, avatarId) => this.#projectAvatars?.(projectId, avatarId) ?? Promise.resolve(null),
+    prepare: async (avatarId, layers) => await this.renderer.prepare!(avatarId, layers),
+    forget: (avatarId) => this.renderer.forget?.(avatarId),
+  });
   /** The media servers of the transports that need one and have it configured. */
   readonly #servers = new Map<TransportKind, MediaServer>();
 
@@ -138,26 +142,20 @@ export class MediaPlane implements MediaPlaneInfo {
    */
   projectArt(projectId: string, sessionId: string, avatarId: string): ArtDocument | null {
     const live = this.#live.get(sessionId);
-    const layers = this.#projectLayers.get(avatarId);
+    const layers = this.#projectLeases.layersOf(avatarId);
     if (!live || live.projectId !== projectId || live.avatarId !== avatarId || !layers) return null;
     return artDocumentOfLayers(this.catalog, avatarId, layers);
   }
 
-  /** Rasterises a project avatar for the renderer, once, before its first session opens it. */
-  async #prepareProjectAvatar(projectId: string, avatarId: string): Promise<void> {
-    let layers = this.#projectLayers.get(avatarId);
-    if (!layers) {
-      const loaded = this.#projectAvatars ? await this.#projectAvatars(projectId, avatarId) : null;
-      if (!loaded || !this.renderer.prepare) {
-        throw new ApiError(
-          "SVC_RENDER_MISCONFIGURED",
-          "avatar_config.avatar_id: no such project avatar here.",
-        );
-      }
-      layers = loaded;
+  /**
+   * Holds a project avatar for a session, rasterised for the renderer before its first session here opens
+   * it (once, however many sessions start together).
+   */
+  async #holdProjectAvatar(projectId: string, avatarId: string): Promise<void> {
+    const held = this.renderer.prepare ? await this.#projectLeases.acquire(projectId, avatarId) : false;
+    if (!held) {
+      throw new ApiError("SVC_RENDER_MISCONFIGURED", "avatar_config.avatar_id: no such project avatar here.");
     }
-    await this.renderer.prepare!(avatarId, layers);
-    this.#projectLayers.set(avatarId, layers);
   }
 
   /** Changes the origin media URLs are built from (when the port is only known after listening). */
@@ -230,18 +228,14 @@ export class MediaPlane implements MediaPlaneInfo {
     if (this.#active >= this.capacity) throw new ApiError("SVC_RENDER_CAPACITY");
     this.#active++;
     let released = false;
+    let holdsProjectAvatar = false;
     const release = () => {
       if (released) return;
       released = true;
       this.#active--;
       this.#live.delete(s.sessionId);
-      // A project avatar no session here runs any more is let go (its sprites, its layers).
-      if (
-        this.#projectLayers.has(avatarId) && ![...this.#live.values()].some((l) => l.avatarId === avatarId)
-      ) {
-        this.#projectLayers.delete(avatarId);
-        this.renderer.forget?.(avatarId);
-      }
+      // A project avatar no session here holds any more is let go (its sprites, its layers).
+      if (holdsProjectAvatar) this.#projectLeases.release(avatarId);
     };
     const avatarId = s.avatarId ?? this.catalog.defaultAvatarId;
     const { config, logger } = this.options;
@@ -252,7 +246,8 @@ export class MediaPlane implements MediaPlaneInfo {
     }
     if (AVATAR_ID_PATTERN.test(avatarId)) {
       try {
-        await this.#prepareProjectAvatar(s.projectId, avatarId);
+        await this.#holdProjectAvatar(s.projectId, avatarId);
+        holdsProjectAvatar = true;
       } catch (e) {
         release();
         throw e;
