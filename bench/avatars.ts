@@ -7,8 +7,12 @@
  *   one-off rasterising of a project avatar's layers when its first session starts (`Renderer.prepare`);
  * - video-free: the server renders nothing; what differs is the art document a client fetches once (its
  *   build time and size), stock against project;
- * - the API: `POST /v1/avatars` from a style and from a drawing, and `GET …/preview.png`, p50 and p95
- *   in-process (the service's own app, in-memory KV; no network).
+ * - the API over HTTP (loopback): `POST /v1/avatars` from a style and from a drawing, and
+ *   `GET …/preview.png`, p50 and p95.
+ *
+ * `deno task bench` runs the same measures (its section "project avatars", with sessions of each avatar:
+ * create → first frame and connect → first frame); `deno task bench:avatars` runs them alone, against a
+ * harness served on loopback.
  *
  * @module
  */
@@ -54,8 +58,27 @@ function pct(xs: number[], p: number): number {
 
 const f2 = (n: number) => n.toFixed(2);
 
-if (import.meta.main) {
-  const frames = Number(Deno.args[Deno.args.indexOf("--frames") + 1]) || 600;
+/** Per-frame cost of the video, per avatar, and the one-off preparation of each project avatar. */
+export interface AvatarVideoRow {
+  avatar: string;
+  meanMs: number;
+  p50Ms: number;
+  p95Ms: number;
+  /** null: a stock avatar, rasterised at start-up. */
+  prepareMs: number | null;
+}
+
+/** What the art document of each avatar costs a video-free client. */
+export interface AvatarDocRow {
+  avatar: string;
+  p50Ms: number;
+  bytes: number;
+}
+
+/** The talking-frame cost (`frames` each, alternating blocks) and the art documents, stock against project. */
+export async function benchAvatarArt(
+  frames: number,
+): Promise<{ video: AvatarVideoRow[]; doc: AvatarDocRow[] }> {
   const size = 512;
   const art = await loadArtBank(CATALOG, size, size);
   const renderer = new ReferenceRenderer(art, 25, new FrameCache(64e6));
@@ -98,17 +121,13 @@ if (import.meta.main) {
       }
     }
   }
-  console.log(`video (${size}×${size}, ${frames} talking frames each, alternating blocks of ${block}):`);
-  console.log("| avatar | mean ms/frame | p50 | p95 | prepare (once per worker) ms |");
-  console.log("|---|---|---|---|---|");
-  for (let v = 0; v < variants.length; v++) {
-    const mean = times[v].reduce((a, b) => a + b, 0) / times[v].length;
-    console.log(
-      `| ${variants[v]} | ${f2(mean)} | ${f2(pct(times[v], 0.5))} | ${f2(pct(times[v], 0.95))} | ${
-        prepare[variants[v]] !== undefined ? f2(prepare[variants[v]]) : "at start-up"
-      } |`,
-    );
-  }
+  const video = variants.map((avatar, v) => ({
+    avatar,
+    meanMs: times[v].reduce((a, b) => a + b, 0) / times[v].length,
+    p50Ms: pct(times[v], 0.5),
+    p95Ms: pct(times[v], 0.95),
+    prepareMs: prepare[avatar] ?? null,
+  }));
 
   // Video-free: the art document a client fetches once.
   const docTimes: Record<string, number[]> = { ada: [], av_style: [], av_svg: [] };
@@ -128,59 +147,108 @@ if (import.meta.main) {
       docBytes[id] = text.length;
     }
   }
-  console.log("\nvideo-free (the art document, built and serialised; 20 rounds alternating):");
-  console.log("| avatar | p50 ms | bytes |");
-  console.log("|---|---|---|");
-  for (const id of Object.keys(docTimes)) {
-    console.log(`| ${id} | ${f2(pct(docTimes[id], 0.5))} | ${docBytes[id]} |`);
-  }
+  const doc = Object.keys(docTimes).map((avatar) => ({
+    avatar,
+    p50Ms: pct(docTimes[avatar], 0.5),
+    bytes: docBytes[avatar],
+  }));
+  return { video, doc };
+}
 
-  // The API, in-process.
+/** The avatars API over HTTP: create (style, drawing) and preview, p50/p95 ms; the avatars it made. */
+export interface AvatarApiResult {
+  createStyle: number[];
+  createSvg: number[];
+  preview: number[];
+  /** One avatar made from the style and one from the drawing (for sessions). */
+  styleId: string;
+  svgId: string;
+}
+
+/** `n` creates of each kind (alternating) and `n` previews, over HTTP against `url` with `apiKey`. */
+export async function benchAvatarApi(url: string, apiKey: string, n: number): Promise<AvatarApiResult> {
+  const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
+  const create: Record<string, number[]> = { style: [], svg: [] };
+  const ids: Record<string, string[]> = { style: [], svg: [] };
+  for (let i = 0; i < n; i++) {
+    for (const kind of ["style", "svg"] as const) {
+      const body = kind === "style" ? { name: `s${i}`, style: STYLE } : { name: `d${i}`, svg: EXAMPLE_SVG };
+      const t0 = performance.now();
+      const res = await fetch(`${url}/v1/avatars`, { method: "POST", headers, body: JSON.stringify(body) });
+      const answer = await res.json();
+      create[kind].push(performance.now() - t0);
+      if (res.status !== 201) throw new Error(`POST /v1/avatars: ${res.status} ${JSON.stringify(answer)}`);
+      ids[kind].push(answer.avatar_id);
+    }
+  }
+  const preview: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/v1/avatars/${ids.style[i % ids.style.length]}/preview.png?viseme=aa`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    await res.arrayBuffer();
+    preview.push(performance.now() - t0);
+    if (res.status !== 200) throw new Error(`preview: ${res.status}`);
+  }
+  // The rest are deleted: the project's quota is 100.
+  for (const id of [...ids.style.slice(1), ...ids.svg.slice(1)]) {
+    const res = await fetch(`${url}/v1/avatars/${id}`, { method: "DELETE", headers });
+    await res.body?.cancel();
+  }
+  return {
+    createStyle: create.style,
+    createSvg: create.svg,
+    preview,
+    styleId: ids.style[0],
+    svgId: ids.svg[0],
+  };
+}
+
+/** The tables of {@link benchAvatarArt} and {@link benchAvatarApi} (Markdown). */
+export function avatarTables(
+  art: { video: AvatarVideoRow[]; doc: AvatarDocRow[] },
+  api: AvatarApiResult | null,
+  frames: number,
+): string {
+  const out: string[] = [];
+  out.push(`video (512×512, ${frames} talking frames each, alternating blocks of 50):`);
+  out.push("| avatar | mean ms/frame | p50 | p95 | prepare (once per worker) ms |");
+  out.push("|---|---|---|---|---|");
+  for (const r of art.video) {
+    out.push(
+      `| ${r.avatar} | ${f2(r.meanMs)} | ${f2(r.p50Ms)} | ${f2(r.p95Ms)} | ${
+        r.prepareMs === null ? "at start-up" : f2(r.prepareMs)
+      } |`,
+    );
+  }
+  out.push("\nvideo-free (the art document, built and serialised; 20 rounds alternating):");
+  out.push("| avatar | p50 ms | bytes |");
+  out.push("|---|---|---|");
+  for (const r of art.doc) out.push(`| ${r.avatar} | ${f2(r.p50Ms)} | ${r.bytes} |`);
+  if (api) {
+    out.push("\nAPI over HTTP (loopback; the first upload and preview load the rasteriser):");
+    out.push("| request | n | p50 ms | p95 ms | target p50 |");
+    out.push("|---|---|---|---|---|");
+    const row = (name: string, xs: number[], target: string) =>
+      out.push(`| ${name} | ${xs.length} | ${f2(pct(xs, 0.5))} | ${f2(pct(xs, 0.95))} | ${target} |`);
+    row("POST /v1/avatars (style)", api.createStyle, "≤ 200 ms");
+    row("POST /v1/avatars (svg, with cost check)", api.createSvg, "");
+    row("GET …/preview.png?viseme=aa", api.preview, "≤ 300 ms");
+  }
+  return out.join("\n");
+}
+
+if (import.meta.main) {
+  const frames = Number(Deno.args[Deno.args.indexOf("--frames") + 1]) || 600;
+  const art = await benchAvatarArt(frames);
+  // The API, over HTTP on loopback (a harness: in-memory KV).
   const h = await createHarness({ env: { SVC_RATE_LIMIT_PER_MINUTE: "0" } });
   try {
+    const url = h.serve();
     const key = await h.key("proj_bench");
-    const n = 30;
-    const create: Record<string, number[]> = { style: [], svg: [] };
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++) {
-      for (const kind of ["style", "svg"] as const) {
-        const body = kind === "style" ? { name: `s${i}`, style: STYLE } : { name: `d${i}`, svg: EXAMPLE_SVG };
-        const t0 = performance.now();
-        const res = await h.req("POST", "/v1/avatars", { key, body });
-        create[kind].push(performance.now() - t0);
-        if (res.status !== 201) throw new Error(res.text);
-        if (kind === "style") ids.push(res.body.avatar_id);
-      }
-    }
-    const preview: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const t0 = performance.now();
-      const res = await h.fetch(
-        new Request(`http://svc.test/v1/avatars/${ids[i % ids.length]}/preview.png?viseme=aa`, {
-          headers: { authorization: `Bearer ${key}` },
-        }),
-      );
-      await res.arrayBuffer();
-      preview.push(performance.now() - t0);
-    }
-    console.log("\nAPI (in-process, in-memory KV; the first upload and preview load the rasteriser):");
-    console.log("| request | n | p50 ms | p95 ms |");
-    console.log("|---|---|---|---|");
-    console.log(
-      `| POST /v1/avatars (style) | ${create.style.length} | ${f2(pct(create.style, 0.5))} | ${
-        f2(pct(create.style, 0.95))
-      } |`,
-    );
-    console.log(
-      `| POST /v1/avatars (svg, with cost check) | ${create.svg.length} | ${f2(pct(create.svg, 0.5))} | ${
-        f2(pct(create.svg, 0.95))
-      } |`,
-    );
-    console.log(
-      `| GET …/preview.png?viseme=aa | ${preview.length} | ${f2(pct(preview, 0.5))} | ${
-        f2(pct(preview, 0.95))
-      } |`,
-    );
+    const api = await benchAvatarApi(url, key, 30);
+    console.log(avatarTables(art, api, frames));
   } finally {
     await h.close();
   }

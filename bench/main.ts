@@ -36,6 +36,7 @@ import { benchWebRtc, webrtcTable } from "./webrtc.ts";
 import { coreTicks, createSession, endSession, startServiceProcess, treeUsage } from "./service_child.ts";
 import { benchVideoFree, videoFreeTable } from "./video_free.ts";
 import { benchVideoFreeBrowser, videoFreeBrowserTable } from "./video_free_browser.ts";
+import { avatarTables, benchAvatarApi, benchAvatarArt } from "./avatars.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -224,6 +225,59 @@ try {
     max: r1(Math.max(...createMs)),
   };
   console.log(`bench: time to first frame p50 ${r1(pct(ttff, 50))} ms over ${ttff.length} connects`);
+
+  // ---- 1b. project avatars against a stock one: frame cost, art document, API, session starts ----
+  {
+    const frames = quick ? 150 : 600;
+    const art = await benchAvatarArt(frames);
+    const api = await benchAvatarApi(svc.url, svc.apiKey, quick ? 10 : 30);
+    const avatars: Record<string, string> = { stock: "ada", style: api.styleId, svg: api.svgId };
+    const starts: Record<string, { create: number[]; connect: number[] }> = {};
+    for (const name of Object.keys(avatars)) starts[name] = { create: [], connect: [] };
+    // Alternating: one session of each avatar per round; create → first frame is the create answer plus
+    // the first connect's wait for a decodable frame; then a second connect (the worker has the avatar).
+    for (let round = 0; round < (quick ? 3 : 8); round++) {
+      for (const [name, id] of Object.entries(avatars)) {
+        const s = await createSession(svc, engine, undefined, id);
+        for (const [i, c] of [0, 1].map((i) => [i, new Client(s.wsUrl, s.token, false)] as const)) {
+          const deadline = Date.now() + 5000;
+          while (c.firstDecodableAt === null && Date.now() < deadline) await sleep(2);
+          if (c.firstDecodableAt !== null) {
+            const wait = c.firstDecodableAt - c.openedAt;
+            if (i === 0) starts[name].create.push(s.createMs + wait);
+            else starts[name].connect.push(wait);
+          }
+          await c.close();
+        }
+        await endSession(svc, s.id);
+      }
+    }
+    results.avatars = {
+      video: art.video,
+      video_free_art_document: art.doc,
+      api_ms: {
+        create_style: { p50: r1(pct(api.createStyle, 50)), p95: r1(pct(api.createStyle, 95)) },
+        create_svg: { p50: r1(pct(api.createSvg, 50)), p95: r1(pct(api.createSvg, 95)) },
+        preview: { p50: r1(pct(api.preview, 50)), p95: r1(pct(api.preview, 95)) },
+      },
+      session_starts_ms: Object.fromEntries(
+        Object.entries(starts).map(([k, v]) => [k, {
+          create_to_first_frame_p50: r1(pct(v.create, 50)),
+          connect_to_first_frame_p50: r1(pct(v.connect, 50)),
+          samples: v.create.length,
+        }]),
+      ),
+    };
+    results.avatars_table = avatarTables(art, api, frames) +
+      "\n\nsessions (alternating, one of each a round; the second connect of each session):\n" +
+      "| avatar | create → first frame p50 | connect → first frame p50 | sessions |\n|---|---|---|---|\n" +
+      Object.entries(starts).map(([k, v]) =>
+        `| ${k} (${avatars[k]}) | ${r1(pct(v.create, 50))} ms | ${
+          r1(pct(v.connect, 50))
+        } ms | ${v.create.length} |`
+      ).join("\n");
+    console.log("bench: project avatars measured");
+  }
 
   // ---- 2. engine audio chunk → fragment ----
   const complete: number[] = [];
@@ -414,6 +468,7 @@ try {
     }`,
   );
   console.log(`\n${webrtcTable(results.webrtc as Awaited<ReturnType<typeof benchWebRtc>>)}`);
+  console.log(`\nproject avatars against a stock one:\n${results.avatars_table}`);
 } finally {
   (results.facts as Record<string, unknown>).load_average_after = (await Deno.readTextFile("/proc/loadavg"))
     .split(" ")

@@ -44,7 +44,7 @@ if (import.meta.main) {
   const { plaintext } = await createApiKey(service.kv, {
     projectId: "proj_bench",
     name: "bench",
-    scopes: ["sessions:read", "sessions:write"],
+    scopes: ["sessions:read", "sessions:write", "avatars:read", "avatars:write"],
     now: Date.now(),
     createdBy: "bench",
   });

@@ -130,8 +130,16 @@ export async function startServiceProcess(
   return { url: info.url, apiKey: info.api_key, pid: info.pid, child };
 }
 
-/** Creates a session on the bench engine (the service's default transport unless one is named). */
-export async function createSession(svc: Service, engine: BenchEngine, transport?: string) {
+/**
+ * Creates a session on the bench engine (the service's default transport unless one is named; the default
+ * avatar unless one is named).
+ */
+export async function createSession(
+  svc: Service,
+  engine: BenchEngine,
+  transport?: string,
+  avatarId?: string,
+) {
   const t = wallNow();
   const res = await fetch(`${svc.url}/v1/sessions`, {
     method: "POST",
@@ -142,6 +150,7 @@ export async function createSession(svc: Service, engine: BenchEngine, transport
         external_engine: { url: engine.url, auth_headers: { Authorization: "Bearer bench" } },
       },
       ...(transport ? { transport } : {}),
+      ...(avatarId ? { avatar_config: { avatar_id: avatarId } } : {}),
     }),
   });
   const body = await res.json();
