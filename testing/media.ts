@@ -243,6 +243,42 @@ export class MediaClientRecorder {
   }
 }
 
+/**
+ * The first video frame a media client received, decoded by ffmpeg from the bytes it got (the init segment
+ * and the first segments up to and including the first key frame's): I420, `width`×`height`.
+ */
+export async function decodeFirstVideoFrame(
+  client: MediaClientRecorder,
+  width: number,
+  height: number,
+): Promise<Uint8Array> {
+  await client.until(() => client.segments().some((s) => s.track === 1 && s.key), DEADLINE_MS, "a key frame");
+  const init = client.binaries.find((b) => readSegment(b) === null);
+  if (!init) throw new Error("no init segment");
+  const keyAt = client.binaries.findIndex((b) => {
+    const s = readSegment(b);
+    return s !== null && s.track === 1 && s.key;
+  });
+  const stream = [init, ...client.binaries.slice(0, keyAt + 1).filter((b) => readSegment(b) !== null)];
+  const child = new Deno.Command("ffmpeg", {
+    args: [
+      ...["-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-map", "0:v:0", "-frames:v", "1"],
+      ...["-f", "rawvideo", "-pix_fmt", "yuv420p", "pipe:1"],
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  for (const b of stream) await writer.write(b);
+  await writer.close();
+  const out = await child.output();
+  if (!out.success) throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
+  const size = width * height * 3 / 2;
+  if (out.stdout.length < size) throw new Error(`decoded ${out.stdout.length} bytes, want ${size}`);
+  return out.stdout.subarray(0, size);
+}
+
 /** Waits for `predicate` (polling every 20 ms, at most `timeoutMs`). */
 export async function until(
   predicate: () => boolean | Promise<boolean>,

@@ -1,11 +1,12 @@
 /**
  * A session running a project avatar: its video frames are drawn from the avatar's style (its clothing's
- * red where the stock avatar is green), its art is served to the session's video-free clients with the
+ * red where the stock avatar is green — read in a frame the session streamed, decoded by ffmpeg, and in the
+ * renderer's own frame), its art is served to the session's video-free clients with the
  * session's token only (with the CSP and nosniff headers), and deleting the avatar leaves the running
  * session its art while new sessions are refused.
  */
 import assert from "node:assert/strict";
-import { withMedia } from "../../testing/media.ts";
+import { decodeFirstVideoFrame, MediaClientRecorder, withMedia } from "../../testing/media.ts";
 import { VISEMES } from "../../src/media/lipsync/visemes.ts";
 
 /** The V (red-difference) sample of an I420 frame at (x, y). */
@@ -15,7 +16,7 @@ function vAt(frame: Uint8Array, width: number, height: number, x: number, y: num
 }
 
 Deno.test("session avatar: video frames, video-free art (token of that session only), deletion while running", async () => {
-  await withMedia(async ({ h, plane, base, key, create }) => {
+  await withMedia(async ({ h, plane, base, key, create, wsUrl }) => {
     const made = await h.req("POST", "/v1/avatars", {
       key,
       body: {
@@ -45,6 +46,20 @@ Deno.test("session avatar: video frames, video-free art (token of that session o
     const vMine = vAt(mine, width, height, x, y), vAda = vAt(ada, width, height, x, y);
     assert.ok(vMine > 170, `project avatar's shirt V ${vMine}`);
     assert.ok(vAda < 128, `ada's shirt V ${vAda}`);
+    // …and in what each session streams to a video client: its first frame, decoded from the fMP4 it sent.
+    for (const [s, red] of [[session, true], [stock, false]] as const) {
+      const client = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+      try {
+        const frame = await decodeFirstVideoFrame(client, width, height);
+        // Averaged over a few pixels of the shirt: the encoder's chroma is not exact.
+        let v = 0;
+        for (const dx of [-8, 0, 8]) v += vAt(frame, width, height, x + dx, y) / 3;
+        if (red) assert.ok(v > 160, `project avatar's streamed shirt V ${v}`);
+        else assert.ok(v < 128, `ada's streamed shirt V ${v}`);
+      } finally {
+        await client.close();
+      }
+    }
 
     // Video-free: the art with this session's token; not without it, nor with another session's.
     const artUrl = `${base}/media/v0/art/${avatarId}`;
