@@ -150,6 +150,11 @@ export interface MediaConfig {
   /** Memory for the shared cache of composited frames, bytes. */
   frameCacheBytes: number;
   /**
+   * Video encoders kept started ahead and idle, so a video client does not wait ~170 ms for one to start
+   * (`media/encoder_spares.ts`; 0: none). Optional for planes built by hand (default none there).
+   */
+  encoderSpares?: number;
+  /**
    * Speech held back at the start of a response so lip sync can look ahead, ms (0–80, default 0: a frame's
    * visemes are decided at its deadline with the look-ahead that has arrived, and the sound is not delayed).
    */
@@ -271,6 +276,7 @@ const VARIABLES = {
   SVC_RENDER_CAPACITY: { schema: int(1, 10_000), default: "20" },
   SVC_RENDER_FIRST_FRAME_TIMEOUT_MS: { schema: int(500, 60_000), default: "5000" },
   SVC_RENDER_FRAME_CACHE_MB: { schema: int(16, 65_536), default: "256" },
+  SVC_RENDER_ENCODER_SPARES: { schema: int(0, 8), default: "1" },
   SVC_LIPSYNC_HOLD_MS: { schema: int(0, 80), default: "0" },
   SVC_OPUS_ENCODER: {
     schema: z.enum(["auto", "native", "wasm"], { error: "must be auto, native or wasm" }),
@@ -471,6 +477,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       capacity: v.SVC_RENDER_CAPACITY!,
       firstFrameTimeoutMs: v.SVC_RENDER_FIRST_FRAME_TIMEOUT_MS!,
       frameCacheBytes: v.SVC_RENDER_FRAME_CACHE_MB! * 1024 * 1024,
+      encoderSpares: v.SVC_RENDER_ENCODER_SPARES!,
       lipSyncHoldMs: v.SVC_LIPSYNC_HOLD_MS!,
       opusEncoder: v.SVC_OPUS_ENCODER!,
     },

@@ -55,7 +55,7 @@ export interface HarnessOptions {
    * so tests that move the clock for other reasons are not ended by session lifetimes.
    */
   lifecycle?: boolean;
-  /** A media plane: its factory runs session media and its WebSocket route is served. */
+  /** A media plane: its factory runs session media and its WebSocket route is served (closed with the harness). */
   mediaPlane?: MediaPlane;
   /** How long an end answer waits for storage before answering 503 (default 2.5 s). */
   endRecordWaitMs?: number;
@@ -207,6 +207,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     async close() {
       await service.dispose();
       await server?.shutdown();
+      // A media plane given to the harness is closed with it (its spare encoders stop).
+      await options.mediaPlane?.close();
       if (!options.kv) kv.close();
     },
   };

@@ -181,9 +181,13 @@ export class EncoderProcess {
   #inputClosed = false;
   #stderr = "";
   #writeFailed = false;
+  /** Where output goes: the owner's handler, or (a spare not taken yet) a queue for it. */
+  #onData: ((chunk: Uint8Array) => void) | null = null;
+  readonly #early: Uint8Array[] = [];
 
-  private constructor(child: Deno.ChildProcess, onData: (chunk: Uint8Array) => void) {
+  private constructor(child: Deno.ChildProcess, onData: ((chunk: Uint8Array) => void) | null) {
     this.#child = child;
+    this.#onData = onData;
     this.pid = child.pid;
     const writer = child.stdin.getWriter();
     this.#writer = writer;
@@ -194,7 +198,8 @@ export class EncoderProcess {
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          onData(value);
+          if (this.#onData) this.#onData(value);
+          else this.#early.push(value);
         }
       } catch {
         /* the process died: its status tells */
@@ -212,6 +217,7 @@ export class EncoderProcess {
     })();
     this.exited = (async () => {
       const status = await child.status;
+      this.#exitedNow = true;
       await Promise.allSettled([pump, errPump]);
       if (!this.#inputClosed) {
         this.#inputClosed = true;
@@ -226,7 +232,7 @@ export class EncoderProcess {
    * credential, so it runs without the service's scrub of freed memory (`GLIBC_TUNABLES`, docs/api.md):
    * glibc's defaults, and none of the scrub's cost per frame.
    */
-  static spawn(path: string, args: string[], onData: (chunk: Uint8Array) => void): EncoderProcess {
+  static spawn(path: string, args: string[], onData: ((chunk: Uint8Array) => void) | null): EncoderProcess {
     const child = new Deno.Command(path, {
       args,
       env: { GLIBC_TUNABLES: "" },
@@ -236,6 +242,22 @@ export class EncoderProcess {
     }).spawn();
     return new EncoderProcess(child, onData);
   }
+
+  /**
+   * Gives the output to `onData` (a spare started with none: `encoder_spares.ts`); what came before is
+   * handed over first.
+   */
+  attach(onData: (chunk: Uint8Array) => void): void {
+    this.#onData = onData;
+    for (const chunk of this.#early.splice(0)) onData(chunk);
+  }
+
+  /** Whether the process has exited (its status is known). */
+  get hasExited(): boolean {
+    return this.#exitedNow;
+  }
+
+  #exitedNow = false;
 
   /** Writes queued and not yet accepted by the pipe. */
   get pendingWrites(): number {

@@ -31,7 +31,8 @@ import type { ProjectAvatarLoader } from "./art/project_avatars.ts";
 import { ProjectAvatarLeases } from "./art/project_avatar_leases.ts";
 import { AVATAR_ID_PATTERN } from "../ids.ts";
 import { CATALOG, type Catalog } from "./catalog.ts";
-import { checkFfmpeg } from "./ffmpeg.ts";
+import { checkFfmpeg, videoEncoderArgs } from "./ffmpeg.ts";
+import { EncoderSpares } from "./encoder_spares.ts";
 import { FrameCache } from "./frame_cache.ts";
 import { opusBackend } from "./opus_encoder.ts";
 import { ReferenceRenderer } from "./reference_renderer.ts";
@@ -95,6 +96,8 @@ export class MediaPlane implements MediaPlaneInfo {
     prepare: async (avatarId, layers) => await this.renderer.prepare!(avatarId, layers),
     forget: (avatarId) => this.renderer.forget?.(avatarId),
   });
+  /** Video encoders started ahead (`SVC_RENDER_ENCODER_SPARES`; null: none). */
+  readonly #spares: EncoderSpares | null;
   /** The media servers of the transports that need one and have it configured. */
   readonly #servers = new Map<TransportKind, MediaServer>();
 
@@ -107,6 +110,14 @@ export class MediaPlane implements MediaPlaneInfo {
     readonly audioEncoder: { backend: "native" | "wasm"; version: string; why: string },
   ) {
     this.#publicUrl = options.publicUrl;
+    const spares = options.config.encoderSpares ?? 0;
+    this.#spares = spares > 0
+      ? new EncoderSpares(
+        options.config.ffmpegPath,
+        videoEncoderArgs(renderer.format, VIDEO_CRF, options.gopFrames),
+        spares,
+      )
+      : null;
     for (const [kind, implementation] of Object.entries(TRANSPORT_IMPLEMENTATIONS)) {
       const server = implementation.connect?.(options);
       if (server) this.#servers.set(kind as TransportKind, server);
@@ -181,6 +192,11 @@ export class MediaPlane implements MediaPlaneInfo {
     return new MediaPlane(options, renderer, catalog, version, audioEncoder);
   }
 
+  /** The video encoders started ahead (null: none kept). */
+  get encoderSpares(): EncoderSpares | null {
+    return this.#spares;
+  }
+
   /** Renders in progress. */
   get active(): number {
     return this.#active;
@@ -213,8 +229,9 @@ export class MediaPlane implements MediaPlaneInfo {
     });
   }
 
-  /** Closes the media servers' connections (process shutdown; sessions are ended before). */
+  /** Closes the media servers' connections and stops the spare encoders (process shutdown; sessions are ended before). */
   async close(): Promise<void> {
+    await this.#spares?.close();
     for (const server of this.#servers.values()) await server.close();
   }
 
@@ -277,6 +294,7 @@ export class MediaPlane implements MediaPlaneInfo {
       transport,
       paced: TRANSPORT_IMPLEMENTATIONS[s.transport].paced,
       videoConfigCache: this.#videoConfigs,
+      encoderSpares: this.#spares ?? undefined,
       logger,
       fail: s.fail,
       clientsChanged: s.clientsChanged,

@@ -44,6 +44,7 @@ Deno.test("config: embedded defaults", () => {
     capacity: 20,
     firstFrameTimeoutMs: 5000,
     frameCacheBytes: 256 * 1024 * 1024,
+    encoderSpares: 1,
     lipSyncHoldMs: 0,
     opusEncoder: "auto",
   });

@@ -98,6 +98,7 @@ export function buildParts(deps: SessionMediaDeps, hooks: PartsHooks): SessionPa
     encoded: hooks.encoded,
     encoderStarted: (pid) => deps.observer?.encoderStarted?.(deps.sessionId, pid),
     fail: hooks.fail,
+    spares: deps.encoderSpares,
   });
   // The clock drives the audio first, then the frames (a frame reads the audio written for it).
   clock.drive(playout);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { EncoderSpares } from "../encoder_spares.ts";
 import type { Logger } from "../../log.ts";
 import type { SessionMetrics } from "../../metrics/session_metrics.ts";
 import type { ProviderConnection } from "../../providers/types.ts";
@@ -51,6 +52,8 @@ export interface SessionMediaDeps {
    * then starts no encoder at all (the first session of a process checks the encoder and fills it).
    */
   videoConfigCache?: Map<string, Uint8Array>;
+  /** Video encoders the plane starts ahead, so a video client does not wait for one (`encoder_spares.ts`). */
+  encoderSpares?: EncoderSpares;
   logger: Logger;
   /**
    * The media plane failed on its own: an encoder died (`render_failed`, the default outcome) or the

@@ -43,6 +43,8 @@ export interface VideoFramesDeps {
   encoded(count: number): void;
   /** An encoder process started. */
   encoderStarted?(pid: number): void;
+  /** Encoders started ahead by the plane (`encoder_spares.ts`). */
+  spares?: VideoPipelineDeps["spares"];
   fail(reason: string): void;
 }
 
@@ -126,6 +128,7 @@ export class VideoFrames implements ClockDriven {
         d.encoded(++this.stats.framesEncoded);
       },
       fail: d.fail,
+      spares: d.spares,
     });
     this.#video = video;
     d.encoderStarted?.(video.pid);

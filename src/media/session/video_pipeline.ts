@@ -14,6 +14,7 @@ import type { FaceState } from "../motion.ts";
 import type { Renderer, RenderSession } from "../renderer.ts";
 import type { EncodedVideoFrame } from "../transports/transport.ts";
 import type { MediaClock } from "./media_clock.ts";
+import type { EncoderSpares } from "../encoder_spares.ts";
 
 /** Video frames buffered towards the encoder before new frames are dropped (absorbs scheduling jitter). */
 export const MAX_PENDING_FRAMES = 3;
@@ -48,6 +49,12 @@ export interface VideoPipelineDeps {
   frame(frame: EncodedVideoFrame): void;
   /** The pipeline failed (its encoder exited, its output could not be parsed, a render failed). */
   fail(reason: string): void;
+  /** Encoders started ahead by the plane (taken when their arguments are this pipeline's). */
+  spares?: EncoderSpares;
+}
+
+function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** One life of the video encoder. */
@@ -72,13 +79,15 @@ export class VideoPipeline {
         if (!this.#closed) this.#onAccessUnit(au.data, au.key);
       },
     });
-    this.#enc = EncoderProcess.spawn(
-      deps.ffmpegPath,
-      videoEncoderArgs(deps.renderer.format, deps.crf, deps.gopFrames),
-      (c) => {
-        if (!this.#closed) this.#demux(() => flv.push(c));
-      },
-    );
+    const args = videoEncoderArgs(deps.renderer.format, deps.crf, deps.gopFrames);
+    const onData = (c: Uint8Array) => {
+      if (!this.#closed) this.#demux(() => flv.push(c));
+    };
+    // An encoder started ahead when the plane keeps some of these very arguments (`encoder_spares.ts`).
+    const spares = deps.spares;
+    this.#enc = spares && spares.path === deps.ffmpegPath && sameArgs(spares.args, args)
+      ? spares.take(onData)
+      : EncoderProcess.spawn(deps.ffmpegPath, args, onData);
     const enc = this.#enc;
     enc.exited.then((status) => {
       if (this.#closed) return;
