@@ -72,8 +72,8 @@ Deno.test("encoder spares: none kept with size 0; a dead spare is not handed out
   }
 });
 
-Deno.test("encoder spares: a plane's second video client finds its encoder started", async () => {
-  await withMedia(async ({ create, wsUrl, plane }) => {
+Deno.test("encoder spares: a plane's video clients, and a reconnect after the encoder retired, find their encoder started", async () => {
+  await withMedia(async ({ create, wsUrl, plane, encoders }) => {
     const spares = plane.encoderSpares!;
     assert.ok(spares, "the plane keeps spares by default (SVC_RENDER_ENCODER_SPARES=1)");
     for (let i = 0; i < 2; i++) {
@@ -88,5 +88,21 @@ Deno.test("encoder spares: a plane's second video client finds its encoder start
       spares.warmTakes >= 2,
       `each video client's encoder was a spare (warm takes ${spares.warmTakes})`,
     );
+    // A reconnect after the last video client left (its encoder retired): a spare again, started before it.
+    const s = await create();
+    const first = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+    await first.until(() => first.segments().some((x) => x.track === 1 && x.key), 30_000, "a key frame");
+    await first.close();
+    await until(() => spares.ready === 1, "a spare");
+    const warm = spares.warmTakes, cold = spares.coldTakes, started = encoders.length;
+    const again = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+    await again.until(() => again.segments().some((x) => x.track === 1 && x.key), 30_000, "a key frame");
+    await again.close();
+    assert.deepEqual(
+      [spares.warmTakes - warm, spares.coldTakes - cold],
+      [1, 0],
+      "the reconnect took a spare",
+    );
+    assert.equal(encoders.length, started + 1, "one encoder for the reconnect");
   });
 });
