@@ -42,7 +42,8 @@ const KEEP_MS = 2000;
  * @property {(msg: { type: string; t_ms: number } & Record<string, any>) => void} push An animation message.
  * @property {(tMs: number) => void} interrupt Barge-in: visemes stamped after `tMs` are dropped.
  * @property {(tMs: number) => boolean} draw Draws the avatar at timeline instant `tMs`; true once drawn.
- * @property {() => boolean} ready Whether the art is loaded.
+ * @property {() => boolean} ready Whether every layer of the art is rasterised (the avatar is drawn before: the
+ *   first picture needs only the still layer, the head, open eyes and the closed mouth).
  * @property {() => { frames: number; visemes: number }} stats Frames drawn, viseme messages received.
  * @property {() => void} close
  */
@@ -65,6 +66,8 @@ export function createAvatarDrawer(options) {
   /** @type {Promise<void> | null} */
   let loading = null;
   let closed = false;
+  /** Every layer of the art is rasterised (the first picture needs only a few: see `load`). */
+  let complete = false;
   /** @type {[number, string][]} */
   let visemes = [];
   /** @type {[number, { state: string; eyes: string; look: string }][]} */
@@ -131,37 +134,64 @@ export function createAvatarDrawer(options) {
     const doc = await res.json();
     const w = canvas.width, h = canvas.height;
     const bgSvg = doc.backgrounds?.[animation.bg_id ?? ""] ?? null;
-    /** @type {Record<string, Record<string, Layer | null>>} */
-    const eyes = {};
-    for (const [state, looks] of Object.entries(doc.eyes)) {
-      eyes[state] = {};
-      for (const [look, svg] of Object.entries(/** @type {Record<string, string>} */ (looks))) {
-        eyes[state][look] = await layer(svg, w, h);
-      }
-    }
-    /** @type {Record<string, Layer | null>} */
-    const mouths = {};
-    for (const [v, svg] of Object.entries(/** @type {Record<string, string>} */ (doc.mouths))) {
-      mouths[v] = await layer(svg, w, h);
-    }
     // What never moves (the background, the body): one layer.
-    const still = new OffscreenCanvas(w, h);
-    const sx = /** @type {OffscreenCanvasRenderingContext2D} */ (still.getContext("2d"));
-    for (const svg of [bgSvg, doc.body]) {
-      if (!svg) continue;
-      const b = await bitmap(svg, w, h);
-      sx.drawImage(b, 0, 0);
-      b.close();
-    }
+    const stillLayer = async () => {
+      const still = new OffscreenCanvas(w, h);
+      const sx = /** @type {OffscreenCanvasRenderingContext2D} */ (still.getContext("2d"));
+      const parts = await Promise.all([bgSvg, doc.body].filter(Boolean).map((svg) => bitmap(svg, w, h)));
+      for (const b of parts) {
+        sx.drawImage(b, 0, 0);
+        b.close();
+      }
+      return await crop(still.transferToImageBitmap());
+    };
+    /** @type {Record<string, Record<string, string>>} */
+    const eyeSvgs = doc.eyes;
+    /** @type {Record<string, string>} */
+    const mouthSvgs = doc.mouths;
+    // First what the first picture needs — the still layer, the head, open eyes looking ahead, the closed
+    // mouth — rasterised together: the avatar is drawn as soon as they are (a face at rest; a viseme or an
+    // eye state not rasterised yet shows the closed mouth or the open eyes for those few frames).
+    const [still, head, open, sil] = await Promise.all([
+      stillLayer(),
+      layer(doc.head, w, h),
+      eyeSvgs.open?.neutral ? layer(eyeSvgs.open.neutral, w, h) : Promise.resolve(null),
+      mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null),
+    ]);
+    /** @type {Art} */
     const next = {
-      still: await crop(still.transferToImageBitmap()),
-      head: await layer(doc.head, w, h),
-      eyes,
-      mouths,
+      still,
+      head,
+      eyes: { open: { neutral: open } },
+      mouths: { sil },
       scale: w / (doc.view_box?.[0] ?? 512),
     };
     if (closed) return release(next);
     art = next;
+    // Then the rest, each layer in place as soon as it is rasterised (the next frame that needs it is
+    // drawn anew), the mouths first: they change most.
+    /** @type {[string, string, string | null][]} */
+    const rest = [
+      ...Object.keys(mouthSvgs).filter((v) => v !== "sil").map((
+        v,
+      ) => /** @type {[string, string, null]} */ ([mouthSvgs[v], v, null])),
+      ...Object.entries(eyeSvgs).flatMap(([state, looks]) =>
+        Object.keys(looks).filter((look) => state !== "open" || look !== "neutral").map((
+          look,
+        ) => /** @type {[string, string, string]} */ ([looks[look], state, look]))
+      ),
+    ];
+    for (const [svg, a, b] of rest) {
+      const l = await layer(svg, w, h);
+      if (closed || art !== next) {
+        l?.b.close();
+        return;
+      }
+      if (b === null) next.mouths[a] = l;
+      else (next.eyes[a] ??= {})[b] = l;
+      lastKey = "";
+    }
+    complete = true;
   };
 
   /** Closes the bitmaps of an art. @param {Art} a */
@@ -276,7 +306,7 @@ export function createAvatarDrawer(options) {
       if (heads.length > 64 && heads[0][0] < old) heads = heads.slice(Math.max(0, lastAt(heads, old)));
       return true;
     },
-    ready: () => art !== null,
+    ready: () => art !== null && complete,
     stats: () => ({ frames, visemes: visemeCount }),
     close() {
       closed = true;
