@@ -98,6 +98,12 @@ export interface CreatePlayerOptions {
    */
   canvas?: HTMLCanvasElement;
   /**
+   * Video-free: how long a canvas drawing takes to reach the screen (ms; default 16, one refresh at 60 Hz);
+   * the instant drawn is the one heard then. A page whose display is slower sets more. `stats().avOffsetMs`
+   * says how the pictures and the sound met (+: the picture is late).
+   */
+  canvasDisplayMs?: number;
+  /**
    * The session's `stream_metadata`: the player picks its transport's player by the `transport` it names
    * (`webrtc_sfu`: WebRTC through the SFU; `websocket_fmp4`: fMP4 over `media_url`). Give this or
    * `mediaUrl`.

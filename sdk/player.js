@@ -103,6 +103,9 @@ import { createClockSync, startReporting } from "./player_report.js";
  *   animation track, in step with the sound (docs/media-plane.md#video-free-clients). Its width and
  *   height are the drawing's pixel size; the `transparent` background leaves the page visible around the
  *   avatar. `state: "playing"` once the first picture is drawn.
+ * @property {number} [canvasDisplayMs] Video-free: how long a canvas drawing takes to reach the screen (ms;
+ *   default 16, one refresh at 60 Hz); the instant drawn is the one heard then. A page whose display is slower
+ *   sets more. `stats().avOffsetMs` says how the pictures and the sound met (+: the picture is late).
  * @property {StreamMetadata} [streamMetadata] The session's `stream_metadata` (either transport); or `mediaUrl`.
  * @property {string} [mediaUrl] `stream_metadata.media_url` of a `websocket_fmp4` session.
  * @property {string} clientToken `client_token` of the session (valid 5 minutes, needed to connect).
@@ -422,13 +425,29 @@ function createFmp4Player(options) {
     })
     : null;
   let drawRaf = 0;
-  const drawLoop = () => {
+  /** How long a canvas drawing takes to reach the screen (ms): the instant drawn is the one heard then. */
+  const displayMs = Number.isFinite(options.canvasDisplayMs)
+    ? Number(options.canvasDisplayMs)
+    : CANVAS_DISPLAY_MS;
+  /** The instant of the picture drawn in the previous animation frame (on screen from this one's start). */
+  /** @type {number | null} */
+  let drawnInstant = null;
+  const drawLoop = (/** @type {number} */ frameTime) => {
     if (closed || !avatar) return;
+    // A picture drawn in an animation frame is presented with it: on screen by the next one's start. The
+    // player measures it as it does a video frame (`av_offset_ms`, presented frames).
+    if (drawnInstant !== null) sink.canvasShown?.(drawnInstant, frameTime);
+    drawnInstant = null;
     const t = sink.timelineNow?.() ?? null;
     // A canvas drawn now is on screen about one refresh later: draw the instant heard then.
-    if (t !== null && connected && avatar.draw(t + CANVAS_DISPLAY_MS) && firstFrameAt === null) {
-      onFirstFrame(performance.now());
-      sinkEvents.playing();
+    if (t !== null && connected) {
+      const before = avatar.stats().frames;
+      const drawn = avatar.draw(t + displayMs);
+      if (avatar.stats().frames > before) drawnInstant = t + displayMs;
+      if (drawn && firstFrameAt === null) {
+        onFirstFrame(performance.now());
+        sinkEvents.playing();
+      }
     }
     drawRaf = requestAnimationFrame(drawLoop);
   };
@@ -752,6 +771,8 @@ function createFmp4Player(options) {
  * @property {() => number[]} [soundStarts] Timeline instants (ms) where a sound starts after a silence, found
  *   in the decoded audio (the recent ones), if the sink exposes them: the video-free drawer opens the mouth
  *   there rather than at the lip sync's stamp.
+ * @property {(instantMs: number, shownAt: number) => void} [canvasShown] WebCodecs, video-free: the picture of
+ *   timeline `instantMs` was on screen at page time `shownAt` (measured as a presented frame).
  * @property {() => void} disconnected
  * @property {(offset: number) => void} clockOffset The page time of timeline 0 (from `clock_sync`).
  * @property {(cb: (at: number) => void) => void} onFirstFrame

@@ -289,8 +289,8 @@ export function createWebCodecsSink(options) {
   let latencySamples = [];
   /** @type {number[]} */
   let avSamples = [];
-  /** Recent presentation measures for stats(): [pageTime, latency, av]. */
-  /** @type {[number, number, number | null][]} */
+  /** Recent presentation measures for stats(): [pageTime, latency (null: a canvas picture), av]. */
+  /** @type {[number, number | null, number | null][]} */
   const recent = [];
   /** Frames written to the page: timestamp (µs) → page time written, and when it was due (timeline ms). */
   const written = new Map();
@@ -812,6 +812,21 @@ export function createWebCodecsSink(options) {
     timelineNow() {
       return clock && clock.anchor() !== null ? clock.now() : null;
     },
+    /**
+     * Video-free: the canvas drawn for timeline instant `instantMs` (the mouth, eyes and head of that instant)
+     * was on screen at page time `shownAt`. Measured like a video frame: a presented frame, and its offset
+     * against the sound of that instant, heard at the audio clock's output time (+: the picture is late).
+     */
+    canvasShown(/** @type {number} */ instantMs, /** @type {number} */ shownAt) {
+      if (closed) return;
+      counters.framesPresented++;
+      const heard = clock && anchor() !== null && clock.running() ? clock.heardAt(instantMs) : null;
+      const av = heard === null || !Number.isFinite(heard) ? null : shownAt - heard;
+      if (av === null || av < -1000 || av > 60000) return;
+      if (avSamples.length < MAX_SAMPLES) avSamples.push(Math.round(av * 10) / 10);
+      recent.push([shownAt, null, av]);
+      if (recent.length > 75) recent.shift();
+    },
     /** The connection dropped (a reconnect follows). */
     disconnected() {},
     /** The page time of timeline 0, from the clock exchanges. */
@@ -826,7 +841,7 @@ export function createWebCodecsSink(options) {
     stats() {
       const now = performance.now();
       const window = recent.filter((r) => r[0] > now - 2000);
-      const lat = median(window.map((r) => r[1]));
+      const lat = median(window.flatMap((r) => (r[1] === null ? [] : [r[1]])));
       const av = median(window.flatMap((r) => (r[2] === null ? [] : [r[2]])));
       const a = clock?.stats();
       return {
