@@ -93,7 +93,9 @@ export async function withMedia(
     env?: Record<string, string>;
   } = {},
 ): Promise<void> {
-  const config = { ...loadConfig({}).media, width: 256, height: 256, ...options.media };
+  // No spare encoders unless a test asks (`media: { encoderSpares: 1 }`): spawning one is a burst of CPU that
+  // timing tests on a busy machine need not share.
+  const config = { ...loadConfig({}).media, width: 256, height: 256, encoderSpares: 0, ...options.media };
   const logs: string[] = [];
   const encoders: { sessionId: string; pid: number }[] = [];
   const speech: { at: number; n: number }[] = [];
