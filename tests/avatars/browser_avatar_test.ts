@@ -6,13 +6,7 @@
  * plays (read from the canvas's pixels at intervals: the mouth's area changes as the visemes do).
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../../testing/browser.ts";
-import { createClient } from "@avatar-svc/sdk";
-import { loadConfig } from "../../src/config.ts";
-import { createApiKey } from "../../src/kv/api_keys.ts";
-import { silentLogger } from "../../src/log.ts";
-import { compose as startService, openKv } from "../../src/app/compose.ts";
+import { withLiveService } from "../../testing/live_service.ts";
 // The worker side, loaded with this module rather than by compose()'s `await import()` during a test: its
 // lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
 // test's own.
@@ -24,46 +18,17 @@ const DEADLINE_MS = 30_000;
 declare const document: any;
 
 Deno.test("project avatar video-free: made with the SDK, drawn by the SDK's canvas player, its mouth moving", async () => {
-  const dir = await Deno.makeTempDir();
-  const config = loadConfig({
-    PORT: "0",
-    SVC_KV: `${dir}/svc.kv`,
-    SVC_REFERENCE_ENGINE_PORT: "0",
-    SVC_REFERENCE_ENGINE_DIR: `${dir}/engine`,
-    SVC_DEMO_PAGE: "false",
-  });
-  const service = await startService(config, { logger: silentLogger });
-  const kv = await openKv(config.kv);
-  let browser: Browser | null = null;
-  let sessionId: string | null = null;
-  const { plaintext } = await createApiKey(kv, {
-    projectId: "proj_avatar_browser",
-    name: "backend",
-    scopes: ["sessions:read", "sessions:write", "avatars:read", "avatars:write"],
-    now: Date.now(),
-    createdBy: "bootstrap",
-  });
-  const client = createClient({ baseUrl: service.url!, apiKey: plaintext });
-  try {
-    const avatar = await client.createAvatar({
+  const scopes = ["sessions:read", "sessions:write", "avatars:read", "avatars:write"] as const;
+  await withLiveService({ projectId: "proj_avatar_browser", scopes: [...scopes] }, async (live) => {
+    const avatar = await live.client.createAvatar({
       name: "Green lips",
       style: { clothing_color: "#e02020", clothing_style: "tshirt", lip_color: "#10d010" },
     });
     assert.match(avatar.avatar_id, /^av_/);
-    const engine = service.referenceEngine!;
-    const s = await client.createSession({
-      provider_type: "external_engine",
-      provider_config: {
-        external_engine: { url: engine.url, auth_headers: { Authorization: `Bearer ${engine.token}` } },
-      },
-      avatar_config: { avatar_id: avatar.avatar_id, bg_id: "transparent" },
-    });
-    sessionId = s.session_id;
-    browser = await launchChromium({ media: true });
-    const page: Page = await browser.newPage({ viewport: { width: 400, height: 400 } });
+    const s = await live.session({ avatar_id: avatar.avatar_id, bg_id: "transparent" });
+    const page = await live.page({ width: 400, height: 400 });
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`${service.url}/docs/errors`); // a page of the service: same origin as the player
     await page.evaluate(async ({ streamMetadata, clientToken }) => {
       document.body.innerHTML = "";
       const canvas = document.createElement("canvas");
@@ -107,11 +72,5 @@ Deno.test("project avatar video-free: made with the SDK, drawn by the SDK's canv
     assert.ok(shapes.size >= 3, `the mouth moves while it speaks (lip areas seen: ${[...shapes]})`);
     assert.deepEqual(errors, []);
     await page.evaluate("globalThis.player.close()");
-  } finally {
-    await browser?.close();
-    if (sessionId) await client.endSession(sessionId, { force: true }).catch(() => {});
-    kv.close();
-    await service.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -7,13 +7,8 @@
  * figures reach `GET /v1/sessions/{id}/metrics`.
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../../testing/browser.ts";
-import { createClient } from "@avatar-svc/sdk";
-import { loadConfig } from "../../src/config.ts";
-import { createApiKey } from "../../src/kv/api_keys.ts";
-import { silentLogger } from "../../src/log.ts";
-import { compose as startService, openKv } from "../../src/app/compose.ts";
+import type { Page } from "playwright-core";
+import { withLiveService } from "../../testing/live_service.ts";
 // The worker side, loaded with this module rather than by compose()'s `await import()` during a test: its
 // lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
 // test's own.
@@ -59,80 +54,48 @@ async function play(
 }
 
 Deno.test("canvas player figures: presented pictures and their offset against the sound, which follows pictures shown late", async () => {
-  const dir = await Deno.makeTempDir();
-  const config = loadConfig({
-    PORT: "0",
-    SVC_KV: `${dir}/svc.kv`,
-    SVC_REFERENCE_ENGINE_PORT: "0",
-    SVC_REFERENCE_ENGINE_DIR: `${dir}/engine`,
-    SVC_DEMO_PAGE: "false",
-  });
-  const service = await startService(config, { logger: silentLogger });
-  const kv = await openKv(config.kv);
-  let browser: Browser | null = null;
-  let sessionId: string | null = null;
-  const { plaintext } = await createApiKey(kv, {
-    projectId: "proj_canvas_figures",
-    name: "backend",
-    scopes: ["sessions:read", "sessions:write"],
-    now: Date.now(),
-    createdBy: "bootstrap",
-  });
-  const client = createClient({ baseUrl: service.url!, apiKey: plaintext });
-  try {
-    const engine = service.referenceEngine!;
-    const s = await client.createSession({
-      provider_type: "external_engine",
-      provider_config: {
-        external_engine: { url: engine.url, auth_headers: { Authorization: `Bearer ${engine.token}` } },
-      },
-      avatar_config: { avatar_id: "ada", bg_id: "studio" },
-    });
-    sessionId = s.session_id;
-    browser = await launchChromium({ media: true });
-    const page: Page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`${service.url}/docs/errors`); // a page of the service: same origin as the player
-    // Alternating, twice each: on time (the default), and 40 ms late.
-    const onTime: number[] = [], late: number[] = [];
-    for (let round = 0; round < 2; round++) {
-      for (const [into, displayMs] of [[onTime, 16], [late, 16 - 40]] as const) {
-        const r = await play(page, s, displayMs);
-        assert.ok(r.avOffsetMs !== null, "the canvas player measures its offset");
-        into.push(r.avOffsetMs!);
+  await withLiveService(
+    { projectId: "proj_canvas_figures", scopes: ["sessions:read", "sessions:write"] },
+    async (live) => {
+      const s = await live.session({ avatar_id: "ada", bg_id: "studio" });
+      const sessionId = s.session_id;
+      const page = await live.page();
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(String(e)));
+      // Alternating, twice each: on time (the default), and 40 ms late.
+      const onTime: number[] = [], late: number[] = [];
+      for (let round = 0; round < 2; round++) {
+        for (const [into, displayMs] of [[onTime, 16], [late, 16 - 40]] as const) {
+          const r = await play(page, s, displayMs);
+          assert.ok(r.avOffsetMs !== null, "the canvas player measures its offset");
+          into.push(r.avOffsetMs!);
+        }
       }
-    }
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const shift = mean(late) - mean(onTime);
-    assert.ok(
-      Math.abs(shift - 40) <= 15,
-      `pictures shown 40 ms late read ${shift.toFixed(1)} ms later (on time ${onTime}, late ${late})`,
-    );
-    assert.ok(Math.abs(mean(onTime)) <= 30, `on time: ${onTime}`);
-    // The session's figures come from these players' reports: pictures presented, offsets measured.
-    let metrics: Record<string, { count?: number; presented?: number }> = {};
-    const deadline = Date.now() + DEADLINE_MS;
-    for (;;) {
-      const res = await fetch(`${service.url}/v1/sessions/${sessionId}/metrics`, {
-        headers: { authorization: `Bearer ${plaintext}` },
-      });
-      metrics = await res.json();
-      if ((metrics.av_offset_ms?.count ?? 0) > 0 && (metrics.frames?.presented ?? 0) > 0) break;
-      if (Date.now() > deadline) throw new Error(`metrics: ${JSON.stringify(metrics)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    console.log(
-      `canvas player avOffsetMs: on time ${onTime}, 40 ms late ${late}; metrics ${
-        JSON.stringify(metrics.av_offset_ms)
-      }`,
-    );
-    assert.deepEqual(errors, []);
-  } finally {
-    await browser?.close();
-    if (sessionId) await client.endSession(sessionId, { force: true }).catch(() => {});
-    kv.close();
-    await service.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const shift = mean(late) - mean(onTime);
+      assert.ok(
+        Math.abs(shift - 40) <= 15,
+        `pictures shown 40 ms late read ${shift.toFixed(1)} ms later (on time ${onTime}, late ${late})`,
+      );
+      assert.ok(Math.abs(mean(onTime)) <= 30, `on time: ${onTime}`);
+      // The session's figures come from these players' reports: pictures presented, offsets measured.
+      let metrics: Record<string, { count?: number; presented?: number }> = {};
+      const deadline = Date.now() + DEADLINE_MS;
+      for (;;) {
+        const res = await fetch(`${live.service.url}/v1/sessions/${sessionId}/metrics`, {
+          headers: { authorization: `Bearer ${live.apiKey}` },
+        });
+        metrics = await res.json();
+        if ((metrics.av_offset_ms?.count ?? 0) > 0 && (metrics.frames?.presented ?? 0) > 0) break;
+        if (Date.now() > deadline) throw new Error(`metrics: ${JSON.stringify(metrics)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      console.log(
+        `canvas player avOffsetMs: on time ${onTime}, 40 ms late ${late}; metrics ${
+          JSON.stringify(metrics.av_offset_ms)
+        }`,
+      );
+      assert.deepEqual(errors, []);
+    },
+  );
 });

@@ -6,13 +6,8 @@
  * the mouth against the sound are measured by `bench/video_free_browser.ts`).
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../../testing/browser.ts";
-import { createClient } from "@avatar-svc/sdk";
-import { loadConfig } from "../../src/config.ts";
-import { createApiKey } from "../../src/kv/api_keys.ts";
-import { silentLogger } from "../../src/log.ts";
-import { compose as startService, openKv } from "../../src/app/compose.ts";
+import type { Page } from "playwright-core";
+import { withLiveService } from "../../testing/live_service.ts";
 // The worker side, loaded with this module rather than by compose()'s `await import()` during a test: its
 // lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
 // test's own.
@@ -45,180 +40,150 @@ async function pngPixel(png: Uint8Array): Promise<[number, number, number]> {
 }
 
 Deno.test("video-free player: the avatar drawn over the page (transparent background), in step with the sound", async () => {
-  const dir = await Deno.makeTempDir();
-  const config = loadConfig({
-    PORT: "0",
-    SVC_KV: `${dir}/svc.kv`,
-    SVC_REFERENCE_ENGINE_PORT: "0",
-    SVC_REFERENCE_ENGINE_DIR: `${dir}/engine`,
-    SVC_DEMO_PAGE: "false",
-  });
-  const service = await startService(config, { logger: silentLogger });
-  const kv = await openKv(config.kv);
-  let browser: Browser | null = null;
-  let sessionId: string | null = null;
-  const { plaintext } = await createApiKey(kv, {
-    projectId: "proj_video_free",
-    name: "backend",
-    scopes: ["sessions:read", "sessions:write"],
-    now: Date.now(),
-    createdBy: "bootstrap",
-  });
-  const client = createClient({ baseUrl: service.url!, apiKey: plaintext });
-  try {
-    const engine = service.referenceEngine!;
-    const s = await client.createSession({
-      provider_type: "external_engine",
-      provider_config: {
-        external_engine: { url: engine.url, auth_headers: { Authorization: `Bearer ${engine.token}` } },
-      },
-      avatar_config: { avatar_id: "ada", bg_id: "transparent" },
-    });
-    sessionId = s.session_id;
-    browser = await launchChromium({ media: true });
-    const page: Page = await browser.newPage({ viewport: { width: 400, height: 400 } });
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`${service.url}/docs/errors`); // a page of the service: same origin as the player
-    await page.evaluate(async ({ streamMetadata, clientToken }) => {
-      document.body.innerHTML = "";
-      document.body.style.margin = "0";
-      document.body.style.background = "#ff00ff"; // the page: magenta
-      const canvas = document.createElement("canvas");
-      canvas.width = 256;
-      canvas.height = 256;
-      canvas.style.cssText = "position:absolute;left:0;top:0;width:256px;height:256px";
-      document.body.append(canvas);
-      const { createPlayer } = await import("/sdk/player.js");
-      // deno-lint-ignore no-explicit-any
-      const g = globalThis as any;
-      g.states = [];
-      g.player = createPlayer({
-        canvas,
-        streamMetadata,
-        clientToken,
-        microphone: false,
-        // deno-lint-ignore no-explicit-any
-        onState: (st: any) => g.states.push(st.state),
-      });
-    }, { streamMetadata: s.stream_metadata, clientToken: s.client_token });
-    await page.waitForFunction('globalThis.player.state().state === "playing"', undefined, {
-      timeout: DEADLINE_MS,
-    }).catch(async (e) => {
-      console.log(
-        await page.evaluate(
-          "JSON.stringify([globalThis.states, globalThis.player.stats(), globalThis.player.state()])",
-        ),
-      );
-      throw e;
-    });
-    // The greeting plays: the sound is decoded and the clock runs.
-    await page.waitForFunction("globalThis.player.stats().audioDecodedMs > 1500", undefined, {
-      timeout: DEADLINE_MS,
-    });
-    const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
-    assert.equal(stats.framesDecoded, 0, "no video decoded");
-    assert.ok(stats.anchorMs !== null && stats.anchorMs < 500, `the sound plays ${stats.anchorMs} ms behind`);
-
-    // The page shows through around the avatar; the avatar covers it where it is drawn.
-    const pixel = async (x: number, y: number) =>
-      await pngPixel(await page.screenshot({ clip: { x, y, width: 1, height: 1 }, type: "png" }));
-    const corner = await pixel(6, 6);
-    assert.deepEqual(corner, [255, 0, 255], `the page under the canvas's corner: ${corner}`);
-    // Ada's cheek at view-box (200, 270) → canvas px (100, 135): her skin (#efc3a0) or its shade (#d79b78;
-    // the head moves a few px), never the page.
-    const cheek = await pixel(100, 135);
-    const near = (c: number[], hex: number) =>
-      [hex >> 16, (hex >> 8) & 255, hex & 255].every((v, i) => Math.abs(c[i] - v) <= 32);
-    assert.ok(near(cheek, 0xefc3a0) || near(cheek, 0xd79b78), `the avatar's skin: ${cheek}`);
-
-    // The drawer itself (no clock involved: instants are given): a frame is drawn only when what it shows
-    // changes (a still avatar once, a moving head at most 25 times a second), and the mouth's cross-fade is
-    // centred on the viseme's stamp (halfway there when its sound is heard).
-    const drawer = await page.evaluate(async () => {
-      const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const make = async (soundStarts?: number[]) => {
+  await withLiveService(
+    { projectId: "proj_video_free", scopes: ["sessions:read", "sessions:write"] },
+    async (live) => {
+      const s = await live.session({ avatar_id: "ada", bg_id: "transparent" });
+      const page: Page = await live.page({ width: 400, height: 400 });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(String(e)));
+      await page.evaluate(async ({ streamMetadata, clientToken }) => {
+        document.body.innerHTML = "";
+        document.body.style.margin = "0";
+        document.body.style.background = "#ff00ff"; // the page: magenta
         const canvas = document.createElement("canvas");
-        canvas.width = 512;
-        canvas.height = 512;
-        const d = createAvatarDrawer({
+        canvas.width = 256;
+        canvas.height = 256;
+        canvas.style.cssText = "position:absolute;left:0;top:0;width:256px;height:256px";
+        document.body.append(canvas);
+        const { createPlayer } = await import("/sdk/player.js");
+        // deno-lint-ignore no-explicit-any
+        const g = globalThis as any;
+        g.states = [];
+        g.player = createPlayer({
           canvas,
-          origin: location.origin,
-          ...(soundStarts ? { soundStarts: () => soundStarts } : {}),
+          streamMetadata,
+          clientToken,
+          microphone: false,
+          // deno-lint-ignore no-explicit-any
+          onState: (st: any) => g.states.push(st.state),
         });
-        d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
-        for (let i = 0; !d.ready(); i++) {
-          if (i > 1500) throw new Error("the art did not load in 30 s");
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        const ctx = canvas.getContext("2d");
-        // The sum of every pixel's RGB: the mouth is the only part that changes below.
-        const shade = () => {
-          const px = ctx.getImageData(0, 0, 512, 512).data;
-          let sum = 0;
-          for (let i = 0; i < px.length; i += 4) sum += px[i] + px[i + 1] + px[i + 2];
-          return sum;
+      }, { streamMetadata: s.stream_metadata, clientToken: s.client_token });
+      await page.waitForFunction('globalThis.player.state().state === "playing"', undefined, {
+        timeout: DEADLINE_MS,
+      }).catch(async (e) => {
+        console.log(
+          await page.evaluate(
+            "JSON.stringify([globalThis.states, globalThis.player.stats(), globalThis.player.state()])",
+          ),
+        );
+        throw e;
+      });
+      // The greeting plays: the sound is decoded and the clock runs.
+      await page.waitForFunction("globalThis.player.stats().audioDecodedMs > 1500", undefined, {
+        timeout: DEADLINE_MS,
+      });
+      const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
+      assert.equal(stats.framesDecoded, 0, "no video decoded");
+      assert.ok(
+        stats.anchorMs !== null && stats.anchorMs < 500,
+        `the sound plays ${stats.anchorMs} ms behind`,
+      );
+
+      // The page shows through around the avatar; the avatar covers it where it is drawn.
+      const pixel = async (x: number, y: number) =>
+        await pngPixel(await page.screenshot({ clip: { x, y, width: 1, height: 1 }, type: "png" }));
+      const corner = await pixel(6, 6);
+      assert.deepEqual(corner, [255, 0, 255], `the page under the canvas's corner: ${corner}`);
+      // Ada's cheek at view-box (200, 270) → canvas px (100, 135): her skin (#efc3a0) or its shade (#d79b78;
+      // the head moves a few px), never the page.
+      const cheek = await pixel(100, 135);
+      const near = (c: number[], hex: number) =>
+        [hex >> 16, (hex >> 8) & 255, hex & 255].every((v, i) => Math.abs(c[i] - v) <= 32);
+      assert.ok(near(cheek, 0xefc3a0) || near(cheek, 0xd79b78), `the avatar's skin: ${cheek}`);
+
+      // The drawer itself (no clock involved: instants are given): a frame is drawn only when what it shows
+      // changes (a still avatar once, a moving head at most 25 times a second), and the mouth's cross-fade is
+      // centred on the viseme's stamp (halfway there when its sound is heard).
+      const drawer = await page.evaluate(async () => {
+        const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
+        const make = async (soundStarts?: number[]) => {
+          const canvas = document.createElement("canvas");
+          canvas.width = 512;
+          canvas.height = 512;
+          const d = createAvatarDrawer({
+            canvas,
+            origin: location.origin,
+            ...(soundStarts ? { soundStarts: () => soundStarts } : {}),
+          });
+          d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
+          for (let i = 0; !d.ready(); i++) {
+            if (i > 1500) throw new Error("the art did not load in 30 s");
+            await new Promise((r) => setTimeout(r, 20));
+          }
+          const ctx = canvas.getContext("2d");
+          // The sum of every pixel's RGB: the mouth is the only part that changes below.
+          const shade = () => {
+            const px = ctx.getImageData(0, 0, 512, 512).data;
+            let sum = 0;
+            for (let i = 0; i < px.length; i += 4) sum += px[i] + px[i + 1] + px[i + 2];
+            return sum;
+          };
+          return { d, shade };
         };
-        return { d, shade };
-      };
-      const still = await make();
-      for (let t = 0; t < 2000; t += 10) still.d.draw(t);
-      const moving = await make();
-      for (let t = 0; t <= 2000; t += 200) {
-        moving.d.push({ type: "head", t_ms: t, dx: (t / 200) % 2 ? 3 : -3, dy: 0 });
-      }
-      for (let t = 0; t < 1000; t += 5) moving.d.draw(t);
-      const fade = await make();
-      fade.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
-      fade.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
-      const at = (t: number) => (fade.d.draw(t), fade.shade());
-      // The sound of that opening starts 30 ms before its stamp (the player knows it from the decoded
-      // audio): the cross-fade is centred there instead; one 100 ms before is another sound's.
-      const early = await make([470]);
-      const far = await make([400]);
-      for (const x of [early, far]) {
-        x.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
-        x.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
-      }
-      const atEarly = (t: number) => (early.d.draw(t), early.shade());
-      return {
-        still: still.d.stats().frames,
-        moving: moving.d.stats().frames,
-        sil: at(400),
-        before: at(478),
-        mid: at(500),
-        after: at(522),
-        aa: at(700),
-        earlyBefore: atEarly(448),
-        earlyMid: atEarly(470),
-        earlyAfter: atEarly(492),
-        farMid: (far.d.draw(500), far.shade()),
-      };
-    }) as Record<string, number>;
-    assert.equal(drawer.still, 1, "a still avatar is drawn once");
-    assert.ok(drawer.moving > 1 && drawer.moving <= 26, `a moving head: ${drawer.moving} frames in 1 s`);
-    assert.equal(drawer.before, drawer.sil, "22 ms before the stamp the mouth is still closed");
-    assert.equal(drawer.after, drawer.aa, "22 ms after the stamp the mouth is fully open");
-    const span = drawer.aa - drawer.sil;
-    assert.ok(span !== 0, "the open mouth differs from the closed one");
-    assert.ok(
-      Math.abs(drawer.mid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
-      `at the stamp the mouth is halfway: ${JSON.stringify(drawer)}`,
-    );
-    assert.equal(drawer.earlyBefore, drawer.sil, "closed 22 ms before its sound starts");
-    assert.equal(drawer.earlyAfter, drawer.aa, "open 22 ms after its sound starts");
-    assert.ok(
-      Math.abs(drawer.earlyMid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
-      `halfway where its sound starts: ${JSON.stringify(drawer)}`,
-    );
-    assert.equal(drawer.farMid, drawer.mid, "a sound start 100 ms before the stamp is not this opening's");
-    assert.deepEqual(errors, []);
-    await page.evaluate("globalThis.player.close()");
-  } finally {
-    await browser?.close();
-    if (sessionId) await client.endSession(sessionId, { force: true }).catch(() => {});
-    kv.close();
-    await service.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+        const still = await make();
+        for (let t = 0; t < 2000; t += 10) still.d.draw(t);
+        const moving = await make();
+        for (let t = 0; t <= 2000; t += 200) {
+          moving.d.push({ type: "head", t_ms: t, dx: (t / 200) % 2 ? 3 : -3, dy: 0 });
+        }
+        for (let t = 0; t < 1000; t += 5) moving.d.draw(t);
+        const fade = await make();
+        fade.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
+        fade.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
+        const at = (t: number) => (fade.d.draw(t), fade.shade());
+        // The sound of that opening starts 30 ms before its stamp (the player knows it from the decoded
+        // audio): the cross-fade is centred there instead; one 100 ms before is another sound's.
+        const early = await make([470]);
+        const far = await make([400]);
+        for (const x of [early, far]) {
+          x.d.push({ type: "viseme", t_ms: 0, viseme: "sil" });
+          x.d.push({ type: "viseme", t_ms: 500, viseme: "aa" });
+        }
+        const atEarly = (t: number) => (early.d.draw(t), early.shade());
+        return {
+          still: still.d.stats().frames,
+          moving: moving.d.stats().frames,
+          sil: at(400),
+          before: at(478),
+          mid: at(500),
+          after: at(522),
+          aa: at(700),
+          earlyBefore: atEarly(448),
+          earlyMid: atEarly(470),
+          earlyAfter: atEarly(492),
+          farMid: (far.d.draw(500), far.shade()),
+        };
+      }) as Record<string, number>;
+      assert.equal(drawer.still, 1, "a still avatar is drawn once");
+      assert.ok(drawer.moving > 1 && drawer.moving <= 26, `a moving head: ${drawer.moving} frames in 1 s`);
+      assert.equal(drawer.before, drawer.sil, "22 ms before the stamp the mouth is still closed");
+      assert.equal(drawer.after, drawer.aa, "22 ms after the stamp the mouth is fully open");
+      const span = drawer.aa - drawer.sil;
+      assert.ok(span !== 0, "the open mouth differs from the closed one");
+      assert.ok(
+        Math.abs(drawer.mid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
+        `at the stamp the mouth is halfway: ${JSON.stringify(drawer)}`,
+      );
+      assert.equal(drawer.earlyBefore, drawer.sil, "closed 22 ms before its sound starts");
+      assert.equal(drawer.earlyAfter, drawer.aa, "open 22 ms after its sound starts");
+      assert.ok(
+        Math.abs(drawer.earlyMid - (drawer.sil + drawer.aa) / 2) < Math.abs(span) / 4,
+        `halfway where its sound starts: ${JSON.stringify(drawer)}`,
+      );
+      assert.equal(drawer.farMid, drawer.mid, "a sound start 100 ms before the stamp is not this opening's");
+      assert.deepEqual(errors, []);
+      await page.evaluate("globalThis.player.close()");
+    },
+  );
 });

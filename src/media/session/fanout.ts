@@ -19,30 +19,11 @@ import type {
   ControlMessage,
   EncodedAudioPacket,
   EncodedVideoFrame,
+  MediaSubscriber,
   StreamConfig,
 } from "../transports/transport.ts";
 
-/** A consumer of a session's media (a transport, a recorder, …). Every member is the subscriber's own. */
-export interface MediaSubscriber {
-  /** Clients this subscriber holds now (speech waits for one across all subscribers). */
-  readonly clients: number;
-  /** Clients that want the video (the video pipeline exists only while some subscriber has one). */
-  readonly videoClients: number;
-  /** Video-free clients (they get the animation track). */
-  readonly animationClients: number;
-  /** The stream's codec configuration: once before any media, again when a restarted encoder's differs. */
-  configure(config: StreamConfig): void;
-  /** An encoded video frame, as soon as it is out of the encoder. */
-  video(frame: EncodedVideoFrame): void;
-  /** An encoded audio packet, as soon as it is out of the encoder (it may be ahead of the clock). */
-  audio(packet: EncodedAudioPacket): void;
-  /** An animation message (the animation track). */
-  animation(message: AnimationMessage): void;
-  /** The video encoder stopped: frames kept for joiners are dropped. */
-  videoStopped(): void;
-  /** A control message for every client; returns how many clients it was sent to. */
-  control(message: ControlMessage): number;
-}
+export type { MediaSubscriber };
 
 /** The fan-out of one session. */
 export class MediaFanout {

@@ -106,27 +106,31 @@ export interface TransportStats {
   slowClientsClosed: number;
 }
 
-/** A session's transport. */
-export interface MediaTransport {
-  readonly kind: TransportKind;
-  /** Clients connected now. */
+/** A consumer of a session's media (a transport, a recorder, …): what the session's fan-out (`session/fanout.ts`) feeds. Every member is the subscriber's own. */
+export interface MediaSubscriber {
+  /** Clients this subscriber holds now (speech waits for one across all subscribers). */
   readonly clients: number;
-  /** Clients that want the video (the video encoder runs only while there is one). */
+  /** Clients that want the video (the video pipeline exists only while some subscriber has one). */
   readonly videoClients: number;
-  /** Video-free clients (they get the animation track instead). */
+  /** Video-free clients (they get the animation track). */
   readonly animationClients: number;
-  /** Called once, before the first frame, with the stream's codec configuration. */
+  /** The stream's codec configuration: once before any media, again when a restarted encoder's differs. */
   configure(config: StreamConfig): void;
   /** An encoded video frame, as soon as it is out of the encoder. */
   video(frame: EncodedVideoFrame): void;
   /** An encoded audio packet, as soon as it is out of the encoder (it may be ahead of the clock). */
   audio(packet: EncodedAudioPacket): void;
-  /** An animation message for the video-free clients. */
+  /** An animation message (the animation track). */
   animation(message: AnimationMessage): void;
-  /** The video encoder stopped (no video client): frames kept for joiners are dropped. */
+  /** The video encoder stopped: frames kept for joiners are dropped. */
   videoStopped(): void;
   /** A control message for every client; returns how many clients it was sent to. */
   control(message: ControlMessage): number;
+}
+
+/** A session's transport: a media subscriber with a kind, its clients' sockets and its own end. */
+export interface MediaTransport extends MediaSubscriber {
+  readonly kind: TransportKind;
   /**
    * What the transport adds to a `clock_sync` answer (`player_messages.ts`): the SFU transport says how
    * long after being made its frames and sounds leave it (`send_ms`), which a WebRTC player cannot see.
