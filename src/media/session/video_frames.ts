@@ -9,7 +9,6 @@
  * @module
  */
 import type { Logger } from "../../log.ts";
-import type { Renderer, RenderSession } from "../renderer.ts";
 import type { EncodedVideoFrame } from "../transports/transport.ts";
 import type { AnimationTrack } from "./animation_track.ts";
 import type { ClockDriven, MediaClock } from "./media_clock.ts";
@@ -19,13 +18,8 @@ import { VideoPipeline, type VideoPipelineDeps, type VideoStats } from "./video_
 export const MAX_CATCH_UP = 2;
 
 /** What the session's frames are built from. */
-export interface VideoFramesDeps {
-  sessionId: string;
-  renderer: Renderer;
-  render: RenderSession;
-  ffmpegPath: string;
-  crf: number;
-  gopFrames?: number;
+export interface VideoFramesDeps
+  extends Pick<VideoPipelineDeps, "sessionId" | "renderer" | "render" | "ffmpegPath" | "crf" | "gopFrames"> {
   clock: MediaClock;
   track: AnimationTrack;
   audio: VideoPipelineDeps["audio"];

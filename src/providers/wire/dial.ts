@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ByteBuffer } from "../../auth/credential_bytes.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { WireError } from "./failure.ts";
 import { startTls } from "./tls.ts";
@@ -51,6 +52,24 @@ export class Dialer {
   }
 
   #stop: () => void = () => {};
+
+  /**
+   * Dials the endpoint and writes `request` (a request head the caller assembled), zeroing it however that
+   * goes; a failed write is `unreachable`.
+   */
+  async send(endpoint: Endpoint, caCerts: readonly string[], request: ByteBuffer): Promise<Deno.Conn> {
+    try {
+      const conn = await this.dial(endpoint, caCerts);
+      try {
+        await writeAll(conn, request.view());
+      } catch {
+        throw new WireError({ kind: "unreachable" });
+      }
+      return conn;
+    } finally {
+      request.zero();
+    }
+  }
 
   /** Stops following the signal (the connection is set up). */
   done(): void {

@@ -7,7 +7,7 @@
  * @module
  */
 import { ByteBuffer } from "../../auth/credential_bytes.ts";
-import { Dialer, writeAll } from "./dial.ts";
+import { Dialer } from "./dial.ts";
 import { type Endpoint, type HeaderLine, plainText } from "./endpoint.ts";
 import { WireError } from "./failure.ts";
 import { readHead, writeHead } from "./http1.ts";
@@ -42,14 +42,7 @@ export async function httpRequest(o: {
   const body = new ByteBuffer(1024);
   let raw: ByteBuffer | null = null;
   try {
-    const conn = await dialer.dial(o.endpoint, o.caCerts ?? []);
-    try {
-      await writeAll(conn, request.view());
-    } catch {
-      throw new WireError({ kind: "unreachable" });
-    } finally {
-      request.zero();
-    }
+    const conn = await dialer.send(o.endpoint, o.caCerts ?? [], request);
     // The abort signal keeps dropping the connection while the answer is read.
     const onAbort = () => dialer.drop();
     o.signal.addEventListener("abort", onAbort, { once: true });

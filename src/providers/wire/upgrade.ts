@@ -12,7 +12,7 @@
  */
 import { type Clock, systemClock } from "../../clock.ts";
 import { ByteBuffer } from "../../auth/credential_bytes.ts";
-import { Dialer, writeAll } from "./dial.ts";
+import { Dialer } from "./dial.ts";
 import { type Endpoint, type HeaderLine, plainText } from "./endpoint.ts";
 import type { WireSocket } from "./wire_socket.ts";
 import { parseRetryAfter, WireError, type WireFailure } from "./failure.ts";
@@ -83,14 +83,7 @@ export function wireClient(options: WireClientOptions = {}): WireClient {
       let conn: Deno.Conn;
       let head: Head;
       try {
-        conn = await dialer.dial(o.endpoint, caCerts);
-        try {
-          await writeAll(conn, request.view());
-        } catch {
-          throw new WireError({ kind: "unreachable" });
-        } finally {
-          request.zero();
-        }
+        conn = await dialer.send(o.endpoint, caCerts, request);
         head = await readHead(conn);
       } catch (err) {
         request.zero();
