@@ -62,6 +62,8 @@ export function createWebRtcPlayer(options) {
   const canvas = options.canvas ?? null;
   /** Video-free: the sound over WebRTC, the animation track on a data channel, the avatar on `canvas`. */
   const videoFree = canvas !== null;
+  const meta = options.streamMetadata;
+  if (!meta?.sfu_endpoint) throw new TypeError("createWebRtcPlayer needs streamMetadata.sfu_endpoint");
   if (!videoFree && (!options.video || typeof options.video.play !== "function")) {
     throw new TypeError("createPlayer: video must be a <video> element");
   }
@@ -69,8 +71,6 @@ export function createWebRtcPlayer(options) {
   const video = /** @type {HTMLVideoElement} */ (videoFree ? document.createElement("audio") : options.video);
   const maxReconnects = options.maxReconnects ?? 5;
   const started = performance.now();
-  const meta = options.streamMetadata;
-  if (!meta?.sfu_endpoint) throw new TypeError("createWebRtcPlayer needs streamMetadata.sfu_endpoint");
   /** @param {string} url */
   const withVideoParam = (url) => videoFree ? `${url}${url.includes("?") ? "&" : "?"}video=0` : url;
   let endpoint = withVideoParam(meta.sfu_endpoint);
