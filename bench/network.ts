@@ -203,7 +203,8 @@ function pageScript(kind: Kind, meta: unknown, clientToken: string, box: unknown
       if (!source) {
         let track = null;
         if (${kind === "webrtc_free"}) {
-          track = g.pcs.flatMap((pc) => pc.getReceivers().map((r) => r.track))
+          track = g.pcs.flatMap((pc) => pc.getTransceivers())
+          .filter((t) => t.direction === "recvonly").map((t) => t.receiver.track)
             .find((t) => t.kind === "audio" && t.readyState === "live");
         } else if (el.captureStream && !el.paused) {
           track = el.captureStream().getAudioTracks()[0] ?? null;

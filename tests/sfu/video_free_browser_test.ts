@@ -78,7 +78,8 @@ async function play(
       }
       g.mouth.push({ t: Date.now(), dark });
       if (!analyser) {
-        const track = g.pcs.flatMap((pc) => pc.getReceivers().map((r) => r.track))
+        const track = g.pcs.flatMap((pc) => pc.getTransceivers())
+          .filter((t) => t.direction === "recvonly").map((t) => t.receiver.track)
           .find((t) => t.kind === "audio" && t.readyState === "live");
         if (!track) return;
         const actx = new AudioContext();
