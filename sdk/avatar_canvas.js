@@ -237,10 +237,10 @@ export function createAvatarDrawer(options) {
       if (typeof msg.t_ms !== "number") return;
       if (msg.type === "viseme") {
         visemeCount++;
-        visemes.push([msg.t_ms, String(msg.viseme)]);
+        inOrder(visemes, [msg.t_ms, String(msg.viseme)]);
       } else if (msg.type === "face") {
-        faces.push([msg.t_ms, { state: msg.state, eyes: msg.eyes, look: msg.look }]);
-      } else if (msg.type === "head") heads.push([msg.t_ms, Number(msg.dx) || 0, Number(msg.dy) || 0]);
+        inOrder(faces, [msg.t_ms, { state: msg.state, eyes: msg.eyes, look: msg.look }]);
+      } else if (msg.type === "head") inOrder(heads, [msg.t_ms, Number(msg.dx) || 0, Number(msg.dy) || 0]);
     },
     interrupt(tMs) {
       visemes = visemes.filter(([t]) => t <= tMs);
@@ -315,4 +315,17 @@ export function createAvatarDrawer(options) {
       art = null;
     },
   };
+}
+
+/**
+ * Adds a stamped entry in stamp order: over the WebSocket messages come in order (an append), over
+ * WebRTC's unordered data channel one may overtake another (`./player_webrtc.js`).
+ * @template {[number, ...any[]]} T
+ * @param {T[]} list
+ * @param {T} entry
+ */
+function inOrder(list, entry) {
+  let i = list.length;
+  while (i > 0 && list[i - 1][0] > entry[0]) i--;
+  list.splice(i, 0, entry);
 }

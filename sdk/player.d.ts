@@ -91,7 +91,8 @@ export interface CreatePlayerOptions {
   /** The element to play in (required unless `canvas` is given). */
   video?: HTMLVideoElement;
   /**
-   * Video-free (`websocket_fmp4` sessions, WebCodecs): no video is sent; the player plays the sound and
+   * Video-free (`websocket_fmp4` sessions with WebCodecs; `webrtc_sfu` sessions: the animation track on a
+   * data channel): no video is sent; the player plays the sound and
    * draws the avatar on this canvas from the service's art and the animation track, in step with the
    * sound. Its width and height are the drawing's pixel size; the `transparent` background leaves the page
    * visible around the avatar. `state: "playing"` once the first picture is drawn.

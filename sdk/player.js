@@ -98,7 +98,8 @@ import { createClockSync, startReporting } from "./player_report.js";
 /**
  * @typedef {object} CreatePlayerOptions
  * @property {HTMLVideoElement} [video] The element to play in (required unless `canvas` is given).
- * @property {HTMLCanvasElement} [canvas] Video-free (`websocket_fmp4` sessions, WebCodecs): no video is
+ * @property {HTMLCanvasElement} [canvas] Video-free (`websocket_fmp4` sessions with WebCodecs, or
+ *   `webrtc_sfu` sessions: the animation track on a data channel): no video is
  *   sent; the player plays the sound and draws the avatar on this canvas from the service's art and the
  *   animation track, in step with the sound (docs/media-plane.md#video-free-clients). Its width and
  *   height are the drawing's pixel size; the `transparent` background leaves the page visible around the

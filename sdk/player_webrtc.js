@@ -15,11 +15,23 @@
  * unexpected close, or when ICE fails, it asks `refreshToken()` for fresh `stream_metadata` (a new
  * `session_token` and TURN credentials) and reconnects with backoff.
  *
+ * Video-free (given a `canvas` instead of a `video`): the signalling socket asks for no video (`video=0`),
+ * the sound plays from an `<audio>` element the player makes, and the avatar is drawn on the canvas
+ * (`./avatar_canvas.js`) from the animation track, which arrives on a data channel the player opens
+ * unordered and without retransmission (the latest state wins: a lost message is never waited for); see
+ * `./player_webrtc_animation.js` for how its stamps are placed on the sound.
+ *
  * @module
  */
 
 import { createToolCalls } from "./tool_calls.js";
 import { createClockSync, startReporting } from "./player_report.js";
+import { createAvatarDrawer } from "./avatar_canvas.js";
+import {
+  ANIMATION_CHANNEL_LABEL,
+  ANIMATION_CHANNEL_OPTIONS,
+  createStampMap,
+} from "./player_webrtc_animation.js";
 
 /** Subprotocol of the SFU signalling WebSocket. */
 export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
@@ -30,6 +42,8 @@ const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 const GATHER_TIMEOUT_MS = 2000;
 /** How often the RTC statistics behind `stats()` are refreshed, ms. */
 const STATS_PERIOD_MS = 1000;
+/** Video-free: how long after a `requestAnimationFrame` callback its drawing is on screen (one refresh). */
+const CANVAS_DISPLAY_MS = 16;
 
 /**
  * @typedef {import("./player.js").CreatePlayerOptions} CreatePlayerOptions
@@ -45,13 +59,21 @@ const STATS_PERIOD_MS = 1000;
  * @returns {AvatarPlayer}
  */
 export function createWebRtcPlayer(options) {
-  // (`createPlayer` checked it: video-free is offered on the media WebSocket only)
-  const video = /** @type {HTMLVideoElement} */ (options.video);
-  const maxReconnects = options.maxReconnects ?? 5;
-  const started = performance.now();
+  const canvas = options.canvas ?? null;
+  /** Video-free: the sound over WebRTC, the animation track on a data channel, the avatar on `canvas`. */
+  const videoFree = canvas !== null;
   const meta = options.streamMetadata;
   if (!meta?.sfu_endpoint) throw new TypeError("createWebRtcPlayer needs streamMetadata.sfu_endpoint");
-  let endpoint = meta.sfu_endpoint;
+  if (!videoFree && (!options.video || typeof options.video.play !== "function")) {
+    throw new TypeError("createPlayer: video must be a <video> element");
+  }
+  // Video-free, the sound plays from an element of the player's own.
+  const video = /** @type {HTMLVideoElement} */ (videoFree ? document.createElement("audio") : options.video);
+  const maxReconnects = options.maxReconnects ?? 5;
+  const started = performance.now();
+  /** @param {string} url */
+  const withVideoParam = (url) => videoFree ? `${url}${url.includes("?") ? "&" : "?"}video=0` : url;
+  let endpoint = withVideoParam(meta.sfu_endpoint);
   let token = meta.session_token;
   /** @type {RTCIceServer[]} */
   let iceServers = /** @type {RTCIceServer[]} */ (meta.ice_servers ?? []);
@@ -95,6 +117,17 @@ export function createWebRtcPlayer(options) {
   let firstFrameReported = false;
   let bytesBefore = 0;
   let micBefore = 0;
+  let animationMessages = 0;
+  let unreliableMessages = 0;
+  /** Video-free: where the data channel's stamps fall on the sound (see `./player_webrtc_animation.js`). */
+  const stamps = createStampMap();
+  const avatar = videoFree
+    ? createAvatarDrawer({
+      canvas: /** @type {HTMLCanvasElement} */ (canvas),
+      origin: httpOrigin(meta.sfu_endpoint),
+      token: () => token ?? "",
+    })
+    : null;
 
   /** @param {Partial<PlayerState>} patch */
   const setState = (patch) => {
@@ -194,6 +227,7 @@ export function createWebRtcPlayer(options) {
       if (viewer === pc && pc.connectionState === "failed") dropAndReconnect("ice_failed");
     };
     await pc.setRemoteDescription({ type: "offer", sdp });
+    if (videoFree) openAnimationChannel(pc);
     await pc.setLocalDescription(await pc.createAnswer());
     await gathered(pc);
     if (viewer !== pc || closed) return;
@@ -201,6 +235,40 @@ export function createWebRtcPlayer(options) {
     if (current.state === "connecting" || current.state === "reconnecting") {
       setState({ state: current.ttffMs === null ? "buffering" : "playing" });
     }
+  };
+
+  /**
+   * Video-free: the animation track's data channel. The player opens it (before its answer, so it is open
+   * when the SFU's first message comes) unordered and without retransmission; the SFU sends on the channel
+   * of its own label with the reliability the opener chose. Should the SFU open one itself (a message sent
+   * before ours arrived), that one is read too.
+   * @param {RTCPeerConnection} pc
+   */
+  const openAnimationChannel = (pc) => {
+    /** @param {RTCDataChannel} ch */
+    const read = (ch) => {
+      ch.binaryType = "arraybuffer";
+      ch.onmessage = (e) => {
+        if (viewer !== pc) return;
+        const arrivedAt = performance.now();
+        let msg;
+        try {
+          msg = JSON.parse(typeof e.data === "string" ? e.data : new TextDecoder().decode(e.data));
+        } catch {
+          return;
+        }
+        if (typeof msg?.t_ms !== "number" || !["viseme", "face", "head"].includes(msg.type)) return;
+        animationMessages++;
+        if (!ch.ordered || ch.maxRetransmits === 0) unreliableMessages++;
+        stamps.arrived(msg.t_ms, arrivedAt);
+        avatar?.push(msg);
+      };
+    };
+    const ch = pc.createDataChannel(ANIMATION_CHANNEL_LABEL, ANIMATION_CHANNEL_OPTIONS);
+    read(ch);
+    // A first message makes the SFU take the channel as open, and only then as unordered.
+    ch.onopen = () => ch.send(JSON.stringify({ type: "animation_channel" }));
+    pc.ondatachannel = (e) => read(e.channel);
   };
 
   const publish = async () => {
@@ -240,6 +308,7 @@ export function createWebRtcPlayer(options) {
     switch (msg?.type) {
       case "hello":
         clockSync.start();
+        if (avatar && msg.animation) avatar.configure(msg.animation);
         if (micWanted) void publish().catch((err) => setState({ reason: `microphone: ${err}` }));
         break;
       case "clock_sync":
@@ -260,6 +329,15 @@ export function createWebRtcPlayer(options) {
         break;
       case "republish":
         if (micWanted) void publish().catch(() => {});
+        break;
+      case "interrupt":
+        // Barge-in: the visemes after the cut go (the SFU sends no more of them; the sound stops).
+        if (avatar && typeof msg.t_ms === "number") avatar.interrupt(msg.t_ms);
+        break;
+      case "face":
+      case "head":
+        // The state when joining (over the signalling socket: not a stamp of the sound's path).
+        if (typeof msg.t_ms === "number") avatar?.push(msg);
         break;
       case "transcript":
         options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
@@ -349,7 +427,7 @@ export function createWebRtcPlayer(options) {
         const fresh = await options.refreshToken();
         const m = fresh.streamMetadata;
         if (m?.session_token) token = m.session_token;
-        if (m?.sfu_endpoint) endpoint = m.sfu_endpoint;
+        if (m?.sfu_endpoint) endpoint = withVideoParam(m.sfu_endpoint);
         if (m?.ice_servers) iceServers = /** @type {RTCIceServer[]} */ (m.ice_servers);
       } catch (err) {
         teardown();
@@ -476,10 +554,31 @@ export function createWebRtcPlayer(options) {
     publisher = null;
     micStream?.getTracks().forEach((t) => t.stop());
     micStream = null;
+    cancelAnimationFrame(drawRaf);
+    avatar?.close();
+    if (videoFree) video.srcObject = null;
   };
 
+  /** Video-free: the avatar drawn at the instant of the sound heard when the drawing is on screen. */
+  let drawRaf = 0;
+  const drawLoop = () => {
+    if (closed || !avatar) return;
+    const t = stamps.heardAt(performance.now() + CANVAS_DISPLAY_MS, audioDelay);
+    if (t !== null && avatar.draw(t)) {
+      drawnAt ??= performance.now();
+      if (current.ttffMs === null) {
+        connectionFirstFrameMs ??= Math.max(0, Math.round(drawnAt - connectAt));
+        setState({ state: "playing", ttffMs: Math.round(drawnAt - started) });
+      }
+    }
+    drawRaf = requestAnimationFrame(drawLoop);
+  };
+  /** @type {number | null} */
+  let drawnAt = null;
+
   video.playsInline = true;
-  watchFrames();
+  if (videoFree) drawRaf = requestAnimationFrame(drawLoop);
+  else watchFrames();
   setState({ state: "connecting" });
   connect();
 
@@ -509,6 +608,17 @@ export function createWebRtcPlayer(options) {
         bytesReceived: counters.bytesReceived,
         micFramesSent: counters.micFramesSent,
         reconnects,
+        ...(avatar
+          ? {
+            framesDecoded: avatar.stats().frames,
+            animation: {
+              messages: animationMessages,
+              unreliable: unreliableMessages,
+              stampToHeardMs: stamps.delay(audioDelay),
+              heardNow: stamps.heardAt(performance.now(), audioDelay),
+            },
+          }
+          : {}),
       };
     },
     setMicrophone: async (/** @type {boolean} */ on) => {
@@ -527,4 +637,14 @@ export function createWebRtcPlayer(options) {
       setState({ state: "ended", reason: "closed" });
     },
   };
+}
+
+/**
+ * The http(s) origin of a ws(s) URL (where the art is served).
+ * @param {string} wsUrl
+ */
+function httpOrigin(wsUrl) {
+  const u = new URL(wsUrl);
+  u.protocol = u.protocol === "wss:" ? "https:" : "http:";
+  return u.origin;
 }

@@ -13,6 +13,7 @@ import { FakeBridge } from "./fake_bridge.ts";
 import { engineBody } from "./fixtures.ts";
 import { createHarness, type Harness } from "./harness.ts";
 import { type JanusProcess, startJanus, startTurn, type TurnProcess } from "./janus.ts";
+import { startUdpProxy, type UdpProxy, type UdpProxyOptions } from "./udp_proxy.ts";
 import { smallRenderer } from "./media.ts";
 import type { Renderer } from "../src/media/renderer.ts";
 
@@ -22,6 +23,8 @@ export interface SfuContext {
   plane: MediaPlane;
   janus: JanusProcess;
   turn: TurnProcess | null;
+  /** The impairment proxy in front of coturn (with the `impair` option): every relayed packet crosses it. */
+  proxy: UdpProxy | null;
   fake: FakeBridge;
   /** Base http URL of the served app (also the plane's public URL). */
   base: string;
@@ -41,6 +44,11 @@ export interface SfuContext {
 export interface SfuOptions {
   /** Start coturn and hand out TURN credentials. */
   turn?: boolean;
+  /**
+   * Put a UDP impairment proxy (`udp_proxy.ts`) in front of coturn and hand out its address as the TURN
+   * URL (implies `turn`); a page forced to relay then reaches Janus only through it.
+   */
+  impair?: Omit<UdpProxyOptions, "upstream">;
   /** Environment overrides of the harness. */
   env?: Record<string, string>;
   /** SFU settings overriding the ones derived from the fixtures. */
@@ -62,15 +70,21 @@ export async function withSfu(
 ): Promise<void> {
   const janus = await startJanus(options.janus);
   let turn: TurnProcess | null = null;
+  let proxy: UdpProxy | null = null;
   let plane: MediaPlane | null = null;
   let h: Harness | null = null;
   const logs: string[] = [];
   try {
-    if (options.turn) turn = await startTurn();
+    if (options.turn || options.impair) turn = await startTurn();
+    if (turn && options.impair) {
+      const port = Number(/:(\d+)\?/.exec(turn.url)![1]);
+      proxy = await startUdpProxy({ ...options.impair, upstream: { host: "127.0.0.1", port } });
+    }
+    const turnUrl = proxy ? `turn:${proxy.host}:${proxy.port}?transport=udp` : turn?.url;
     const env = {
       SVC_SFU_JANUS_URL: janus.url,
       SVC_SFU_ADMIN_SECRET: janus.secret,
-      ...(turn ? { SVC_TURN_URLS: turn.url, SVC_TURN_SECRET: turn.secret } : {}),
+      ...(turn ? { SVC_TURN_URLS: turnUrl!, SVC_TURN_SECRET: turn.secret } : {}),
     };
     const config = loadConfig(env);
     plane = await MediaPlane.create({
@@ -103,6 +117,7 @@ export async function withSfu(
       plane: p,
       janus,
       turn,
+      proxy,
       fake,
       base,
       key,
@@ -122,6 +137,7 @@ export async function withSfu(
   } finally {
     await h?.close().catch(() => {});
     await plane?.close().catch(() => {});
+    await proxy?.close();
     await turn?.stop();
     await janus.stop();
   }

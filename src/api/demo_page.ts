@@ -130,7 +130,7 @@ ${VENDOR_OPTIONS}
     <label for="mode">Picture</label>
     <select id="mode">
       <option value="video" selected>Video (the service renders and encodes)</option>
-      <option value="free">Video-free (this page draws the avatar; fMP4 socket only)</option>
+      <option value="free">Video-free (this page draws the avatar: over the media socket or WebRTC)</option>
     </select>
     <label for="transport">Transport</label>
     <select id="transport">
@@ -334,12 +334,12 @@ $("start").addEventListener("click", async () => {
   $("log").textContent = "";
   $("ttff").textContent = "–";
   try {
-    // Video-free is offered on the media WebSocket only (not through the SFU).
+    // Video-free over either transport: the sound and the animation track (on WebRTC, a data channel).
     const free = $("mode").value === "free";
     document.body.classList.toggle("videofree", free);
     session = await api("POST", "/sessions", {
       avatar_id: $("avatar").value, bg_id: $("bg").value,
-      transport: free ? "websocket_fmp4" : $("transport").value, ...engineChoice(),
+      transport: $("transport").value, ...engineChoice(),
     });
   } catch (err) {
     $("state").textContent = "could not start: " + err.message;

@@ -196,7 +196,7 @@ Deno.test("sfu: no free SFU port answers 503 SVC_SFU_ROOM_FULL (retryable); an e
     const again = await create();
     assert.equal(again.transport, "webrtc_sfu");
     assert.equal((await h.req("POST", `/v1/sessions/${again.session_id}/end`, { key })).status, 200);
-  }, { janus: { ingestPorts: 2 } }); // room for one mountpoint (video + audio)
+  }, { janus: { ingestPorts: 3 } }); // room for one mountpoint (video, audio, data)
 });
 
 Deno.test("sfu: Janus restarting mid-session: the session's objects are recreated and the client gets a new offer", async () => {

@@ -162,7 +162,8 @@ const webrtcSfu: TransportImplementation<JanusSfu | null> = {
   attach: (transport, messages) => {
     if (!(transport instanceof WebRtcSfuTransport)) return null;
     return (peer) => {
-      const attached = transport.attach(peer);
+      // `video=0`: a video-free client (the sound over WebRTC, the animation track on the data channel).
+      const attached = transport.attach(peer, { video: peer.query("video") !== "0" });
       if (!attached) return null;
       const sender = { reply: (text: string) => peer.send(text) };
       return {

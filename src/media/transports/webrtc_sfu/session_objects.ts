@@ -1,7 +1,7 @@
 /**
  * A `webrtc_sfu` session's objects on Janus: its Janus session (kept alive), a private Streaming mountpoint
  * (RTP in on two ports Janus picks: H.264 packetization mode 1 and Opus; the latest keyframe kept for
- * joiners) and a private audio-only VideoRoom room for the microphone, each with a random pin and secret that
+ * joiners; a third port whose datagrams become data channel messages: the animation track) and a private audio-only VideoRoom room for the microphone, each with a random pin and secret that
  * never leave the worker. Created at the session's start and again after a Janus restart (Janus keeps
  * neither), destroyed with the session.
  *
@@ -30,7 +30,15 @@ export interface SfuObjects {
   session: JanusSession;
   streaming: JanusHandle;
   videoroom: JanusHandle;
-  mountpoint: { id: number; pin: string; secret: string; videoPort: number; audioPort: number };
+  mountpoint: {
+    id: number;
+    pin: string;
+    secret: string;
+    videoPort: number;
+    audioPort: number;
+    /** Text datagrams sent here reach every viewer's data channel. */
+    dataPort: number;
+  };
   room: { id: number; pin: string; secret: string };
   video: RtpStream;
   audio: RtpStream;
@@ -71,12 +79,17 @@ export async function createSfuObjects(
           bufferkf: true,
         },
         { type: "audio", mid: "a", port: 0, iface: rtpHost, pt: AUDIO_PT, codec: "opus" },
+        // The animation track of video-free clients: each datagram to this port is one message on the
+        // viewers' data channel (docs/media-plane.md, "Video-free over WebRTC"). Janus 1.1.2 delivers them
+        // as binary messages whatever `datatype` says: the player decodes the UTF-8 JSON either way.
+        { type: "data", mid: "d", port: 0, iface: rtpHost },
       ],
     });
     const ports = ((created.stream as { ports?: { type: string; port: number }[] })?.ports) ?? [];
     const videoPort = ports.find((p) => p.type === "video")?.port;
     const audioPort = ports.find((p) => p.type === "audio")?.port;
-    if (!videoPort || !audioPort) throw new JanusError(0, "the mountpoint has no RTP ports");
+    const dataPort = ports.find((p) => p.type === "data")?.port;
+    if (!videoPort || !audioPort || !dataPort) throw new JanusError(0, "the mountpoint has no RTP ports");
     const room = { id: randomId(), pin: randomSecret(), secret: randomSecret() };
     try {
       await videoroom.request({
@@ -99,7 +112,7 @@ export async function createSfuObjects(
       session,
       streaming,
       videoroom,
-      mountpoint: { ...mp, videoPort, audioPort },
+      mountpoint: { ...mp, videoPort, audioPort, dataPort },
       room,
       video: new RtpStream(VIDEO_PT),
       audio: new RtpStream(AUDIO_PT),

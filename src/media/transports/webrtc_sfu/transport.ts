@@ -5,6 +5,9 @@
  *   and secret that never leave the worker). The encoded frames are packetized here as RTP (H.264 packetization mode 1, Opus) and
  *   sent over UDP to the mountpoint's ports; audio is paced to the media clock (sent when due, not ahead),
  *   so audio and video reach the browser in step. Janus keeps the latest keyframe (`bufferkf`) for joiners.
+ * - **Video-free clients** (`?video=0` on the signalling socket): they draw the avatar themselves, so they
+ *   get the sound over WebRTC and the animation track as text on the mountpoint's data channel, paced to
+ *   the media clock (`animation_channel.ts`); while only such clients are attached, no video is made.
  * - **Upstream**: one VideoRoom room per session (private, random pin). A client publishes its microphone
  *   (audio only); the newest publisher's audio is forwarded (`rtp_forward`) to this worker's
  *   {@link MicReceiver}, decoded to PCM and sent to the engine.
@@ -31,6 +34,8 @@ import type {
   TransportStats,
 } from "../transport.ts";
 import { type JanusConnection, JanusError, type JanusHandle, type Jsep } from "./janus.ts";
+import { VISEMES } from "../../lipsync/visemes.ts";
+import { AnimationChannel } from "./animation_channel.ts";
 import { MicReceiver } from "./mic.ts";
 import { avcCParameterSets, packetizeH264 } from "./rtp.ts";
 import {
@@ -82,6 +87,10 @@ export interface WebRtcSfuDeps {
 
 interface Client {
   socket: SignalSocket;
+  /** Wants the video (false: a video-free client, which gets the animation track instead). */
+  video: boolean;
+  /** The `hello` was sent (a video-free client's waits for the stream's configuration: it names the art). */
+  greeted: boolean;
   viewer: JanusHandle | null;
   /** The subscriber's PeerConnection is up. */
   up: boolean;
@@ -110,6 +119,8 @@ export class WebRtcSfuTransport implements MediaTransport {
   #recoveryTimer: ReturnType<typeof setTimeout> | undefined;
   #micOwner: Client | null = null;
   #upCount = 0;
+  /** The animation track on its way to the data channel (once the stream is configured). */
+  #animation: AnimationChannel | null = null;
   #closed = false;
   #bytesSent = 0;
   /** Recent times from a frame made (or a sound due) to its RTP sent, ms (for the players' figures). */
@@ -159,18 +170,29 @@ export class WebRtcSfuTransport implements MediaTransport {
 
   /**
    * The mountpoint is the video's consumer: Janus keeps the latest keyframe for viewers that join, so the
-   * video runs for the session's life (video-free clients are not offered over the SFU:
-   * docs/media-plane.md).
+   * video runs while no client is attached (the first one is shown a frame at once) and while a video
+   * client is; only while every attached client is video-free does no video run.
    */
   get videoClients(): number {
-    return 1;
+    let attached = 0, video = 0;
+    for (const c of this.#clients) {
+      if (c.gone) continue;
+      attached++;
+      if (c.video) video++;
+    }
+    return attached === 0 ? 1 : video;
   }
 
   get animationClients(): number {
-    return 0;
+    let n = 0;
+    for (const c of this.#clients) if (!c.gone && !c.video) n++;
+    return n;
   }
 
-  animation(_message: AnimationMessage): void {}
+  animation(message: AnimationMessage): void {
+    if (this.#closed || !this.#animation || this.animationClients === 0) return;
+    this.#animation.push(message);
+  }
 
   videoStopped(): void {}
 
@@ -184,6 +206,15 @@ export class WebRtcSfuTransport implements MediaTransport {
   configure(config: StreamConfig): void {
     this.#config = config;
     this.#parameterSets = avcCParameterSets(config.avcC);
+    this.#animation ??= new AnimationChannel({
+      send: (text) => {
+        const o = this.#objects;
+        if (o) this.#send(new TextEncoder().encode(text), o.mountpoint.dataPort);
+      },
+      timelineMs: () => this.#config?.timelineMs() ?? 0,
+      leadMs: AUDIO_LEAD_MS,
+    });
+    for (const c of this.#clients) if (!c.greeted) this.#greet(c);
   }
 
   video(frame: EncodedVideoFrame): void {
@@ -246,6 +277,9 @@ export class WebRtcSfuTransport implements MediaTransport {
 
   control(message: ControlMessage): number {
     if (this.#closed) return 0;
+    if (message.type === "interrupt" && typeof message.t_ms === "number") {
+      this.#animation?.interrupt(message.t_ms);
+    }
     const text = JSON.stringify(message);
     let sent = 0;
     for (const c of this.#clients) {
@@ -262,7 +296,7 @@ export class WebRtcSfuTransport implements MediaTransport {
    * Attaches a signalling client: it gets a `hello` and the subscriber offer. Returns null when it was
    * refused (closed with 4429: too many clients).
    */
-  attach(socket: SignalSocket): SignalClient | null {
+  attach(socket: SignalSocket, options: { video?: boolean } = {}): SignalClient | null {
     if (this.#closed) return null;
     if (this.#clients.size >= this.#d.maxClients) {
       socket.close(MEDIA_CLOSE.TOO_MANY_CLIENTS.code, MEDIA_CLOSE.TOO_MANY_CLIENTS.reason);
@@ -270,6 +304,8 @@ export class WebRtcSfuTransport implements MediaTransport {
     }
     const client: Client = {
       socket,
+      video: options.video ?? true,
+      greeted: false,
       viewer: null,
       up: false,
       publisher: null,
@@ -278,22 +314,50 @@ export class WebRtcSfuTransport implements MediaTransport {
       gone: false,
     };
     this.#clients.add(client);
+    if (client.video || this.#config) this.#greet(client);
+    this.#run(client, () => this.#subscribe(client));
+    return {
+      receive: (text) => this.#onSignal(client, text),
+      detach: () => this.#detach(client),
+    };
+  }
+
+  /**
+   * The client's `hello`. A video-free client's names the art to draw (as on the media WebSocket) and is
+   * followed by the latest face and head, so it draws the current state before the next change.
+   */
+  #greet(client: Client): void {
+    client.greeted = true;
     const { width, height, fps } = this.#d.format;
+    const config = this.#config;
+    const avatar = config?.avatar;
     this.#tell(
       client,
       JSON.stringify({
         type: "hello",
         session_id: this.#d.sessionId,
         transport: "webrtc_sfu",
-        video: { width, height, fps },
-        ...(this.#config ? { timeline_ms: Math.round(this.#config.timelineMs() * 10) / 10 } : {}),
+        video: client.video ? { width, height, fps } : null,
+        ...(config ? { timeline_ms: Math.round(config.timelineMs() * 10) / 10 } : {}),
+        ...(!client.video && avatar
+          ? {
+            animation: {
+              avatar_id: avatar.avatarId,
+              bg_id: avatar.bgId,
+              art_path: `/media/v0/art/${avatar.avatarId}`,
+              seed: avatar.seed,
+              visemes: VISEMES,
+              channel: "data",
+            },
+          }
+          : {}),
       }),
     );
-    this.#run(client, () => this.#subscribe(client));
-    return {
-      receive: (text) => this.#onSignal(client, text),
-      detach: () => this.#detach(client),
-    };
+    if (!client.video) {
+      for (const m of this.#animation?.latest() ?? []) {
+        if (m.type !== "viseme") this.#tell(client, JSON.stringify(m));
+      }
+    }
   }
 
   #tell(client: Client, text: string): void {
@@ -373,7 +437,13 @@ export class WebRtcSfuTransport implements MediaTransport {
       if (m.janus === "webrtcup") this.#setUp(client, true);
       else if (m.janus === "hangup" || m.janus === "detached") this.#setUp(client, false);
     });
-    const { jsep } = await viewer.message({ request: "watch", id: o.mountpoint.id, pin: o.mountpoint.pin });
+    // A video client is offered the video and the sound; a video-free one the sound and the data channel.
+    const { jsep } = await viewer.message({
+      request: "watch",
+      id: o.mountpoint.id,
+      pin: o.mountpoint.pin,
+      media: client.video ? ["v", "a"] : ["a", "d"],
+    });
     if (!jsep) throw new JanusError(0, "no offer for the subscriber");
     this.#tell(client, JSON.stringify({ type: "offer", sdp: jsep.sdp }));
   }
@@ -560,6 +630,7 @@ export class WebRtcSfuTransport implements MediaTransport {
     clearTimeout(this.#audioTimer);
     clearTimeout(this.#recoveryTimer);
     this.#audioQueue = [];
+    this.#animation?.close();
     this.#unsubscribe();
     const ended = JSON.stringify({ type: "ended", reason: failed ?? "session_ended" });
     const close = failed ? MEDIA_CLOSE.MEDIA_FAILED : MEDIA_CLOSE.SESSION_ENDED;
