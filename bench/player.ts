@@ -70,6 +70,7 @@ export interface PathResults {
   engine_chunk_to_sound_ms: Figures & { bursts: number };
   frame_made_to_presented_ms: Figures;
   mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
+  reported_vs_shown_ms: ReportedVsShown;
   connect_to_first_frame_ms: Figures;
   /**
    * `--realtime-engine`: the same steady run on the strictly real-time engine (`testing/realtime_engine.ts`:
@@ -88,11 +89,24 @@ export interface PathResults {
   bursts_detail?: BurstDetail[];
 }
 
+/**
+ * What the player reported of mouth vs sound (the service's `av_offset_ms` p50 of the steady run's session,
+ * from the players' own samples) against what the page saw from outside (the p50 of `mouth_vs_sound_ms`).
+ */
+export interface ReportedVsShown {
+  reported_p50: number | null;
+  reported_count: number;
+  shown_p50: number | null;
+  /** reported − shown (ms); the issue's bound: within 10. */
+  difference: number | null;
+}
+
 /** The figures of one steady run. */
 export interface SteadyResults {
   engine_chunk_to_sound_ms: Figures & { bursts: number };
   frame_made_to_presented_ms: Figures;
   mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
+  reported_vs_shown_ms: ReportedVsShown;
   player_stats: Record<string, unknown> | null;
   service_metrics: Record<string, unknown> | null;
   load_average: string;
@@ -668,7 +682,17 @@ function steadyResults(
 ): SteadyResults {
   const abs = pct(st.av.map(Math.abs), 95);
   const mean = st.av.length ? r1(st.av.reduce((a, b) => a + b, 0) / st.av.length) : null;
+  const reported = (st.metrics as { av_offset_ms?: { p50?: number | null; count?: number } } | null)
+    ?.av_offset_ms;
+  const shown = figures(st.av).p50;
+  const rp = reported?.p50 ?? null;
   return {
+    reported_vs_shown_ms: {
+      reported_p50: rp,
+      reported_count: reported?.count ?? 0,
+      shown_p50: shown,
+      difference: rp === null || shown === null ? null : r1(rp - shown),
+    },
     engine_chunk_to_sound_ms: { ...figures(st.audio), bursts: st.bursts },
     frame_made_to_presented_ms: figures(st.frames),
     mouth_vs_sound_ms: { ...figures(st.av), abs_p95: abs === null ? null : r1(abs), mean },
@@ -775,6 +799,14 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
       "real-time engine: service's av_offset_ms p50 (count)",
       (r) => r.realtime_engine ? reportedOffset(r.realtime_engine.service_metrics) : "–",
       "within 10 of shown",
+    ),
+    row(
+      "mouth vs sound reported (service p50) − shown (outside p50) ms; real-time engine",
+      (r) => {
+        const d = (x: ReportedVsShown | undefined) => x?.difference ?? "–";
+        return `${d(r.reported_vs_shown_ms)}; ${d(r.realtime_engine?.reported_vs_shown_ms)}`;
+      },
+      "within ±10",
     ),
     row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
   ].join("\n");

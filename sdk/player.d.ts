@@ -178,9 +178,12 @@ export interface PlayerStats {
    */
   latencyMs: number;
   /**
-   * The mouth vs its sound: a shown frame's display time − the time its sound leaves the player, ms (+: the
-   * picture is late), median of the last 2 s; null until measured. Media Source Extensions and WebRTC
-   * estimate it from the element's clock or the RTC statistics.
+   * The mouth vs its sound as shown, ms (+: the mouth is late). WebCodecs video: per sound that starts after
+   * a silence, the first shown picture whose mouth is open (read from the shown frame's mouth box) − when
+   * that sound was heard (the audio clock's output timestamps); the median of the last 9 such samples.
+   * Video-free (canvas): each picture on screen − the sound of the instant it shows heard, median of the last
+   * 2 s. Null until measured. Media Source Extensions and WebRTC estimate it from the element's clock or the
+   * RTC statistics (a shown frame against its sound).
    */
   avOffsetMs: number | null;
   /** Times the media stopped arriving (network stalls). */

@@ -402,6 +402,12 @@ function createFmp4Player(options) {
     }
   };
 
+  /** The URL of the avatar's art at `path` (a project avatar's is served only with the session's token). */
+  const artUrl = (/** @type {string} */ path) => {
+    const url = new URL(path, httpOrigin(mediaUrl));
+    if (url.pathname.startsWith("/media/v0/art/av_")) url.searchParams.set("token", token);
+    return url.href;
+  };
   const useWebCodecs = videoFree || options.playback === "webcodecs" ||
     (options.playback !== "mse" && webCodecsSupported());
   /** @type {MediaSink} */
@@ -411,6 +417,11 @@ function createFmp4Player(options) {
       audioContext: options.audioContext,
       audioOutput: options.audioOutput,
       events: sinkEvents,
+      fetchArt: async (/** @type {string} */ path) => {
+        const res = await fetch(artUrl(path));
+        if (!res.ok) throw new Error(`the avatar's art answered ${res.status}`);
+        return await res.json();
+      },
     })
     : createMseSink({ video, events: sinkEvents, options });
   sink.onFirstFrame(onFirstFrame);

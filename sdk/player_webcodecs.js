@@ -17,7 +17,9 @@
  *   skipping, in a quiet moment) when there is room to spare. After a network stall nothing is played
  *   late: what is past is skipped, and playback resumes at the live edge with the latency it had.
  * - **Measures** (reported in `stats()` and to the service): frame made → presented, the mouth vs its
- *   sound, stalls, catch-ups, time to the first frame.
+ *   sound (`./player_av.js`: a sound start heard, from the audio clock, against the first shown frame whose
+ *   mouth — read from the frame's pixels in the mouth's box of the avatar's art — is open; the video-free
+ *   drawer reports its pictures through `canvasShown`), stalls, catch-ups, time to the first frame.
  *
  * Audio only (no `video`): the same clock and anchor; nothing is presented. Protocol and clock model:
  * docs/media-plane.md.
@@ -25,6 +27,7 @@
  * @module
  */
 import { createAudioClock } from "./player_clock.js";
+import { createAvMeter } from "./player_av.js";
 import { createDisplayModel } from "./player_display.js";
 import {
   FRAMES_SUBPROTOCOL,
@@ -69,6 +72,10 @@ const ONSET_QUIET_MS = 120;
 const MAX_LATE_MS = 80;
 /** Samples of each measure kept between two reports. */
 const MAX_SAMPLES = 200;
+/** Mouth vs sound samples `stats()` gives the median of (one per sound start). */
+const AV_RECENT = 9;
+/** The least difference between the darkest and the lightest mouth box (luma levels) that shows a mouth. */
+const MOUTH_MIN_RANGE = 3;
 
 /**
  * Whether this browser can play the stream with WebCodecs (decoders, an AudioWorklet, and a way to put
@@ -97,6 +104,8 @@ export function webCodecsSupported() {
  * @property {AudioContext} [audioContext]
  * @property {AudioNode} [audioOutput]
  * @property {SinkEvents} events
+ * @property {(path: string) => Promise<any>} [fetchArt] Fetches the avatar's art document (a path of the
+ *   service's origin, from the `hello`): its mouth box is where the frames' mouth is read.
  */
 
 /** Nearest-rank median of a list (null when empty). */
@@ -292,7 +301,27 @@ export function createWebCodecsSink(options) {
   /** Recent presentation measures for stats(): [pageTime, latency (null: a canvas picture), av]. */
   /** @type {[number, number | null, number | null][]} */
   const recent = [];
+  /** The latest mouth vs sound samples, for stats(). */
+  /** @type {number[]} */
+  const avRecent = [];
+  /** Mouth vs sound as shown (`./player_av.js`): the mouths read from the shown frames' pixels. */
+  const meter = createAvMeter({ minRange: MOUTH_MIN_RANGE });
+  /** The mouth's box of the avatar's art (view-box px) and the view box's width, once fetched. */
+  let mouthArt =
+    /** @type {{ box: { x: number; y: number; width: number; height: number }; size: number } | null} */ (
+      null
+    );
+  let artRequested = false;
+  /** Moves the meter's finished samples to the report and stats(). */
+  const collectAv = (/** @type {number} */ now) => {
+    for (const v of meter.take(now)) {
+      if (avSamples.length < MAX_SAMPLES) avSamples.push(v);
+      avRecent.push(v);
+      if (avRecent.length > AV_RECENT) avRecent.shift();
+    }
+  };
   /** Frames written to the page: timestamp (µs) → page time written, and when it was due (timeline ms). */
+  /** @type {Map<number, { at: number; due: number }>} */
   const written = new Map();
   let lastPresentedTs = -1;
   let firstFrameShown = false;
@@ -474,6 +503,8 @@ export function createWebCodecsSink(options) {
         if (at - lastLoud > ONSET_QUIET_MS) {
           onsets.push(at);
           if (onsets.length > 32) onsets.shift();
+          // When it is heard: the audio clock's mapping of the device's output timestamps.
+          if (clock && anchor() !== null && clock.running()) meter.soundStart(clock.heardAt(at));
         }
         lastLoud = at;
       }
@@ -617,7 +648,7 @@ export function createWebCodecsSink(options) {
     lastPresentedTs = ts;
     counters.framesPresented++;
     written.set(ts, { at: now, due });
-    if (written.size > 100) written.delete(written.keys().next().value);
+    if (written.size > 100) written.delete(/** @type {number} */ (written.keys().next().value));
     if (recoveringSince !== null && a !== null && c && ts / 1000 + a >= now - 40) {
       // On time again after a stall.
       counters.catchUps++;
@@ -640,6 +671,29 @@ export function createWebCodecsSink(options) {
     }
   };
 
+  /**
+   * Reads the mouth of the picture the element shows now (the frame just presented, whatever happened to it
+   * after the player wrote it) into the mouth-vs-sound meter, as shown at `shownAt`.
+   * @param {HTMLVideoElement} v
+   * @param {number} shownAt
+   */
+  const readMouth = (v, shownAt) => {
+    if (!mouthArt || typeof VideoFrame !== "function") return;
+    /** @type {VideoFrame} */
+    let shown;
+    try {
+      shown = new VideoFrame(v);
+    } catch {
+      return; // (nothing to read yet)
+    }
+    const k = shown.displayWidth / mouthArt.size;
+    const b = mouthArt.box;
+    mouthDarkness(shown, { x: b.x * k, y: b.y * k, width: b.width * k, height: b.height * k }).then(
+      (d) => d !== null && meter.shown(shownAt, d),
+      () => {},
+    ).finally(() => shown.close());
+  };
+
   /** Measures each displayed frame: when it was shown, how late, against its sound. */
   const watchFrames = () => {
     const v = /** @type {any} */ (video);
@@ -654,12 +708,10 @@ export function createWebCodecsSink(options) {
         display.shown(w.at, shownAt);
         const t = ts / 1000;
         const latency = skew === null ? null : shownAt - (t + skew);
-        const heard = clock && anchor() !== null && clock.running() ? clock.heardAt(w.due) : null;
-        const av = heard === null ? null : shownAt - heard;
+        readMouth(v, shownAt);
         if (latency !== null && latency > -1000 && latency < 60000) {
           if (latencySamples.length < MAX_SAMPLES) latencySamples.push(Math.round(latency * 10) / 10);
-          if (av !== null && avSamples.length < MAX_SAMPLES) avSamples.push(Math.round(av * 10) / 10);
-          recent.push([shownAt, latency, av]);
+          recent.push([shownAt, latency, null]);
           if (recent.length > 75) recent.shift();
         }
         if (firstFrameListener) {
@@ -688,6 +740,7 @@ export function createWebCodecsSink(options) {
     }
     adjustAnchorThrottled(now);
     present();
+    collectAv(now);
   };
   let lastAdjust = 0;
   const adjustAnchorThrottled = (/** @type {number} */ now) => {
@@ -747,6 +800,18 @@ export function createWebCodecsSink(options) {
       lastMediaAt = arrivedAt;
       receiving = true;
       needKey = true;
+      if (video && !artRequested && typeof msg.art_path === "string" && options.fetchArt) {
+        // Where the frames' mouth is (mouth vs sound as shown); fetched once, after the hello.
+        artRequested = true;
+        options.fetchArt(msg.art_path).then((doc) => {
+          const b = doc?.mouth_box, size = Number(doc?.view_box?.[0]);
+          if (
+            b && [b.x, b.y, b.width, b.height, size].every((n) => Number.isFinite(n) && n >= 0) && size > 0
+          ) {
+            mouthArt = { box: { x: b.x, y: b.y, width: b.width, height: b.height }, size };
+          }
+        }, (err) => console.warn("avatar player: the avatar's art did not load (no mouth vs sound)", err));
+      }
       // (with a picture, the sound starts up once the first frame is out)
       if (!video || firstFrameShown) ensureClock();
       if (framing === "frames" && msg.video === null) {
@@ -842,7 +907,9 @@ export function createWebCodecsSink(options) {
       const now = performance.now();
       const window = recent.filter((r) => r[0] > now - 2000);
       const lat = median(window.flatMap((r) => (r[1] === null ? [] : [r[1]])));
-      const av = median(window.flatMap((r) => (r[2] === null ? [] : [r[2]])));
+      collectAv(now);
+      // (video: per sound start, the mouth read from the shown frames; video-free: each canvas picture)
+      const av = video ? median(avRecent) : median(window.flatMap((r) => (r[2] === null ? [] : [r[2]])));
       const a = clock?.stats();
       return {
         framesDecoded: counters.framesDecoded,
@@ -862,6 +929,7 @@ export function createWebCodecsSink(options) {
     },
     /** What was measured since the last call, for the service (`player_stats`). */
     report() {
+      collectAv(performance.now());
       const under = clock?.stats().underrunMs ?? 0;
       const out = {
         frame_latency_ms: latencySamples,
@@ -896,6 +964,46 @@ export function createWebCodecsSink(options) {
       clock?.close();
     },
   };
+}
+
+/**
+ * How open the mouth of a video frame is: the darkness (255 − mean luma) of the mouth's box, read from the
+ * frame (`VideoFrame.copyTo` of that rectangle only: a few kB). `box` is in the frame's display pixels.
+ * Resolves null when the frame's pixel format is not one it reads.
+ *
+ * @param {VideoFrame} frame (not closed by this function; it must stay open until the promise settles)
+ * @param {{ x: number; y: number; width: number; height: number }} box
+ * @returns {Promise<number | null>}
+ */
+async function mouthDarkness(frame, box) {
+  const f = frame.format;
+  if (!f) return null;
+  const vr = frame.visibleRect ?? { x: 0, y: 0, width: frame.codedWidth, height: frame.codedHeight };
+  const sx = vr.width / frame.displayWidth, sy = vr.height / frame.displayHeight;
+  // (chroma-subsampled formats want a rectangle on even pixels)
+  const even = (/** @type {number} */ n) => Math.max(0, Math.floor(n / 2) * 2);
+  const x = even(vr.x + box.x * sx), y = even(vr.y + box.y * sy);
+  const width = Math.min(even(box.width * sx + 1), vr.x + vr.width - x);
+  const height = Math.min(even(box.height * sy + 1), vr.y + vr.height - y);
+  if (width <= 0 || height <= 0) return null;
+  const rect = { x, y, width, height };
+  const buf = new Uint8Array(frame.allocationSize({ rect }));
+  const layout = await frame.copyTo(buf, { rect });
+  const { offset, stride } = layout[0];
+  let sum = 0;
+  if (f.startsWith("I4") || f === "NV12") {
+    for (let r = 0; r < height; r++) {
+      for (let c = 0, i = offset + r * stride; c < width; c++, i++) sum += buf[i];
+    }
+  } else if (f === "RGBA" || f === "RGBX" || f === "BGRA" || f === "BGRX") {
+    const [ri, bi] = f.startsWith("RGB") ? [0, 2] : [2, 0];
+    for (let r = 0; r < height; r++) {
+      for (let c = 0, i = offset + r * stride; c < width; c++, i += 4) {
+        sum += 0.2126 * buf[i + ri] + 0.7152 * buf[i + 1] + 0.0722 * buf[i + bi];
+      }
+    }
+  } else return null;
+  return 255 - sum / (width * height);
 }
 
 /** Whether a binary message is an init segment (starts with `ftyp`). */

@@ -12,12 +12,18 @@ export const CHROMIUM = "/usr/bin/chromium";
 /**
 /**
  * Launches headless Chromium. `media: true` adds a fake microphone and lets media play without a user
- * gesture; the microphone is granted without a prompt unless `microphone: "refused"` (then every request
+ * gesture (unless `autoplay: "gesture"`: then Chromium's own rule applies, as in a user's browser — sound
+ * waits for a click); the microphone is granted without a prompt unless `microphone: "refused"` (then every request
  * for it is refused, as when a user says no). `webrtc: true` also offers plain host ICE candidates (no mDNS
  * names, loopback allowed), which an SFU on the same host needs.
  */
 export async function launchChromium(
-  options: { media?: boolean; microphone?: "granted" | "refused"; webrtc?: boolean } = {},
+  options: {
+    media?: boolean;
+    microphone?: "granted" | "refused";
+    webrtc?: boolean;
+    autoplay?: "allowed" | "gesture";
+  } = {},
 ): Promise<Browser> {
   return await chromium.launch({
     executablePath: CHROMIUM,
@@ -30,7 +36,7 @@ export async function launchChromium(
       "--no-first-run",
       ...(options.media
         ? [
-          "--autoplay-policy=no-user-gesture-required",
+          ...(options.autoplay === "gesture" ? [] : ["--autoplay-policy=no-user-gesture-required"]),
           "--use-fake-device-for-media-stream",
           // (without it, Playwright's Chromium refuses permission requests)
           ...(options.microphone === "refused" ? [] : ["--use-fake-ui-for-media-stream"]),

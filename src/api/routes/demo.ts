@@ -48,6 +48,7 @@ export const PLAYER_FILES: readonly string[] = [
   "player_webcodecs.js",
   "player_clock.js",
   "player_display.js",
+  "player_av.js",
   "player_demux.js",
   "player_report.js",
   "tool_calls.js",

@@ -156,8 +156,9 @@ export class WsFmp4Transport implements MediaTransport {
       ...(framing === "frames"
         ? { codecs: video ? { video: { codec, description: avcC.toBase64() }, audio } : { audio } }
         : {}),
-      // A video-free client draws the avatar: the art to draw (docs/media-plane.md#video-free-clients).
-      ...(video ? {} : {
+      // A video client reads the mouth of the frames it shows from the art's mouth box (mouth vs sound as
+      // shown); a video-free client draws the avatar: the art to draw (docs/media-plane.md#video-free-clients).
+      ...(video ? { art_path: `/media/v0/art/${avatar.avatarId}` } : {
         animation: {
           avatar_id: avatar.avatarId,
           bg_id: avatar.bgId,
