@@ -3,7 +3,7 @@
  * the tests need are present, installing the missing ones with apt-get when running as root.
  *
  * `--for start` needs espeak-ng (reference engine) and ffmpeg (media); `--for test` adds chromium
- * (browser tests), janus and coturn (the `webrtc_sfu` tests start their own Janus and TURN server). Exits 1
+ * and firefox-esr (browser tests), janus and coturn (the `webrtc_sfu` tests start their own Janus and TURN server). Exits 1
  * with instructions when something is missing and cannot be installed.
  *
  * @module
@@ -16,6 +16,7 @@ const PROGRAMS: Record<string, { bin: string; pkg: string }[]> = {
     { bin: "espeak-ng", pkg: "espeak-ng" },
     { bin: "ffmpeg", pkg: "ffmpeg" },
     { bin: "chromium", pkg: "chromium" },
+    { bin: "firefox-esr", pkg: "firefox-esr" },
     { bin: "janus", pkg: "janus" },
     { bin: "turnserver", pkg: "coturn" },
   ],
