@@ -40,7 +40,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
-import { tone } from "../testing/fake_bridge.ts";
+import { speechLike as speech, tone } from "../testing/fake_bridge.ts";
 import type { Impairment } from "../testing/impairment.ts";
 import { withSfu } from "../testing/sfu.ts";
 import { startTcpProxy, type TcpImpairment } from "../testing/tcp_proxy.ts";
@@ -60,20 +60,6 @@ export const CONDITIONS: Record<string, { udp: Impairment; tcp: TcpImpairment; d
     down: { delayMs: 20, rateKbps: 300, queueMs: 200 },
   },
 };
-
-/** Speech-like audio: a 220 Hz tone whose loudness rises and falls 3 times a second. */
-function speech(seconds: number, rate = 24000): Int16Array[] {
-  const chunks: Int16Array[] = [];
-  const n = rate / 50;
-  for (let i = 0; i < seconds * 50; i++) {
-    const c = tone(n, rate, 220, 12000, i * n);
-    for (let j = 0; j < n; j++) {
-      c[j] = Math.round(c[j] * Math.abs(Math.sin(Math.PI * 3 * (i * n + j) / rate)));
-    }
-    chunks.push(c);
-  }
-  return chunks;
-}
 
 function pct(xs: number[], p: number): number | null {
   if (!xs.length) return null;

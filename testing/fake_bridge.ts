@@ -72,3 +72,17 @@ export function tone(samples: number, rate: number, hz = 220, amplitude = 9000, 
   }
   return out;
 }
+
+/** Speech-like audio for a fake engine: a 220 Hz tone whose loudness rises and falls 3 times a second. */
+export function speechLike(seconds: number, rate = 24000): Int16Array[] {
+  const chunks: Int16Array[] = [];
+  const n = rate / 50;
+  for (let i = 0; i < seconds * 50; i++) {
+    const c = tone(n, rate, 220, 12000, i * n);
+    for (let j = 0; j < n; j++) {
+      c[j] = Math.round(c[j] * Math.abs(Math.sin(Math.PI * 3 * (i * n + j) / rate)));
+    }
+    chunks.push(c);
+  }
+  return chunks;
+}

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { prng } from "../src/media/motion.ts";
 
 /** How one direction of a path is impaired. Every field is optional; an empty object is a clean path. */
 export interface Impairment {
@@ -53,17 +54,8 @@ export interface ImpairmentStats {
   reordered: number;
 }
 
-/** A seeded uniform random stream in [0, 1) (mulberry32): the same seed gives the same losses. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded uniform random stream in [0, 1) (mulberry32, the media plane's): the same seed gives the same losses. */
+export const seededRandom: (seed: number) => () => number = prng;
 
 /** The decisions of one direction of a path (one per direction: each keeps its own state). */
 export class ImpairedLink {

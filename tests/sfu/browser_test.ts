@@ -11,7 +11,7 @@ import { OffsetClock } from "../../src/clock.ts";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium, PLAYER_STATS_KEYS } from "../../testing/browser.ts";
-import { tone } from "../../testing/fake_bridge.ts";
+import { speechLike as speech, tone } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
@@ -111,20 +111,6 @@ async function framesAdvance(page: Page, n: number): Promise<void> {
     undefined,
     { timeout: 30_000 },
   );
-}
-
-/** Speech-like audio for the fake engine: a 220 Hz tone whose loudness rises and falls 3 times a second. */
-function speech(seconds: number, rate = 24000): Int16Array[] {
-  const chunks: Int16Array[] = [];
-  const n = rate / 50;
-  for (let i = 0; i < seconds * 50; i++) {
-    const c = tone(n, rate, 220, 12000, i * n);
-    for (let j = 0; j < n; j++) {
-      c[j] = Math.round(c[j] * Math.abs(Math.sin(Math.PI * 3 * (i * n + j) / rate)));
-    }
-    chunks.push(c);
-  }
-  return chunks;
 }
 
 /** The probes' records between two wall-clock instants. */

@@ -10,7 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium } from "../../testing/browser.ts";
-import { tone } from "../../testing/fake_bridge.ts";
+import { speechLike as speech, tone } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
 
@@ -93,20 +93,6 @@ async function play(
       g.audio.push({ t: Date.now(), rms: Math.sqrt(sum / buf.length) });
     }, 20);
   })()`);
-}
-
-/** Speech-like audio for the fake engine: a 220 Hz tone whose loudness rises and falls 3 times a second. */
-function speech(seconds: number, rate = 24000): Int16Array[] {
-  const chunks: Int16Array[] = [];
-  const n = rate / 50;
-  for (let i = 0; i < seconds * 50; i++) {
-    const c = tone(n, rate, 220, 12000, i * n);
-    for (let j = 0; j < n; j++) {
-      c[j] = Math.round(c[j] * Math.abs(Math.sin(Math.PI * 3 * (i * n + j) / rate)));
-    }
-    chunks.push(c);
-  }
-  return chunks;
 }
 
 /** The probes' records between two wall-clock instants. */
