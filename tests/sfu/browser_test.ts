@@ -11,7 +11,7 @@ import { OffsetClock } from "../../src/clock.ts";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium, PLAYER_STATS_KEYS } from "../../testing/browser.ts";
-import { speechLike as speech, tone } from "../../testing/fake_bridge.ts";
+import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";

@@ -10,7 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadArtBank } from "../../src/media/art_bank.ts";
 import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium } from "../../testing/browser.ts";
-import { speechLike as speech, tone } from "../../testing/fake_bridge.ts";
+import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
 
