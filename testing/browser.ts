@@ -15,7 +15,9 @@ export const CHROMIUM = "/usr/bin/chromium";
  * gesture (unless `autoplay: "gesture"`: then Chromium's own rule applies, as in a user's browser — sound
  * waits for a click); the microphone is granted without a prompt unless `microphone: "refused"` (then every request
  * for it is refused, as when a user says no). `webrtc: true` also offers plain host ICE candidates (no mDNS
- * names, loopback allowed), which an SFU on the same host needs.
+ * names, loopback allowed), which an SFU on the same host needs. `microphoneWav` makes the fake microphone say
+ * that WAV file, over and over (Chromium's own fake device beeps, which an engine's VAD may never take for a
+ * turn).
  */
 export async function launchChromium(
   options: {
@@ -23,6 +25,7 @@ export async function launchChromium(
     microphone?: "granted" | "refused";
     webrtc?: boolean;
     autoplay?: "allowed" | "gesture";
+    microphoneWav?: string;
   } = {},
 ): Promise<Browser> {
   return await chromium.launch({
@@ -38,6 +41,7 @@ export async function launchChromium(
         ? [
           ...(options.autoplay === "gesture" ? [] : ["--autoplay-policy=no-user-gesture-required"]),
           "--use-fake-device-for-media-stream",
+          ...(options.microphoneWav ? [`--use-file-for-fake-audio-capture=${options.microphoneWav}`] : []),
           // (without it, Playwright's Chromium refuses permission requests)
           ...(options.microphone === "refused" ? [] : ["--use-fake-ui-for-media-stream"]),
         ]

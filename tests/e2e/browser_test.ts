@@ -9,6 +9,8 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { launchChromium } from "../../testing/browser.ts";
+import { speechLike } from "../../testing/speech_like.ts";
+import { encodeWav } from "../../engine/wav.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { compose as startService, type Service } from "../../src/app/compose.ts";
@@ -88,7 +90,15 @@ async function openDemo(page: Page, url: string): Promise<{ errors: string[]; fa
 
 Deno.test("browser: the demo page plays the avatar, streams the microphone and ends cleanly", async () => {
   await withService(async (service, logs) => {
-    const browser = await launchChromium({ media: true });
+    // The microphone says something, then is silent long enough for the engine to answer: the answer's
+    // sound starts are what the player measures mouth vs sound on (the greeting began before it joined).
+    const wav = await Deno.makeTempFile({ suffix: ".wav" });
+    const rate = 48_000;
+    const said = speechLike(rate, 1);
+    const utterance = new Int16Array(rate * 8);
+    utterance.set(said);
+    await Deno.writeFile(wav, encodeWav(utterance, rate));
+    const browser = await launchChromium({ media: true, microphoneWav: wav });
     try {
       const page = await browser.newPage({ viewport: { width: 900, height: 620 } });
       const { errors, failed } = await openDemo(page, service.demoUrl!);
@@ -186,6 +196,7 @@ Deno.test("browser: the demo page plays the avatar, streams the microphone and e
       assert.ok(!/svc_sk_/.test(allLogs), "no API key in the logs");
     } finally {
       await browser.close();
+      await Deno.remove(wav);
     }
   });
 });

@@ -24,10 +24,15 @@ import { compose as startService, openKv, type Service } from "../../src/app/com
 // lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
 // test's own.
 import "../../src/app/worker_side.ts";
+import { generateEngineTls } from "../../engine/mod.ts";
+import { type RealtimeEngine, startRealtimeEngine } from "../../testing/realtime_engine.ts";
+import { vowelBurst } from "../../bench/engine.ts";
 
 const SECRET = "player-test-secret-0123456789abcdef0123456789";
 /** Generous: the machine may be busy. */
 const DEADLINE_MS = 30_000;
+/** 400 ms of "ah" (espeak-ng, opened outside the tests: the sanitizer would count the library as a test's). */
+const AH = vowelBurst(400);
 /** The page's document: the functions passed to `page.evaluate` run in the browser. */
 // deno-lint-ignore no-explicit-any
 declare const document: any;
@@ -35,8 +40,13 @@ declare const document: any;
 interface Context {
   service: Service;
   backend: Client;
-  /** Creates a session on the in-process reference engine. */
-  session(): Promise<CreatedSession>;
+  /**
+   * Creates a session on the in-process reference engine (it greets, then answers what it hears), or with
+   * `"realtime"` on an engine that says nothing until the test makes it speak (`realtime.talk`).
+   */
+  session(engine?: "reference" | "realtime"): Promise<CreatedSession>;
+  /** The strictly real-time engine of `session("realtime")`. */
+  realtime: RealtimeEngine;
   /** A client token for `sessionId` that expired ten minutes ago. */
   expiredToken(sessionId: string): Promise<string>;
   /** A fresh page of the service's origin (so `/sdk/player.js` imports), with `pageerror`s collected. */
@@ -46,6 +56,7 @@ interface Context {
 /** Runs `fn` with a service, a backend client and Chromium; closes everything afterwards. */
 async function withPlayer(fn: (ctx: Context) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir();
+  const tls = await generateEngineTls();
   const config = loadConfig({
     PORT: "0",
     SVC_KV: `${dir}/svc.kv`,
@@ -54,8 +65,9 @@ async function withPlayer(fn: (ctx: Context) => Promise<void>): Promise<void> {
     SVC_TOKEN_SECRET: SECRET,
     SVC_DEMO_PAGE: "false",
   });
-  const service = await startService(config, { logger: silentLogger });
+  const service = await startService(config, { logger: silentLogger, caCerts: [tls.caPem] });
   const kv = await openKv(config.kv);
+  const realtime = startRealtimeEngine({ tls });
   const browsers: Browser[] = [];
   const sessions: string[] = [];
   let backend: Client | null = null;
@@ -74,11 +86,14 @@ async function withPlayer(fn: (ctx: Context) => Promise<void>): Promise<void> {
     await fn({
       service,
       backend: client,
-      async session() {
+      realtime,
+      async session(kind = "reference") {
         const s = await client.createSession({
           provider_type: "external_engine",
           provider_config: {
-            external_engine: { url: engine.url, auth_headers: { Authorization: `Bearer ${engine.token}` } },
+            external_engine: kind === "realtime"
+              ? { url: realtime.url, auth_headers: {} }
+              : { url: engine.url, auth_headers: { Authorization: `Bearer ${engine.token}` } },
           },
         });
         sessions.push(s.session_id);
@@ -110,6 +125,7 @@ async function withPlayer(fn: (ctx: Context) => Promise<void>): Promise<void> {
     for (const id of sessions) await backend?.endSession(id, { force: true }).catch(() => {});
     kv.close();
     await service.close();
+    await realtime.close();
     await Deno.remove(dir, { recursive: true });
   }
 }
@@ -359,8 +375,9 @@ Deno.test("sdk player: invalid options throw a TypeError at once, never echoing 
 const stats = (page: Page) => page.evaluate("globalThis.player.stats()") as Promise<any>;
 
 Deno.test("sdk player (webcodecs): the sound on an AudioContext, frames shown against it, its figures measured and reported to the service", async () => {
-  await withPlayer(async ({ backend, session: newSession, page: newPage }) => {
-    const session = await newSession();
+  await withPlayer(async ({ backend, session: newSession, page: newPage, realtime }) => {
+    // (an engine that speaks when told: mouth vs sound is measured at each sound start the player hears)
+    const session = await newSession("realtime");
     const { page, errors } = await newPage();
     await page.exposeFunction("freshToken", () => Promise.reject(new Error("not needed")));
     await startPlayer(page, {
@@ -368,6 +385,9 @@ Deno.test("sdk player (webcodecs): the sound on an AudioContext, frames shown ag
       clientToken: session.client_token,
     });
     await waitPlaying(page);
+    assert.ok(realtime.sessions.has(session.session_id), "a running session's engine is connected");
+    const talking = realtime.talk(session.session_id, { pcm: AH, bursts: 10, gapMs: 600, spreadMs: 40 });
+    talking.catch(() => {}); // (awaited below; a failure before that closes the engine)
     // Sound decoded and played, frames shown, each measured against the service's clock and its sound.
     await page.waitForFunction(
       `(() => { const s = globalThis.player.stats(); return s.audioDecodedMs > 500 && s.avOffsetMs !== null && s.latencyMs > 0; })()`,
@@ -397,6 +417,7 @@ Deno.test("sdk player (webcodecs): the sound on an AudioContext, frames shown ag
     assert.deepEqual(m.playback, ["webcodecs"]);
     assert.ok(m.first_frame_ms !== null && m.first_frame_ms > 0, `first frame ${m.first_frame_ms}`);
     assert.ok(m.frame_latency_ms.count > 0 && m.av_offset_ms.count > 0, JSON.stringify(m));
+    await talking;
     await page.evaluate("globalThis.player.close()");
     await backend.endSession(session.session_id);
     assert.deepEqual(errors, []);
