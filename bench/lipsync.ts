@@ -18,9 +18,14 @@
  *    visemes the session shows on its media timeline are scored against the engine's own phoneme times
  *    placed on the same timeline, with the offset that fits best (the mouth should lead or lag by < 20 ms)
  *    and how many video frames had to hold a viseme not yet decided.
+ * 4. Live against offline on an engine speaking in real time (`bench/lipsync/realtime.ts`): Festival's
+ *    held-out utterances (English, audio alone) sent strictly in real time to a session watched by one
+ *    video-free client; the viseme track it is sent, scored, beside `deno task lipsync --audio`'s analysis
+ *    of the same audio (`lipSyncRecording`); and the same with a video client (frames decided at each video
+ *    frame's deadline). Without Festival, espeak-ng's bench voices.
  *
  * Prints tables and writes `bench/results/lipsync-<time>.json`. Options: `--quick` (fewer utterances),
- * `--no-live`, `--no-festival`, `--json`.
+ * `--no-live`, `--no-festival`, `--no-realtime`, `--json`.
  *
  * `--lookahead 0,20,40,80` [`--tune-count 80`] runs only the look-ahead table instead: accuracy per source
  * when each frame is decided at the latest with that much audio past its start (the deadline a session
@@ -47,6 +52,7 @@ import { evaluate, evaluateAll, type Method } from "./lipsync/evaluate.ts";
 import { tuneUtterances } from "../scripts/lipsync/tune.ts";
 import { add, ratios, tally } from "./lipsync/score.ts";
 import { benchLive, type LiveResult } from "./lipsync/live.ts";
+import { benchRealtime, type RealtimeResult } from "./lipsync/realtime.ts";
 import { StreamResampler } from "../src/media/lipsync/dsp.ts";
 import { lipSyncRecording } from "../src/media/lipsync/offline.ts";
 import { SessionFace } from "../src/media/lipsync/session_face.ts";
@@ -57,6 +63,7 @@ const args = parseArgs({
     quick: { type: "boolean", default: false },
     "no-live": { type: "boolean", default: false },
     "no-festival": { type: "boolean", default: false },
+    "no-realtime": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
     lookahead: { type: "string" },
     "tune-count": { type: "string", default: "80" },
@@ -291,6 +298,22 @@ if (!args["no-live"]) {
   }
 }
 
+// ---- 4. live against offline, an engine speaking in real time ----
+const realtime: RealtimeResult[] = [];
+if (!args["no-realtime"]) {
+  // Festival's held-out voices (5 sentences each); without Festival, the espeak-ng bench voices.
+  const pool = festivalCorpus.length
+    ? FESTIVAL_VOICES.flatMap((v) => festivalCorpus.filter((u) => u.voice === `festival:${v}`).slice(0, 5))
+    : espeakCorpus.filter((u) => u.lang === "en").slice(0, 15);
+  for (const video of [false, true]) {
+    try {
+      realtime.push(await benchRealtime({ utterances: args.quick ? pool.slice(0, 6) : pool, video }));
+    } catch (err) {
+      log(`real-time comparison failed: ${(err as Error).stack ?? err}`);
+    }
+  }
+}
+
 // ---- report ----
 const load = Deno.loadavg().map((x) => x.toFixed(2)).join(" ");
 const pct = (x: number) => x.toFixed(3);
@@ -357,9 +380,31 @@ if (live) {
   );
   lines.push(`Sources used: ${live.sources.join(", ")}`);
 }
+if (realtime.length) {
+  lines.push("");
+  lines.push(
+    `Live against offline, an engine sending ${
+      festivalCorpus.length ? "Festival's held-out speech" : "espeak-ng bench-voice speech"
+    } strictly in real time, audio alone (${realtime[0].utterances} utterances, ${realtime[0].speechS} s):`,
+  );
+  lines.push("");
+  lines.push(
+    "| client | live: 7-class / closure recall / precision | offline (`deno task lipsync --audio`) | live − offline | 10 ms frames decided at a deadline |",
+  );
+  lines.push("|---|---|---|---|---|");
+  for (const r of realtime) {
+    const f = (x: { acc7: number; recall: number; precision: number }) =>
+      `${pct(x.acc7)} / ${pct(x.recall)} / ${pct(x.precision)}`;
+    lines.push(
+      `| ${r.client === "video" ? "video" : "video-free (the track it is sent)"} | ${f(r.live)} | ${
+        f(r.offline)
+      } | ${f(r.difference)} | ${r.deadlineFrames} |`,
+    );
+  }
+}
 console.log(lines.join("\n"));
 
 await Deno.mkdir("bench/results", { recursive: true });
 const file = `bench/results/lipsync-${new Date().toISOString().replace(/[:.]/g, "-")}.json`;
-await Deno.writeTextFile(file, JSON.stringify({ load, rows, cpu, sessionCpu, live }, null, 2));
+await Deno.writeTextFile(file, JSON.stringify({ load, rows, cpu, sessionCpu, live, realtime }, null, 2));
 log(`wrote ${file}`);

@@ -16,7 +16,11 @@
  * both directions: `clean`; `lossy` — 3 % random loss, 40 ± 20 ms one-way jitter; `loss10` — 10 % loss,
  * 40 ms; `cap300` — 300 kbit/s downstream (200 ms queue), 20 ms.
  *
- * Per run the engine speaks `--bursts` bursts (600 ms of speech-like tone, 1.5 s apart). The page probes every
+ * Per run the engine speaks `--bursts` bursts, 1.5 s apart, alternately 600 ms of a speech-like test tone
+ * (mouth vs sound is measured on these: its mouth follows its loudness) and 600 ms of running speech
+ * (espeak-ng's bench sentence: the frozen mouth and the update gap are measured on these — the mouth changes
+ * as often as in conversation, so a mouth frozen while the sound plays is the network's doing; the tone held
+ * the mouth still for a whole syllable, 330 ms, on a clean path). The page probes every
  * 10 ms the received sound's RMS (the WebRTC receiver's track; the WebCodecs player's output through
  * `audioOutput`; the MSE video element's `captureStream()`) and the mouth's box (dark cavity pixels, on the
  * canvas or on the video's frame). Per burst: **engine chunk → sound out** (the burst handed to the service →
@@ -40,10 +44,22 @@ import type { Browser, Page } from "playwright-core";
 import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
-import { speechLike as speech } from "../testing/fake_bridge.ts";
+import { speechBurst } from "./engine.ts";
+import { speechLike as tone } from "../testing/fake_bridge.ts";
 import type { Impairment } from "../testing/impairment.ts";
 import { withSfu } from "../testing/sfu.ts";
 import { startTcpProxy, type TcpImpairment } from "../testing/tcp_proxy.ts";
+
+/** A burst: 600 ms of running speech at 24 kHz, in 20 ms chunks. */
+const SPEECH: Int16Array[] = (() => {
+  const pcm = speechBurst(600);
+  const out: Int16Array[] = [];
+  for (let at = 0; at < pcm.length; at += 480) out.push(pcm.slice(at, at + 480));
+  return out;
+})();
+
+/** A burst of the speech-like test tone (24 kHz, 20 ms chunks). */
+const TONE: Int16Array[] = tone(0.6);
 
 /** The player kinds. */
 export const KINDS = ["webrtc_free", "ws_fmp4", "ws_frames", "ws_free"] as const;
@@ -306,7 +322,7 @@ export async function benchNetwork(
           const id = `r_${i}`;
           starts.push(Date.now());
           engine.events.onResponseStarted(id);
-          for (const chunk of speech(0.6)) engine.events.onAudio(chunk, id);
+          for (const chunk of i % 2 ? SPEECH : TONE) engine.events.onAudio(chunk, id);
           engine.events.onResponseDone(id, "completed");
           await new Promise((r) => setTimeout(r, 1500));
         }
@@ -328,7 +344,8 @@ export async function benchNetwork(
         };
         const sound: number[] = [], av: number[] = [], frozen: number[] = [], gaps: number[] = [];
         const marks = kind === "webrtc_free" || kind === "ws_free" ? data.arrivals : data.frames;
-        for (const t0 of starts) {
+        for (const [b, t0] of starts.entries()) {
+          const speechBurst = b % 2 === 1;
           const quiet = data.probes.filter((p) => p[0] >= t0 - 400 && p[0] < t0).map((p) => p[2]);
           const closed = quiet.length ? pct(quiet, 50)! : 0;
           const win = data.probes.filter((p) => p[0] >= t0 && p[0] < t0 + 1400);
@@ -336,8 +353,11 @@ export async function benchNetwork(
           if (!loud.length) continue;
           const onset = loud[0][0], end = loud[loud.length - 1][0];
           sound.push(onset - t0);
-          const lag = bestLag(win, closed);
-          if (lag !== null) av.push(lag);
+          if (!speechBurst) {
+            const lag = bestLag(win, closed);
+            if (lag !== null) av.push(lag);
+            continue;
+          }
           const inside = [onset, ...marks.filter((m) => m > onset && m < end), end];
           let gap = 0;
           for (let i = 1; i < inside.length; i++) gap = Math.max(gap, inside[i] - inside[i - 1]);

@@ -30,7 +30,10 @@ import { createAvatarDrawer } from "./avatar_canvas.js";
 import {
   ANIMATION_CHANNEL_LABEL,
   ANIMATION_CHANNEL_OPTIONS,
+  animationMessage,
+  createSeenMessages,
   createStampMap,
+  strip,
 } from "./player_webrtc_animation.js";
 
 /** Subprotocol of the SFU signalling WebSocket. */
@@ -245,6 +248,7 @@ export function createWebRtcPlayer(options) {
    * @param {RTCPeerConnection} pc
    */
   const openAnimationChannel = (pc) => {
+    const seen = createSeenMessages();
     /** @param {RTCDataChannel} ch */
     const read = (ch) => {
       ch.binaryType = "arraybuffer";
@@ -257,11 +261,19 @@ export function createWebRtcPlayer(options) {
         } catch {
           return;
         }
-        if (typeof msg?.t_ms !== "number" || !["viseme", "face", "head"].includes(msg.type)) return;
+        if (!animationMessage(msg)) return;
         animationMessages++;
         if (!ch.ordered || ch.maxRetransmits === 0) unreliableMessages++;
-        stamps.arrived(msg.t_ms, arrivedAt);
-        avatar?.push(msg);
+        // Each datagram carries the messages sent before it (`prev`) and may be a repeat: each message is
+        // applied once; only a first send that arrived times the stamp map (a copy comes later than its
+        // stamp's sound).
+        if (!seen.has(msg)) {
+          if (msg.repeat !== true) stamps.arrived(msg.t_ms, arrivedAt);
+          avatar?.push(strip(msg));
+        }
+        for (const p of Array.isArray(msg.prev) ? msg.prev : []) {
+          if (animationMessage(p) && !seen.has(p)) avatar?.push(strip(p));
+        }
       };
     };
     const ch = pc.createDataChannel(ANIMATION_CHANNEL_LABEL, ANIMATION_CHANNEL_OPTIONS);

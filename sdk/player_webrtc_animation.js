@@ -16,6 +16,10 @@
  * the jitter buffer holds the sound at a steady delay above the path's, so a typical message is still on
  * time for its sound. Loss costs nothing here: a lost message is one sample less.
  *
+ * The channel is lossy, so each datagram also carries the messages sent before it (`prev`) and the last one
+ * is sent again when nothing follows it soon (`repeat: true`); {@link createSeenMessages} lets the player
+ * apply each message once.
+ *
  * @module
  */
 
@@ -34,6 +38,46 @@ const DEFAULT_AUDIO_DELAY_MS = 50;
  * @property {(audioDelayMs: number | null) => number | null} delay Page time of a stamp's sound minus the stamp (ms); null before any message.
  * @property {(pageMs: number, audioDelayMs: number | null) => number | null} heardAt The timeline instant heard at page time `pageMs`.
  */
+
+/**
+ * Whether `m` is a message of the animation track (`viseme`, `face` or `head` with a numeric stamp).
+ * @param {any} m
+ * @returns {boolean}
+ */
+export function animationMessage(m) {
+  return typeof m?.t_ms === "number" && (m.type === "viseme" || m.type === "face" || m.type === "head");
+}
+
+/**
+ * The message without what the channel added (`prev`, `repeat`).
+ * @param {any} m
+ * @returns {any}
+ */
+export function strip(m) {
+  const { prev: _prev, repeat: _repeat, ...rest } = m;
+  return rest;
+}
+
+/** Messages remembered to recognise a copy (the channel carries each one at most 4 times, close together). */
+const SEEN_KEPT = 256;
+
+/**
+ * The messages applied so far, by type and stamp: `has(m)` says whether `m` was seen, and remembers it.
+ * @returns {{ has: (m: any) => boolean }}
+ */
+export function createSeenMessages() {
+  /** @type {Set<string>} */
+  const keys = new Set();
+  return {
+    has(m) {
+      const key = `${m.type}:${m.t_ms}`;
+      if (keys.has(key)) return true;
+      keys.add(key);
+      if (keys.size > SEEN_KEPT) keys.delete(keys.values().next().value ?? "");
+      return false;
+    },
+  };
+}
 
 /** @returns {StampMap} */
 export function createStampMap() {

@@ -59,3 +59,50 @@ Deno.test("viseme timeline: a response whose frames never come does not stop the
     JSON.stringify(got.map((v) => [v.t_ms, v.viseme])),
   );
 });
+
+Deno.test("viseme timeline: each change is stamped where the response's frame starts, however the stream's 10 ms steps fall (a response placed 2 samples past a step was stamped 10 ms late)", () => {
+  for (const offset of [2, 100, 479]) {
+    const tl = new VisemeTimeline(RATE);
+    const got: TimelineViseme[] = [];
+    tl.subscribe((v) => got.push(v));
+    // Speech from 100 ms + `offset` samples: "aa" for 30 ms, then "PP" for 20 ms, then "E".
+    const at = ms(100) + offset;
+    tl.placed("r1", 0, at, ms(100));
+    const seq = ["aa", "aa", "aa", "PP", "PP", "E", "E", "E", "E", "E"] as const;
+    seq.forEach((v, f) =>
+      tl.frame({ responseId: "r1", frame: f, viseme: v, index: VISEME_INDEX[v], source: "audio" })
+    );
+    tl.written(ms(300));
+    const stamps = got.filter((v) => v.viseme !== "sil").map((v) => [v.viseme, v.t_ms]);
+    const t0 = at * 1000 / RATE;
+    assert.deepEqual(
+      stamps,
+      [["aa", Math.round(t0)], ["PP", Math.round(t0 + 30)], ["E", Math.round(t0 + 50)]],
+      `offset ${offset} samples`,
+    );
+    assert.equal(got.at(-1)?.viseme, "sil", "and the silence after it");
+    assert.equal(got.at(-1)?.t_ms, Math.round(t0 + 100));
+  }
+});
+
+Deno.test("viseme timeline: ahead of an instant, the speech still to come of a response that goes on continues the instant's mouth (a real-time engine's onset opens the frame that shows it)", () => {
+  const weights = (continues: boolean) => {
+    const tl = new VisemeTimeline(RATE);
+    tl.written(ms(100));
+    // A response's first 20 ms are placed at 100 ms and decided "aa"; nothing after it is written yet.
+    tl.placed("r1", 0, ms(100), ms(20));
+    tl.frame({ responseId: "r1", frame: 0, viseme: "aa", index: VISEME_INDEX.aa, source: "audio" });
+    tl.frame({ responseId: "r1", frame: 1, viseme: "aa", index: VISEME_INDEX.aa, source: "audio" });
+    tl.written(ms(120));
+    tl.queued(null, false, continues);
+    return tl.weightsAt(110)[VISEME_INDEX.aa];
+  };
+  const goesOn = weights(true), ended = weights(false);
+  // 10 ms into the speech: the silence before it weighs against the opening; what comes next is its own.
+  assert.ok(goesOn >= 0.65, `aa ${goesOn.toFixed(2)} while the response goes on`);
+  // A response that ended there is followed by silence: the mouth is already closing.
+  assert.ok(
+    ended < goesOn - 0.1,
+    `aa ${ended.toFixed(2)} when it ended, ${goesOn.toFixed(2)} when it goes on`,
+  );
+});

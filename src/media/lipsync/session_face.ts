@@ -188,10 +188,12 @@ export class SessionFace {
    * The face at timeline time `ms`, for the video frame being rendered now: that frame is the deadline of
    * the visemes it shows, so the speech placed at `ms` that the engine has not decided yet (its look-ahead
    * audio has not arrived: an engine speaking in real time) is decided now with the audio there is
-   * ({@link VisemeEngine.decideUntil}).
+   * ({@link VisemeEngine.decideUntil}). `decideUntilMs` (≤ `ms`) moves that deadline earlier on the timeline
+   * when nobody sees the frame's mouth now (only video-free clients, who get the visemes as messages ahead of
+   * the sound they play): the instants after it are decided later, with more of their look-ahead.
    */
-  faceAt(ms: number): FaceState {
-    const due = this.timeline.responseFrameAt(ms);
+  faceAt(ms: number, decideUntilMs = ms): FaceState {
+    const due = this.timeline.responseFrameAt(decideUntilMs);
     if (due && due.responseId === this.engine.responseId) {
       this.#timed(() => this.engine.decideUntil(due.responseId, due.frame + 1));
     }

@@ -69,6 +69,11 @@ export class VisemeTimeline {
   #queued: Placement | null = null;
   /** The queued placement is speech still on its way (no audio of it yet). */
   #awaited = false;
+  /**
+   * The response playing goes on past what is written and queued (its end not announced): the timeline
+   * beyond is its speech to come, not silence.
+   */
+  #continues = false;
   readonly #listeners = new Set<(v: TimelineViseme) => void>();
   #lastEmitted = -1;
   /** Timeline sample up to which changes were emitted. */
@@ -139,11 +144,14 @@ export class VisemeTimeline {
    * position); null when none. Replaced at each call. A frame is shown from it until its real placement
    * ({@link placed}) comes, so a mouth is drawn for speech that arrived just before its frame. `awaited`:
    * the speech has not arrived yet (a response still speaking, its next chunk on the way): a frame shown from
-   * it holds the last mouth decided.
+   * it holds the last mouth decided. `continues`: the response playing speaks on past what is written and
+   * queued (an engine speaking in real time: its next chunks are on their way), so the timeline beyond is not
+   * silence to anticipate (see {@link weightsAt}); true whenever `awaited` is.
    */
-  queued(p: Placement | null, awaited = false): void {
+  queued(p: Placement | null, awaited = false, continues = awaited): void {
     this.#queued = p && p.n > 0 ? { ...p } : null;
     this.#awaited = this.#queued !== null && awaited;
+    this.#continues = continues || this.#awaited;
   }
 
   /** The placement (written, else queued) covering timeline sample `s`. */
@@ -167,7 +175,11 @@ export class VisemeTimeline {
 
   /** The target viseme at timeline time `ms`: -1 where nothing is known yet, `sil` where nobody speaks. */
   targetAt(ms: number): number {
-    const s = Math.floor(ms * this.#rate / 1000);
+    return this.#targetAtSample(Math.floor(ms * this.#rate / 1000));
+  }
+
+  /** {@link targetAt} at timeline sample `s`. */
+  #targetAtSample(s: number): number {
     const p = this.#placementAt(s);
     if (!p) return VISEME_INDEX.sil;
     const r = this.#responses.get(p.responseId);
@@ -180,7 +192,13 @@ export class VisemeTimeline {
 
   /**
    * The co-articulated weights at timeline time `ms` (a shared buffer, valid until the next call). Where
-   * the engine has not decided the instant yet, its last decision for that response is held.
+   * the engine has not decided the instant yet, its last decision for that response is held. Ahead of the
+   * instant, what is not known yet — speech placed but not decided, or the speech still to come of a
+   * response that goes on past what is written and queued — is taken to continue the instant's mouth: a
+   * frame rendered at a real-time engine's speech onset, with only its first 10–30 ms in, opens the mouth
+   * as a frame with the whole look-ahead would (dropping the unknown left the silence before the onset half
+   * of it, and counting the speech to come as silence closed it further: the onset's frame half open, read
+   * as closed, one frame late).
    */
   weightsAt(ms: number): Float32Array {
     const own = this.targetAt(ms);
@@ -193,9 +211,18 @@ export class VisemeTimeline {
       } else this.stats.late++;
       for (let back = 10; back <= 200 && held < 0; back += 10) held = this.targetAt(ms - back);
     } else this.stats.onTime++;
+    const instant = own >= 0 ? own : held;
+    const q = this.#queued;
+    /** Timeline sample from which nothing is written or queued yet. */
+    const known = Math.max(this.#writtenUntil, q ? q.at + q.n : 0);
     return coarticulate(ms, (t) => {
+      if (t <= ms) {
+        const v = this.targetAt(t);
+        return v === -1 && held >= 0 ? held : v;
+      }
+      if (this.#continues && Math.floor(t * this.#rate / 1000) >= known) return instant;
       const v = this.targetAt(t);
-      return v === -1 && held >= 0 && t <= ms ? held : v;
+      return v === -1 ? instant : v;
     }, this.#weights);
   }
 
@@ -210,6 +237,23 @@ export class VisemeTimeline {
     if (this.#listeners.size === 0) this.#emittedUntil = Math.max(this.#emittedUntil, this.#writtenUntil);
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Where in (s − step, s] the target became `v` (timeline sample): the start of the response frame or of the
+   * placement that brought it. The emitting steps start wherever a listener came; a response's frames start
+   * wherever the playout placed it — stamped at the step, a response whose frames began 2 samples after the
+   * steps had every change stamped 10 ms late.
+   */
+  #changedAt(s: number, step: number, v: number): number {
+    let lo = Math.max(0, s - step), hi = s; // targetAt(hi) is v; find the first sample after lo that is
+    if (this.#targetAtSample(lo) === v) return s; // (no change inside the step: as before)
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if (this.#targetAtSample(mid) === v) hi = mid;
+      else lo = mid;
+    }
+    return hi;
   }
 
   /** Emits the changes of every 10 ms step whose viseme is known, in timeline order. */
@@ -228,9 +272,11 @@ export class VisemeTimeline {
       }
       if (v !== this.#lastEmitted) {
         this.#lastEmitted = v;
-        const w = coarticulate(ms, (t) => this.targetAt(t), new Float32Array(VISEME_COUNT));
+        // Stamped where it changed, not on this grid (its steps fall anywhere on a response's 10 ms frames).
+        const at = this.#changedAt(s, step, v) * 1000 / this.#rate;
+        const w = coarticulate(at, (t) => this.targetAt(t), new Float32Array(VISEME_COUNT));
         const event = {
-          t_ms: Math.round(ms),
+          t_ms: Math.round(at),
           viseme: VISEMES[v],
           weights: [...w].map((x) => Math.round(x * 1000) / 1000),
         };

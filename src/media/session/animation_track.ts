@@ -15,6 +15,15 @@ import type { TimelineViseme } from "../lipsync/timeline.ts";
 import { VISEME_COUNT } from "../lipsync/visemes.ts";
 import type { AnimationMessage } from "../transports/transport.ts";
 
+/**
+ * With no video client, the visemes of a frame's instant are decided this much later on the timeline than
+ * for a video frame (ms), with that much more look-ahead from an engine speaking in real time. No picture
+ * shows them at the frame's deadline: video-free clients get them as messages, and play the sound they go
+ * with later than the clock by their buffer (50 ms or more), so a decision made up to this much after the
+ * frame still reaches them before its sound.
+ */
+export const VIDEO_FREE_DECISION_DELAY_MS = 20;
+
 /** A video-free client gets the head's pose every this many frames (5 a second at 25 fps). */
 export const HEAD_EVERY_FRAMES = 5;
 
@@ -65,10 +74,12 @@ export class AnimationTrack {
   /**
    * Frame `k`'s face: the face at the middle of the frame's display time (a sound's mouth is on screen
    * within half a frame of the sound); the frame is its visemes' deadline (they are decided now, if not
-   * yet). The face is kept as the latest and its changes told; the object is reused by the next call.
+   * yet) — with `video` false (no video client: nobody sees this frame), {@link VIDEO_FREE_DECISION_DELAY_MS}
+   * earlier on the timeline. The face is kept as the latest and its changes told; the object is reused by the next call.
    */
-  frame(k: number): FaceState {
-    const face = this.face.faceAt((k + 0.5) * this.#frameMs);
+  frame(k: number, video = true): FaceState {
+    const ms = (k + 0.5) * this.#frameMs;
+    const face = this.face.faceAt(ms, video ? ms : ms - VIDEO_FREE_DECISION_DELAY_MS);
     this.#keep(k, face);
     this.#tell(k, face);
     return face;

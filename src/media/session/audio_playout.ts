@@ -273,10 +273,14 @@ export class AudioPlayout implements ClockDriven {
       );
       return;
     }
+    const id = this.#placedResponse;
     face.timeline.queued(
-      run && run.responseId === this.#placedResponse
+      run && run.responseId === id
         ? { responseId: run.responseId, from: run.from, at: this.#written, n: run.n }
         : null,
+      false,
+      // (the response playing speaks on past its queued speech: more of it is expected)
+      id !== null && this.#d.clients() > 0 && this.queue.expected(id) !== null,
     );
   }
 

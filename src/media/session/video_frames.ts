@@ -81,8 +81,8 @@ export class VideoFrames implements ClockDriven {
     // Without a video pipeline and without clients nobody sees the face: nothing to decide or draw.
     if (!this.#video && this.#d.fanout.clients === 0) return;
     for (let k = frames.first; k <= frames.due; k++) {
-      const face = this.#d.track.frame(k);
       const video = this.#video;
+      const face = this.#d.track.frame(k, video !== null);
       if (!video) continue;
       if (video.busy) {
         this.stats.framesDropped++;
