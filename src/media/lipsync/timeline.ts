@@ -246,8 +246,9 @@ export class VisemeTimeline {
    * steps had every change stamped 10 ms late.
    */
   #changedAt(s: number, step: number, v: number): number {
-    let lo = Math.max(0, s - step), hi = s; // targetAt(hi) is v; find the first sample after lo that is
-    if (this.#targetAtSample(lo) === v) return s; // (no change inside the step: as before)
+    // The target is `v` at `hi` and not at `lo`: bisect for the first sample where it is.
+    let lo = Math.max(0, s - step), hi = s;
+    if (this.#targetAtSample(lo) === v) return s; // (no change inside the step)
     while (hi - lo > 1) {
       const mid = (lo + hi) >> 1;
       if (this.#targetAtSample(mid) === v) hi = mid;

@@ -157,11 +157,15 @@ export class AudioPlayout implements ClockDriven {
     return this.#d.clock.timeOfSample(due);
   }
 
-  /** Whether the response playing is still speaking: placed, open, its clients there, nothing of it queued. */
-  #speaking(): boolean {
+  /** Whether the response playing goes on: placed, open (more of it is expected), its clients there. */
+  #continuing(): boolean {
     const id = this.#placedResponse;
-    return id !== null && this.#d.clients() > 0 && this.queue.length === 0 &&
-      this.queue.expected(id) !== null;
+    return id !== null && this.#d.clients() > 0 && this.queue.expected(id) !== null;
+  }
+
+  /** Whether the response playing is still speaking with nothing of it queued: its next chunk is on its way. */
+  #speaking(): boolean {
+    return this.queue.length === 0 && this.#continuing();
   }
 
   /** How far ahead of the clock silence is written while a response is still speaking (samples). */
@@ -279,8 +283,7 @@ export class AudioPlayout implements ClockDriven {
         ? { responseId: run.responseId, from: run.from, at: this.#written, n: run.n }
         : null,
       false,
-      // (the response playing speaks on past its queued speech: more of it is expected)
-      id !== null && this.#d.clients() > 0 && this.queue.expected(id) !== null,
+      this.#continuing(),
     );
   }
 

@@ -96,6 +96,7 @@ export class AnimationChannel {
     this.#timer = undefined;
     if (this.#closed) return;
     const now = this.#d.timelineMs();
+    const lastBefore = this.#last;
     while (this.#queue.length && this.#queue[0].t_ms <= now + this.#d.leadMs) {
       const m = this.#queue.shift()!;
       const prev = this.#recent.slice();
@@ -103,6 +104,9 @@ export class AnimationChannel {
       this.#recent.push(m);
       if (this.#recent.length > REDUNDANT_PREVIOUS) this.#recent.shift();
       this.#last = { message: m, prev };
+    }
+    if (this.#last !== lastBefore) {
+      // Something was sent: the last of it is repeated if nothing newer follows in time.
       clearTimeout(this.#repeatTimer);
       this.#repeatTimer = setTimeout(this.#repeat, REPEAT_AFTER_MS);
     }
