@@ -85,10 +85,21 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   };
 }
 
-/** A loopback port nothing listens on (bound, then released). */
+/**
+ * A loopback port nothing listens on. It is drawn from 10000–19999, below the kernel's ephemeral range
+ * (32768–60999 on Linux) and the UDP ranges the Janus and coturn fixtures take (20000 and up): a port picked
+ * with port 0 and released is the next one another test's port-0 listener or outgoing connection may take,
+ * and a connection to it is then answered instead of refused (a CI run saw that).
+ */
 export function closedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 10000 + Math.floor(Math.random() * 10000);
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.AddrInUse)) throw err;
+    }
+  }
+  throw new Error("no closed loopback port found in 10000-19999");
 }
