@@ -48,6 +48,12 @@ export const DEFAULT_LIMITS: FanoutLimits = { maxBufferedBytes: 1024 * 1024, max
 /** x264 constant rate factor (quality) of the reference encoder settings. */
 export const VIDEO_CRF = 28;
 /**
+ * A project avatar no session of this process holds stays prepared this long (ms): the next session with it
+ * starts as fast as with a stock avatar (it had to be read and rasterised again, 70–90 ms and more). What it
+ * keeps is the avatar's sprites, as while a session holds it.
+ */
+export const PROJECT_AVATAR_LINGER_MS = 60_000;
+/**
  * Opus bitrate of the in-process audio encoder: 24 kb/s keeps a video-free client's whole downstream
  * (audio, framing, animation) under 40 kbit/s (docs/media-plane.md).
  */
@@ -95,6 +101,7 @@ export class MediaPlane implements MediaPlaneInfo {
     load: (projectId, avatarId) => this.#projectAvatars?.(projectId, avatarId) ?? Promise.resolve(null),
     prepare: async (avatarId, layers) => await this.renderer.prepare!(avatarId, layers),
     forget: (avatarId) => this.renderer.forget?.(avatarId),
+    lingerMs: PROJECT_AVATAR_LINGER_MS,
   });
   /** Video encoders started ahead (`SVC_RENDER_ENCODER_SPARES`; null: none). */
   readonly #spares: EncoderSpares | null;
@@ -231,6 +238,7 @@ export class MediaPlane implements MediaPlaneInfo {
 
   /** Closes the media servers' connections and stops the spare encoders (process shutdown; sessions are ended before). */
   async close(): Promise<void> {
+    this.#projectLeases.close();
     await this.#spares?.close();
     for (const server of this.#servers.values()) await server.close();
   }

@@ -2,7 +2,8 @@
  * Project avatars held by concurrent sessions (`src/media/art/project_avatar_leases.ts`): two sessions that
  * start together share one read and one rasterising; a session that ends while another's avatar is being
  * prepared does not let it go under it; the last one lets it go once; a failed preparation is retried by the
- * next session.
+ * next session; with a linger time, an avatar no session holds stays prepared that long (the next session
+ * reuses it), and closing lets it go at once.
  */
 import assert from "node:assert/strict";
 import type { AvatarLayers } from "../../src/media/art/layers.ts";
@@ -11,7 +12,7 @@ import { ProjectAvatarLeases } from "../../src/media/art/project_avatar_leases.t
 const LAYERS = { kind: "test" } as unknown as AvatarLayers;
 
 /** A renderer and reader whose steps the test releases by hand. */
-function rig(options: { exists?: boolean; failFirst?: boolean } = {}) {
+function rig(options: { exists?: boolean; failFirst?: boolean; lingerMs?: number } = {}) {
   const log: string[] = [];
   let loads = 0;
   const gates: (() => void)[] = [];
@@ -28,6 +29,7 @@ function rig(options: { exists?: boolean; failFirst?: boolean } = {}) {
       return Promise.resolve();
     },
     forget: (avatarId) => log.push(`forget ${avatarId}`),
+    lingerMs: options.lingerMs,
   });
   const open = async () => {
     while (!gates.length) await new Promise((r) => setTimeout(r, 1));
@@ -85,4 +87,32 @@ Deno.test("project avatar leases: no such avatar holds nothing; a failed read is
   await flaky.open();
   assert.equal(await c, true);
   assert.deepEqual(flaky.log.filter((l) => l.startsWith("load")).length, 2, "read again after the failure");
+});
+
+Deno.test("project avatar leases: with a linger time, the next session reuses the avatar its last session let go; it goes after the linger, or at close", async () => {
+  const { leases, log, open } = rig({ lingerMs: 80 });
+  const first = leases.acquire("proj_a", "av_1");
+  await open();
+  assert.equal(await first, true);
+  leases.release("av_1");
+  assert.ok(!log.includes("forget av_1"), "kept while it lingers");
+  // The next session: no read, no rasterising.
+  assert.equal(await leases.acquire("proj_a", "av_1"), true);
+  assert.deepEqual(log.filter((l) => l.startsWith("load")), ["load proj_a/av_1"]);
+  leases.release("av_1");
+  const deadline = Date.now() + 20_000;
+  while (!log.includes("forget av_1") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    log.filter((l) => l.startsWith("forget")),
+    ["forget av_1"],
+    "let go once, after the linger",
+  );
+  assert.equal(leases.users("av_1"), 0);
+  // Close: a lingering avatar goes at once (no timer left behind).
+  const again = leases.acquire("proj_a", "av_1");
+  await open();
+  await again;
+  leases.release("av_1");
+  leases.close();
+  assert.equal(log.filter((l) => l === "forget av_1").length, 2);
 });

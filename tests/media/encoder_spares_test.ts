@@ -1,7 +1,8 @@
 /**
  * Video encoders started ahead (`src/media/encoder_spares.ts`): the first take spawns its own; a spare is
  * started after it and handed out by the next take, which gets its own output (a real ffmpeg encoding a
- * real frame); a dead spare is never handed out; `close` stops the spares. And a media plane's sessions
+ * real frame), as soon as the taken one has given its first output (or after the refill delay when it gives
+ * none); a dead spare is never handed out; `close` stops the spares. And a media plane's sessions
  * take them: the second video client of a plane finds its encoder started.
  */
 import assert from "node:assert/strict";
@@ -45,6 +46,29 @@ Deno.test("encoder spares: a spare is started after a take, handed to the next o
     await spares.close();
   }
   assert.equal(spares.ready, 0, "close stops the spares");
+});
+
+Deno.test("encoder spares: the replacement is spawned once the taken encoder's first frame is out, not after the fallback delay", async () => {
+  // A fallback far past the test's deadline: only the first output can start the replacement in time.
+  const spares = new EncoderSpares("ffmpeg", ARGS, 1, 10 * 60_000);
+  try {
+    assert.ok(await encodeOne(spares) > 0);
+    await until(() => spares.ready === 1, "a spare started after the first output");
+    assert.ok(await encodeOne(spares) > 0);
+    assert.deepEqual([spares.coldTakes, spares.warmTakes], [1, 1]);
+    await until(() => spares.ready === 1, "the next spare");
+  } finally {
+    await spares.close();
+  }
+  // A taken encoder that gives nothing (it is never written to): the replacement comes after the delay.
+  const quiet = new EncoderSpares("ffmpeg", ARGS, 1, 300);
+  try {
+    const idle = quiet.take(() => {});
+    await until(() => quiet.ready === 1, "a spare after the fallback delay");
+    await idle.stop(0);
+  } finally {
+    await quiet.close();
+  }
 });
 
 Deno.test("encoder spares: none kept with size 0; a dead spare is not handed out", async () => {

@@ -1,7 +1,9 @@
 /**
  * Which project avatars this process's sessions hold, and their one preparation each. A project avatar is
  * read from KV and rasterised for the renderer when its first session here starts, and let go (its layers,
- * its sprites) when its last session here ends. Sessions start and end concurrently, so the count is taken
+ * its sprites) when its last session here ends — after `lingerMs`, so that the next session of the same
+ * avatar starts as fast as a stock avatar's instead of reading and rasterising it again (avatars never change
+ * once made; the API checks ownership and deletion before a session is started with one). Sessions start and end concurrently, so the count is taken
  * before anything is awaited: a session whose avatar is still being prepared holds it, and the one that ends
  * meanwhile cannot let it go under it (which made the renderer miss its art); two sessions that start
  * together share one read and one rasterising. A preparation that fails is forgotten, so the next session
@@ -19,12 +21,16 @@ export interface ProjectAvatarLeaseDeps {
   prepare(avatarId: string, layers: AvatarLayers): Promise<void>;
   /** Drops what the renderer keeps of it. */
   forget(avatarId: string): void;
+  /** How long an avatar no session holds stays prepared (ms; default 0: let go at once). */
+  lingerMs?: number;
 }
 
 interface Lease {
   users: number;
   ready: Promise<AvatarLayers | null>;
   layers: AvatarLayers | null;
+  /** Its letting go, when no session holds it and it lingers. */
+  linger?: ReturnType<typeof setTimeout>;
 }
 
 /** The project avatars held by this process's sessions (see the module documentation). */
@@ -44,15 +50,17 @@ export class ProjectAvatarLeases {
       this.#leases.set(avatarId, lease = fresh);
       fresh.ready.then((layers) => fresh.layers = layers, () => {});
     }
+    clearTimeout(lease.linger);
+    lease.linger = undefined;
     lease.users++;
     let layers: AvatarLayers | null;
     try {
       layers = await lease.ready;
     } catch (err) {
-      this.#drop(avatarId, lease);
+      this.#drop(avatarId, lease, true);
       throw err;
     }
-    if (!layers) this.#drop(avatarId, lease);
+    if (!layers) this.#drop(avatarId, lease, true);
     return layers !== null;
   }
 
@@ -78,9 +86,23 @@ export class ProjectAvatarLeases {
     return layers;
   }
 
-  #drop(avatarId: string, lease: Lease): void {
+  #drop(avatarId: string, lease: Lease, failed = false): void {
     if (--lease.users > 0 || this.#leases.get(avatarId) !== lease) return;
+    const lingerMs = this.deps.lingerMs ?? 0;
+    if (failed || lingerMs <= 0 || !lease.layers) return this.#forget(avatarId, lease);
+    clearTimeout(lease.linger);
+    lease.linger = setTimeout(() => this.#forget(avatarId, lease), lingerMs);
+  }
+
+  #forget(avatarId: string, lease: Lease): void {
+    clearTimeout(lease.linger);
+    if (this.#leases.get(avatarId) !== lease) return;
     this.#leases.delete(avatarId);
     this.deps.forget(avatarId);
+  }
+
+  /** Lets every avatar that no session holds go now, and stops the linger timers (the plane closes). */
+  close(): void {
+    for (const [avatarId, lease] of [...this.#leases]) if (lease.users <= 0) this.#forget(avatarId, lease);
   }
 }

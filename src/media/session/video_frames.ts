@@ -2,9 +2,9 @@
  * The frames of one session on the media clock: each due frame's face is decided (the animation track)
  * and, while a video pipeline runs, rendered into it. This part owns the pipeline's life: it makes one
  * when a video client comes (its first frame a keyframe of the current instant) and retires it when the
- * last one leaves, so the session's video exists only while someone watches. A warm encoder kept for a
- * while after the last video client leaves is a delay in {@link VideoFrames.demand} before the retirement,
- * cancelled when a video client comes back.
+ * last one leaves, so the session's video exists only while someone watches. A video client that comes back
+ * does not wait for an encoder to start: the pipeline takes one of the plane's spare encoders, started ahead
+ * (`../encoder_spares.ts`).
  *
  * @module
  */
