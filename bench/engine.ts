@@ -176,9 +176,10 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
       let t = wallNow() + 20 + ANNOUNCE_MS;
       for (let b = 0; b < pattern.bursts && !stopping; b++) {
         const id = `r_${b}`;
-        // The response is announced a little before its audio: sent together, the small text frame and
-        // the first chunk meet Nagle's algorithm (Deno.serve leaves TCP_NODELAY off) and the peer's
-        // delayed ACK, which held the first chunk ~40 ms — the engine's TCP, not the avatar pipeline.
+        // The response is announced a little before its audio (the early engine's profile). Sent together,
+        // the small text frame and the first chunk met Nagle's algorithm (Deno.serve leaves TCP_NODELAY off)
+        // and the service's delayed ACK, which held the first chunk ~40 ms; the service now acknowledges an
+        // engine's text at once (src/providers/wire/websocket.ts), as the real-time engine's figures show.
         await sleepUntil(t - ANNOUNCE_MS);
         if (socket.readyState !== WebSocket.OPEN) return;
         socket.send(JSON.stringify({ type: "response.started", response_id: id }));

@@ -3,7 +3,8 @@
  * that reads and writes raw bytes: the upgrade request it writes (target and header bytes, nothing
  * offered but what was asked for), refused upgrades (status, `Retry-After`, redirects not followed),
  * handshake checks (accept key, subprotocol, extensions), frames (masked out; fragmented, large, binary,
- * pings and pongs in), close codes and reasons both ways, the peer's protocol violations (close 1002,
+ * pings and pongs in; the start of the peer's input acknowledged at once with an unsolicited Pong), close
+ * codes and reasons both ways, the peer's protocol violations (close 1002,
  * 1007, 1009), trust (extra CA, unknown CA), and dropping a connection at once.
  */
 import assert from "node:assert/strict";
@@ -95,8 +96,25 @@ class Peer {
     return true;
   }
 
-  /** Reads one client frame (null at the end of the connection). */
-  async frame(): Promise<ClientFrame | null> {
+  /**
+   * Reads one client frame (null at the end of the connection); `skipAcks`: past the empty unsolicited Pongs
+   * that acknowledge the start of the peer's input (counted in {@link Peer.acks}).
+   */
+  async frame(skipAcks = false): Promise<ClientFrame | null> {
+    for (;;) {
+      const f = await this.#frame();
+      if (skipAcks && f && f.opcode === 0xa && f.payload.length === 0) {
+        this.acks++;
+        continue;
+      }
+      return f;
+    }
+  }
+
+  /** Empty Pongs skipped by {@link Peer.frame}. */
+  acks = 0;
+
+  async #frame(): Promise<ClientFrame | null> {
     for (;;) {
       const b = this.#buf;
       if (b.length >= 2) {
@@ -288,8 +306,8 @@ Deno.test("socket: frames — fragments, a large and a binary message, pings ans
     await peer.write(frame(0x0, enc("wörld"), { fin: true }));
     await peer.write(frame(0x1, big));
     await peer.write(frame(0x2, Uint8Array.of(0, 1, 2, 255)));
-    pong = await peer.frame();
-    fromClient = await peer.frame();
+    pong = await peer.frame(true);
+    fromClient = await peer.frame(true);
     await peer.write(frame(0xa, new Uint8Array(0)));
     await peer.frame(); // the close
     await peer.write(frame(0x8, closePayload(1000)));
@@ -311,6 +329,60 @@ Deno.test("socket: frames — fragments, a large and a binary message, pings ans
     assert.equal(new TextDecoder().decode(fromClient!.payload), "hi");
     s.close(1000, "bye");
     assert.equal((await s.closed).code, 1000);
+  } finally {
+    await p.close();
+  }
+});
+
+Deno.test("socket: the start of the peer's input is acknowledged at once (an empty unsolicited Pong), a steady stream is not", async () => {
+  // What the peer sees of the client, by the phase it is in when a frame comes: empty Pongs, other frames.
+  const seen: Record<string, { acks: number; other: number }> = {};
+  let phase = "text";
+  const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+  let go!: () => void;
+  const released = new Promise<void>((r) => go = r);
+  const p = peer(async (peer) => {
+    await peer.accept();
+    const reading = (async () => {
+      for (let f = await peer.frame(); f; f = await peer.frame()) {
+        const s = seen[phase] ??= { acks: 0, other: 0 };
+        if (f.opcode === 0xa && f.payload.length === 0) s.acks++;
+        else s.other++;
+        if (f.opcode === 0x8) break;
+      }
+    })();
+    // A text message (an engine's `response.started`): acknowledged.
+    await peer.write(frame(0x1, enc('{"type":"response.started"}')));
+    await released;
+    await sleep(300);
+    // After a quiet moment (≥ 100 ms), a binary message starts a burst: acknowledged.
+    phase = "burst";
+    await peer.write(frame(0x2, new Uint8Array(960)));
+    await sleep(300);
+    // A steady stream of 60 binary messages 10 ms apart: only the burst's first 100 ms are acknowledged.
+    phase = "steady";
+    for (let i = 0; i < 60; i++) {
+      await peer.write(frame(0x2, new Uint8Array(960)));
+      await sleep(10);
+    }
+    await sleep(300);
+    phase = "end";
+    await peer.write(frame(0x8, closePayload(1000)));
+    await reading;
+  });
+  try {
+    const s = await open(p.port);
+    const got = collect(s);
+    await until("the text message", () => got.length === 1);
+    go();
+    await until("every message", () => got.length === 62);
+    await s.closed;
+    assert.deepEqual(seen.text, { acks: 1, other: 0 }, "the text message acknowledged once");
+    assert.deepEqual(seen.burst, { acks: 1, other: 0 }, "the first binary message after a quiet moment");
+    assert.equal(seen.steady.other, 0);
+    // Reads 10 ms apart: ~10 in the burst's first 100 ms (fewer when reads coalesce); all 60 would be a Pong
+    // per message.
+    assert.ok(seen.steady.acks >= 1 && seen.steady.acks <= 30, `steady acks ${seen.steady.acks}`);
   } finally {
     await p.close();
   }

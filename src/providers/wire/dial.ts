@@ -1,5 +1,5 @@
 /**
- * The byte socket under every engine request: a TCP connection (`Deno.connect`) to an endpoint, TLS on top
+ * The byte socket under every engine request: a TCP connection (`Deno.connect`, Nagle's algorithm off) to an endpoint, TLS on top
  * when the endpoint is secure (`tls.ts`), both dropped at once when the caller's abort signal fires (the
  * session's whole connect deadline), with failures that say only that nothing answered (`unreachable`);
  * and `writeAll`, which writes a buffer whole.
@@ -37,6 +37,10 @@ export class Dialer {
       });
       this.conn = tcp;
       if (this.#aborted) throw this.signal.reason;
+      // Real-time input (a microphone's 20 ms frames, `websocket.ts`'s acknowledging Pongs) goes out when
+      // written: Nagle's algorithm would hold a small write while the last is unacknowledged, and the peer's
+      // kernel may delay that acknowledgement 40 ms.
+      tcp.setNoDelay(true);
       if (!endpoint.secure) return tcp;
       return await startTls(tcp, endpoint.hostname, caCerts, (tls) => {
         this.conn = tls;
