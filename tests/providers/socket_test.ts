@@ -351,7 +351,7 @@ Deno.test("socket: the start of the peer's input is acknowledged at once (an emp
         if (f.opcode === 0x8) break;
       }
     })();
-    // A text message (an engine's `response.started`): acknowledged.
+    // A text message (an engine's `response.started`), the first input: acknowledged.
     await peer.write(frame(0x1, enc('{"type":"response.started"}')));
     await released;
     await sleep(300);
@@ -377,7 +377,7 @@ Deno.test("socket: the start of the peer's input is acknowledged at once (an emp
     go();
     await until("every message", () => got.length === 62);
     await s.closed;
-    assert.deepEqual(seen.text, { acks: 1, other: 0 }, "the text message acknowledged once");
+    assert.deepEqual(seen.text, { acks: 1, other: 0 }, "the first message acknowledged once");
     assert.deepEqual(seen.burst, { acks: 1, other: 0 }, "the first binary message after a quiet moment");
     assert.equal(seen.steady.other, 0);
     // Reads 10 ms apart: ~10 in the burst's first 100 ms (fewer when reads coalesce); all 60 would be a Pong

@@ -6,15 +6,14 @@
  * read passes the process's fairness gate (`input_turns.ts`) first.
  *
  * The start of the peer's input is acknowledged at once: a read that brought a message within
- * {@link ACK_START_MS} of the first after {@link ACK_QUIET_MS} without one, or that brought a text message, is
- * answered with an unsolicited Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not
+ * {@link ACK_START_MS} of the first after {@link ACK_QUIET_MS} without one is answered with an unsolicited Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not
  * expected") when nothing else is being written. An engine's socket with Nagle's algorithm on (`Deno.serve`'s,
  * for one) holds a small write while an earlier one is unacknowledged, and this side's kernel delays a bare
  * acknowledgement up to 40 ms: a `response.started` followed by its first audio chunk held that chunk
  * 42–45 ms, and the chunk after it 20–25 ms, measured at the service against a real-time engine's send times
  * (`testing/realtime_engine.ts`, 5 Dec); once a delayed acknowledgement has gone, the kernel acknowledges the
  * stream's next segments at once. The Pong's segment carries the acknowledgement; a steady stream of input
- * costs no Pong.
+ * (a vendor's audio in JSON text messages included) costs no Pong past its first 100 ms.
  *
  * @module
  */
@@ -59,12 +58,12 @@ export class ClientWebSocket extends WireSocket {
   #fragments: Uint8Array[] = [];
   #fragmentBytes = 0;
   #fragmentOpcode = 0;
-  /** A message (and whether a text one) was read since the last read's acknowledgement (see the module documentation). */
-  #read: "none" | "binary" | "text" = "none";
+  /** A message was read since the last read's acknowledgement (see the module documentation). */
+  #read = false;
   /** When the last message was read, and when the burst it belongs to started (performance.now()). */
   #lastReadAt = -Infinity;
   #burstAt = -Infinity;
-  /** Unsolicited Pongs written to acknowledge text at once (for tests and figures). */
+  /** Unsolicited Pongs written to acknowledge the start of a burst of input (for tests and figures). */
   acknowledgements = 0;
   readonly #stopWait = new AbortController();
 
@@ -214,7 +213,7 @@ export class ClientWebSocket extends WireSocket {
           }
         }
         if (this.#state === "closed") break;
-        if (this.#read !== "none") this.#acknowledge();
+        if (this.#read) this.#acknowledge();
         if (start === end) start = end = 0;
         if (acc.length - end < READ_BUFFER_BYTES / 4) {
           const live = end - start;
@@ -309,23 +308,22 @@ export class ClientWebSocket extends WireSocket {
       } catch {
         return this.#violation(1007), acc.length;
       }
-      this.#read = "text";
+      this.#read = true;
       this.deliver(text);
     } else {
-      if (this.#read === "none") this.#read = "binary";
+      this.#read = true;
       this.deliver(message);
     }
     return next;
   }
 
-  /** After a read that brought messages: an unsolicited Pong when it starts a burst or brought text. */
+  /** After a read that brought messages: an unsolicited Pong when it is the start of a burst. */
   #acknowledge(): void {
     const now = performance.now();
     if (now - this.#lastReadAt >= ACK_QUIET_MS) this.#burstAt = now;
     this.#lastReadAt = now;
-    const text = this.#read === "text";
-    this.#read = "none";
-    if (!text && now - this.#burstAt > ACK_START_MS) return;
+    this.#read = false;
+    if (now - this.#burstAt > ACK_START_MS) return;
     // A frame waiting to be written carries the acknowledgement; one being written now may have left before
     // this read's bytes came (a TLS write resolves a turn or more after its bytes left), so it does not.
     if (!this.isOpen || this.#out.length > (this.#writing ? 1 : 0)) return;
