@@ -10,8 +10,9 @@
  * GOP) spawned and idle (blocked on their input: no CPU; one process's memory each). A pipeline takes one
  * (`take`), and another is spawned in its place as soon as the taken one has given its first output (not in
  * the same instant: the first frame is being encoded, and a spawn is ~170 ms of a core), or after
- * {@link REFILL_DELAY_MS} at the latest. A spare that died is replaced, never handed out. The first spare is spawned when the first
- * pipeline takes one (a process that never streams video keeps none); `close` stops them all.
+ * {@link REFILL_DELAY_MS} at the latest. A spare that died is replaced, never handed out. The first spare is
+ * spawned when the first pipeline takes one (a process that never streams video keeps none); `close` stops
+ * them all.
  *
  * @module
  */
@@ -23,7 +24,7 @@ import { EncoderProcess } from "./ffmpeg.ts";
  * a second session starting in that window got a cold encoder (`bench --quick`, 5 Dec: connect → first
  * frame 200–400 ms for one connect in two when sessions started back to back).
  */
-export const REFILL_DELAY_MS = 250;
+const REFILL_DELAY_MS = 250;
 
 /** Encoders of one set of arguments started ahead (see the module documentation). */
 export class EncoderSpares {

@@ -354,10 +354,12 @@ Deno.test("socket: the start of the peer's input is acknowledged at once (an emp
     // A text message (an engine's `response.started`), the first input: acknowledged.
     await peer.write(frame(0x1, enc('{"type":"response.started"}')));
     await released;
-    await sleep(300);
+    await until("the first message's Pong", () => (seen.text?.acks ?? 0) > 0);
+    await sleep(300); // (any second Pong would come meanwhile)
     // After a quiet moment (≥ 100 ms), a binary message starts a burst: acknowledged.
     phase = "burst";
     await peer.write(frame(0x2, new Uint8Array(960)));
+    await until("the burst's Pong", () => (seen.burst?.acks ?? 0) > 0);
     await sleep(300);
     // A steady stream of 60 binary messages 10 ms apart: only the burst's first 100 ms are acknowledged.
     phase = "steady";

@@ -3,8 +3,8 @@
  * read from KV and rasterised for the renderer when its first session here starts, and let go (its layers,
  * its sprites) when its last session here ends — after `lingerMs`, so that the next session of the same
  * avatar starts as fast as a stock avatar's instead of reading and rasterising it again (avatars never change
- * once made; the API checks ownership and deletion before a session is started with one). Sessions start and end concurrently, so the count is taken
- * before anything is awaited: a session whose avatar is still being prepared holds it, and the one that ends
+ * once made; the API checks ownership and deletion before a session is started with one). Sessions start and
+ * end concurrently, so the count is taken before anything is awaited: a session whose avatar is still being prepared holds it, and the one that ends
  * meanwhile cannot let it go under it (which made the renderer miss its art); two sessions that start
  * together share one read and one rasterising. A preparation that fails is forgotten, so the next session
  * tries again.
@@ -57,10 +57,10 @@ export class ProjectAvatarLeases {
     try {
       layers = await lease.ready;
     } catch (err) {
-      this.#drop(avatarId, lease, true);
+      this.#drop(avatarId, lease);
       throw err;
     }
-    if (!layers) this.#drop(avatarId, lease, true);
+    if (!layers) this.#drop(avatarId, lease);
     return layers !== null;
   }
 
@@ -86,10 +86,11 @@ export class ProjectAvatarLeases {
     return layers;
   }
 
-  #drop(avatarId: string, lease: Lease, failed = false): void {
+  #drop(avatarId: string, lease: Lease): void {
     if (--lease.users > 0 || this.#leases.get(avatarId) !== lease) return;
     const lingerMs = this.deps.lingerMs ?? 0;
-    if (failed || lingerMs <= 0 || !lease.layers) return this.#forget(avatarId, lease);
+    // (a failed or missing avatar has no layers: forgotten at once, so the next session tries again)
+    if (lingerMs <= 0 || !lease.layers) return this.#forget(avatarId, lease);
     clearTimeout(lease.linger);
     lease.linger = setTimeout(() => this.#forget(avatarId, lease), lingerMs);
   }

@@ -1,8 +1,8 @@
 /**
- * The byte socket under every engine request: a TCP connection (`Deno.connect`, Nagle's algorithm off) to an endpoint, TLS on top
- * when the endpoint is secure (`tls.ts`), both dropped at once when the caller's abort signal fires (the
- * session's whole connect deadline), with failures that say only that nothing answered (`unreachable`);
- * and `writeAll`, which writes a buffer whole.
+ * The byte socket under every engine request: a TCP connection (`Deno.connect`, Nagle's algorithm off) to
+ * an endpoint, TLS on top when the endpoint is secure (`tls.ts`), both dropped at once when the caller's
+ * abort signal fires (the session's whole connect deadline), with failures that say only that nothing
+ * answered (`unreachable`); and `writeAll`, which writes a buffer whole.
  *
  * @module
  */

@@ -6,14 +6,15 @@
  * read passes the process's fairness gate (`input_turns.ts`) first.
  *
  * The start of the peer's input is acknowledged at once: a read that brought a message within
- * {@link ACK_START_MS} of the first after {@link ACK_QUIET_MS} without one is answered with an unsolicited Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not
- * expected") when nothing else is being written. An engine's socket with Nagle's algorithm on (`Deno.serve`'s,
- * for one) holds a small write while an earlier one is unacknowledged, and this side's kernel delays a bare
- * acknowledgement up to 40 ms: a `response.started` followed by its first audio chunk held that chunk
- * 42–45 ms, and the chunk after it 20–25 ms, measured at the service against a real-time engine's send times
- * (`testing/realtime_engine.ts`, 5 Dec); once a delayed acknowledgement has gone, the kernel acknowledges the
- * stream's next segments at once. The Pong's segment carries the acknowledgement; a steady stream of input
- * (a vendor's audio in JSON text messages included) costs no Pong past its first 100 ms.
+ * {@link ACK_START_MS} of the first after {@link ACK_QUIET_MS} without one is answered with an unsolicited
+ * Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not expected") unless a frame already
+ * waits to be written. An engine's socket with Nagle's algorithm on (`Deno.serve`'s, for one) holds a small
+ * write while an earlier one is unacknowledged, and this side's kernel delays a bare acknowledgement up to
+ * 40 ms: a `response.started` followed by its first audio chunk held that chunk 42–45 ms, and the chunk after
+ * it 20–25 ms, measured at the service against a real-time engine's send times (`testing/realtime_engine.ts`,
+ * 5 Dec); once a delayed acknowledgement has gone, the kernel acknowledges the stream's next segments at
+ * once. The Pong's segment carries the acknowledgement; a steady stream of input (a vendor's audio in JSON
+ * text messages included) costs no Pong past its first 100 ms.
  *
  * @module
  */
@@ -42,9 +43,9 @@ function validCloseCode(code: number): boolean {
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const EMPTY = new Uint8Array(0);
 /** Input after this long without any (ms) starts a burst whose first reads are acknowledged at once. */
-export const ACK_QUIET_MS = 100;
+const ACK_QUIET_MS = 100;
 /** How long the first reads of a burst are acknowledged at once (ms): its first chunks. */
-export const ACK_START_MS = 100;
+const ACK_START_MS = 100;
 
 /** A WebSocket connection over a Deno connection. */
 export class ClientWebSocket extends WireSocket {
@@ -63,8 +64,6 @@ export class ClientWebSocket extends WireSocket {
   /** When the last message was read, and when the burst it belongs to started (performance.now()). */
   #lastReadAt = -Infinity;
   #burstAt = -Infinity;
-  /** Unsolicited Pongs written to acknowledge the start of a burst of input (for tests and figures). */
-  acknowledgements = 0;
   readonly #stopWait = new AbortController();
 
   constructor(
@@ -301,19 +300,16 @@ export class ClientWebSocket extends WireSocket {
     this.#fragmentBytes = 0;
     const message = parts.length === 0 ? payload : concat([...parts, payload], total);
     if (this.#state !== "open" && this.#state !== "closing") return next;
+    let delivered: string | Uint8Array = message;
     if (kind === 0x1) {
-      let text: string;
       try {
-        text = utf8.decode(message);
+        delivered = utf8.decode(message);
       } catch {
         return this.#violation(1007), acc.length;
       }
-      this.#read = true;
-      this.deliver(text);
-    } else {
-      this.#read = true;
-      this.deliver(message);
     }
+    this.#read = true;
+    this.deliver(delivered);
     return next;
   }
 
@@ -327,7 +323,6 @@ export class ClientWebSocket extends WireSocket {
     // A frame waiting to be written carries the acknowledgement; one being written now may have left before
     // this read's bytes came (a TLS write resolves a turn or more after its bytes left), so it does not.
     if (!this.isOpen || this.#out.length > (this.#writing ? 1 : 0)) return;
-    this.acknowledgements++;
     this.#frame(0xa, EMPTY);
   }
 
