@@ -117,7 +117,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     SVC_MEDIA_ENABLED: "false",
     SVC_DEMO_PAGE: "false",
     SVC_WEBHOOK_POLL_MS: "20",
-    SVC_WEBHOOK_TIMEOUT_MS: "2000",
+    // An attempt that times out is retried 5 s later on the injected clock, which most tests never move: with
+    // both cores busy a TLS handshake to a test receiver took over 2 s on CI. Tests of timeouts set their own.
+    SVC_WEBHOOK_TIMEOUT_MS: "15000",
     ...options.env,
   });
   const instanceId = options.instanceId ?? `inst_test_${crypto.randomUUID().slice(0, 8)}`;

@@ -12,7 +12,11 @@ import { verifyWebhook } from "../../src/webhooks/verify.ts";
 import { startFakeEngine } from "../../testing/fake_engine.ts";
 import { engineBody, testTls } from "../../testing/fixtures.ts";
 import { createHarness, type Harness, type HarnessOptions } from "../../testing/harness.ts";
-import { eventually, startWebhookReceiver } from "../../testing/webhook_receiver.ts";
+import {
+  eventually,
+  startWebhookReceiver,
+  type WebhookReceiver as Receiver,
+} from "../../testing/webhook_receiver.ts";
 
 const PROJECT = "proj_hooks";
 
@@ -23,8 +27,26 @@ async function harness(options: HarnessOptions = {}): Promise<Harness> {
     teardownTimeoutMs: 5000, // only an engine that does not answer would wait this long
     lifecycle: true,
     ...options,
-    env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "50", ...options.env },
+    env: {
+      SVC_WEBHOOK_ALLOW_PRIVATE: "true",
+      SVC_MAX_CONCURRENT_SESSIONS: "50",
+      ...options.env,
+    },
   });
+}
+
+/**
+ * Waits until the receiver has accepted `n` deliveries; on a timeout the error says where each of the
+ * sessions' events stands in the outbox (a failed attempt waits for the injected clock).
+ */
+async function accepted(h: Harness, receiver: Receiver, n: number, sessions: string[]): Promise<void> {
+  try {
+    await receiver.waitFor(() => receiver.accepted().length === n, DEADLINE_MS, `${n} deliveries accepted`);
+  } catch (err) {
+    const events = (await Promise.all(sessions.map((sid) => listEvents(h.kv, PROJECT, sid)))).flat();
+    const where = events.map((e) => `${e.type} ${e.state} attempts ${e.attempts} ${e.last_error ?? ""}`);
+    throw new Error(`${(err as Error).message}; outbox: ${where.join("; ")}`);
+  }
 }
 
 /** Creates a session posting to `url` and ends it: two events (start, end). */
@@ -45,8 +67,8 @@ Deno.test("delivery: signed with the project's secret; after a rotation with bot
   try {
     const key = await h.key(PROJECT);
     const before = (await h.req("GET", "/v1/webhooks/secret", { key })).body.secret;
-    await startAndEnd(h, key, engine.url, receiver.url);
-    await receiver.waitFor(() => receiver.accepted().length === 2);
+    const sessions = [await startAndEnd(h, key, engine.url, receiver.url)];
+    await accepted(h, receiver, 2, sessions);
     for (const r of receiver.accepted()) {
       assert.equal(r.headers.get("content-type"), "application/json");
       assert.match(r.headers.get("user-agent")!, /^avatar-session-service-webhooks\//);
@@ -57,8 +79,8 @@ Deno.test("delivery: signed with the project's secret; after a rotation with bot
     const rotated = (await h.req("POST", "/v1/webhooks/secret/rotate", { key })).body;
     assert.notEqual(rotated.secret, before);
     assert.equal(rotated.previous_secret, before);
-    await startAndEnd(h, key, engine.url, receiver.url);
-    await receiver.waitFor(() => receiver.accepted().length === 4);
+    sessions.push(await startAndEnd(h, key, engine.url, receiver.url));
+    await accepted(h, receiver, 4, sessions);
     for (const r of receiver.accepted().slice(2)) {
       assert.equal(r.signature.split(" ").length, 2, "both signatures during the grace period");
       await verifyWebhook({ secret: before, headers: r.headers, body: r.body });
@@ -67,8 +89,8 @@ Deno.test("delivery: signed with the project's secret; after a rotation with bot
     }
     // after the grace period only the new secret signs
     h.clock.advance(24 * 3600_000 + 1000);
-    await startAndEnd(h, key, engine.url, receiver.url);
-    await receiver.waitFor(() => receiver.accepted().length === 6);
+    sessions.push(await startAndEnd(h, key, engine.url, receiver.url));
+    await accepted(h, receiver, 6, sessions);
     for (const r of receiver.accepted().slice(4)) {
       assert.equal(r.signature.split(" ").length, 1);
       await assert.rejects(
@@ -266,7 +288,7 @@ Deno.test("delivery: a service restart in the middle of a delivery loses nothing
   const engine = await startFakeEngine(testTls, "ok");
   const receiver = startWebhookReceiver(testTls, () => "hang");
   const kvA = await Deno.openKv(`${dir}/svc.kv`);
-  const a = await harness({ kv: kvA });
+  const a = await harness({ kv: kvA, env: { SVC_WEBHOOK_TIMEOUT_MS: "2000" } });
   let kvB: Deno.Kv | null = null;
   let b: Harness | null = null;
   try {
@@ -284,7 +306,7 @@ Deno.test("delivery: a service restart in the middle of a delivery loses nothing
     assert.ok(events.every((e) => e.state === "pending" && e.lease_owner === a.instanceId), "still claimed");
     await sleep(100);
     assert.equal(receiver.accepted().length, 0, "not redelivered while the claim holds");
-    b.clock.advance(2_000 + 30_000); // the claim (timeout + margin) runs out
+    b.clock.advance(2_000 + 30_000); // the claim of a (its timeout + margin) runs out
     await receiver.waitFor(
       () => receiver.accepted().length === 2,
       DEADLINE_MS,
