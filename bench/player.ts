@@ -17,7 +17,11 @@
  * 2. frame made → presented (stamp → expected display time);
  * 3. mouth vs sound (the first open-mouthed frame of a burst shown − the burst's onset heard);
  * 4. client connect → first frame (createPlayer → first frame's display time; fresh contexts, random GOP
- *    phase; for webrtc_sfu one of each session's connects is the first viewer, right after the create);
+ *    phase; for webrtc_sfu one of each session's connects is the first viewer, right after the create), and
+ *    its stages' medians (the socket, the decoder, the element: `connect_stages_p50_ms`). The page awaits
+ *    its first frame in a promise: `page.waitForFunction` loads Playwright's injected script into the page,
+ *    which held its main thread 20-30 ms during the connect measured (until 5 Dec, every figure of this line
+ *    carried that);
  * 5. a 2 s network stall (`websocket_fmp4` paths: the page connects through a TCP proxy that holds the
  *    service's bytes for 2 s): time from the end of the stall to the first frame back within 150 ms of the
  *    latency before it, whether any frame is shown later than that afterwards, and what `stats()` says.
@@ -72,6 +76,13 @@ export interface PathResults {
   mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
   reported_vs_shown_ms: ReportedVsShown;
   connect_to_first_frame_ms: Figures;
+  /**
+   * The connects' stages (createPlayer → each the first time it happened, p50 ms, in order): the socket
+   * (created, its handshake sent and answered as the browser's network service saw them, open, first
+   * message), the decoder (created, configured, first keyframe in, first decoded), the
+   * element (its stream set, first frame written). Those of the path's player only.
+   */
+  connect_stages_p50_ms: Record<string, number | null>;
   /**
    * `--realtime-engine`: the same steady run on the strictly real-time engine (`testing/realtime_engine.ts`:
    * each chunk sent once spoken, nothing announced early), right after the early engine's.
@@ -307,7 +318,47 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   video.width = size; video.height = size;
   document.body.append(video);
   g.frames = []; g.onsets = []; g.firstShown = null;
+  // Awaited by the bench (page.waitForFunction would load Playwright's injected script into the page, 20-30
+  // ms of its main thread, in the middle of the connect being measured).
+  g.firstShownP = new Promise((resolve) => { g.resolveFirstShown = resolve; });
   const { actx, onset, tap } = await g.onsetTap(g.onsets);
+  // The connect's stages, each the first time it happens (epoch ms): the socket, the decoder, the element.
+  g.marks = {};
+  const mark = (k) => { g.marks[k] ??= performance.timeOrigin + performance.now(); };
+  if (!g.markedClasses) {
+    g.markedClasses = true;
+    const WS = g.WebSocket;
+    g.WebSocket = class extends WS {
+      constructor(...a) {
+        super(...a);
+        mark("socket_created");
+        this.addEventListener("open", () => mark("socket_open"));
+        this.addEventListener("message", () => mark("first_message"));
+      }
+    };
+    if (g.VideoDecoder) {
+      const VD = g.VideoDecoder;
+      g.VideoDecoder = class extends VD {
+        constructor(init) {
+          super({ ...init, output: (f) => { mark("first_decoded"); init.output(f); } });
+          mark("decoder_created");
+        }
+        configure(c) { mark("decoder_configured"); return super.configure(c); }
+        decode(c) { if (c.type === "key") mark("first_keyframe_in"); return super.decode(c); }
+      };
+    }
+    if (g.MediaStreamTrackGenerator) {
+      const G = g.MediaStreamTrackGenerator;
+      g.MediaStreamTrackGenerator = class extends G {
+        constructor(o) { super(o); mark("element_stream_set"); }
+      };
+      const write = WritableStreamDefaultWriter.prototype.write;
+      WritableStreamDefaultWriter.prototype.write = function (chunk) {
+        if (typeof VideoFrame === "function" && chunk instanceof VideoFrame) mark("first_frame_written");
+        return write.call(this, chunk);
+      };
+    }
+  }
   const options = { video, streamMetadata: meta, clientToken, microphone: false };
   if (playback === "webcodecs") Object.assign(options, { playback, audioContext: actx, audioOutput: tap });
   if (playback === "mse") Object.assign(options, { playback });
@@ -331,7 +382,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   const onFrame = (now, md) => {
     if (video.videoWidth === size) {
       const shown = performance.timeOrigin + (md.expectedDisplayTime ?? now);
-      g.firstShown ??= shown;
+      if (g.firstShown === null) { g.firstShown = shown; g.resolveFirstShown(shown); }
       // Only the stamp's rows and the mouth's box are read (the whole frame would cost the page's main thread,
       // which the WebCodecs player shares, several ms a frame).
       // The stamp is read before and after the mouth: the element may take the next frame between two
@@ -376,6 +427,13 @@ interface PageFrame {
   dark: number;
   /** The frame's timeline instant (ms, its media time). */
   pts: number;
+}
+
+/** Waits (at most 20 s) for the page's first frame shown. */
+async function firstShown(page: Page): Promise<void> {
+  await page.evaluate(
+    `Promise.race([globalThis.firstShownP, new Promise((_, no) => setTimeout(() => no(new Error("no frame shown in 20 s")), 20000))])`,
+  );
 }
 
 async function newPage(browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page }> {
@@ -476,7 +534,7 @@ async function steady(
   const { context, page } = await newPage(browser, svc.url);
   try {
     await startProbe(page, s, path, box, 512);
-    await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+    await firstShown(page);
     await sleep(3000); // past the start-up
     const from = Date.now();
     await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel", spreadMs: spread });
@@ -508,14 +566,33 @@ async function connects(
   browser: Browser,
   n: number,
   box: unknown,
-): Promise<{ any: number[]; firstViewer: number[] }> {
+): Promise<{ any: number[]; firstViewer: number[]; stages: Record<string, number[]> }> {
   const anyTimes: number[] = [];
+  const stages: Record<string, number[]> = {};
   const firstViewer: number[] = [];
   const measure = async (s: Session) => {
     const { context, page } = await newPage(browser, svc.url);
     try {
+      // The socket's handshake as the browser's network service saw it (epoch ms): sent, answered.
+      const cdp = await context.newCDPSession(page);
+      await cdp.send("Network.enable");
+      const handshake: Record<string, number> = {};
+      let wallOffset = 0;
+      cdp.on("Network.webSocketWillSendHandshakeRequest", (e) => {
+        wallOffset = e.wallTime - e.timestamp;
+        handshake.handshake_sent ??= e.wallTime * 1000;
+      });
+      cdp.on("Network.webSocketHandshakeResponseReceived", (e) => {
+        handshake.handshake_answered ??= (e.timestamp + wallOffset) * 1000;
+      });
       await startProbe(page, s, path, box, 512);
-      await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+      await firstShown(page);
+      const marks = {
+        ...await page.evaluate(`globalThis.marks`) as Record<string, number>,
+        ...handshake,
+      };
+      const createdAt = await page.evaluate(`globalThis.createdAt`) as number;
+      for (const [k, at] of Object.entries(marks)) (stages[k] ??= []).push(at - createdAt);
       return await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
     } catch (err) {
       console.error(`bench player: ${path} connect failed: ${err}`);
@@ -544,7 +621,7 @@ async function connects(
   } finally {
     for (const s of sessions) await endSession(svc, s.id);
   }
-  return { any: anyTimes, firstViewer };
+  return { any: anyTimes, firstViewer, stages };
 }
 
 /** A 2 s stall of the service's bytes (websocket_fmp4), through the proxy. */
@@ -568,7 +645,7 @@ async function stallRun(
   const { context, page } = await newPage(browser, svc.url);
   try {
     await startProbe(page, s, path, box, 512);
-    await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+    await firstShown(page);
     const talking = engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts: 12, sound: "vowel" });
     await sleep(4000);
     const stallAt = Date.now();
@@ -624,7 +701,7 @@ async function driftRun(
   const { context, page } = await newPage(browser, svc.url);
   try {
     await startProbe(page, s, "webcodecs", box, 512);
-    await page.waitForFunction(`globalThis.firstShown !== null`, undefined, { timeout: 20_000 });
+    await firstShown(page);
     await sleep(3000);
     const from = Date.now();
     const bursts = Math.round(minutes * 60 / 5);
@@ -751,6 +828,14 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
       "p50 ≤ 150 (fMP4), ≤ 500 (SFU)",
     ),
     row(
+      "… its stages, p50 ms after createPlayer",
+      (r) =>
+        Object.entries(r.connect_stages_p50_ms ?? {}).map(([k, v]) => `${k.replaceAll("_", " ")} ${v}`).join(
+          ", ",
+        ) || "–",
+      "",
+    ),
+    row(
       "first viewer right after create → first frame, p50 ms",
       (r) =>
         r.first_viewer_first_frame_ms
@@ -872,6 +957,11 @@ if (import.meta.main) {
       results[path] = {
         ...early,
         connect_to_first_frame_ms: figures(c.any),
+        connect_stages_p50_ms: Object.fromEntries(
+          Object.entries(c.stages).map(([k, v]) => [k, figures(v).p50] as const).sort((a, b) =>
+            (a[1] ?? 0) - (b[1] ?? 0)
+          ),
+        ),
         ...(path === "webrtc_sfu" ? { first_viewer_first_frame_ms: figures(c.firstViewer) } : {}),
         stall,
         ...(rt ? { realtime_engine: rt } : {}),

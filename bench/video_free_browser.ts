@@ -251,7 +251,7 @@ globalThis.setup = async ({ mode, meta, clientToken, size, box }) => {
     g.drawOn = true;
     const real = canvas.getContext("2d");
     const ctx = {};
-    for (const m of ["clearRect", "drawImage", "save", "restore", "translate"]) {
+    for (const m of ["clearRect", "drawImage", "save", "restore", "translate", "beginPath", "rect", "clip"]) {
       ctx[m] = (...a) => { if (g.drawOn) real[m](...a); };
     }
     Object.defineProperty(ctx, "globalAlpha", {

@@ -252,6 +252,19 @@ globalThis.viewStats = async () => {
 globalThis.closeViewers = () => { for (const v of globalThis.viewers) { v.ws.close(); v.pc?.close(); } globalThis.viewers = []; };
 `;
 
+/**
+ * Waits (at most 15 s) for the player's first frame, polled in the page by a timer (`page.waitForFunction`
+ * would load Playwright's injected script into the page, 20-30 ms of its main thread, during the connect).
+ */
+async function untilFirstFrame(page: Page): Promise<void> {
+  await page.evaluate(`new Promise((resolve, reject) => {
+    const end = Date.now() + 15000;
+    const t = setInterval(() => {
+      if (globalThis.player.state().ttffMs !== null) { clearInterval(t); resolve(); }
+      else if (Date.now() > end) { clearInterval(t); reject(new Error("no first frame in 15 s")); }
+    }, 5);
+  })`);
+}
 async function newPage(browser: Browser, svc: Service): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext();
   const page = await context.newPage();
@@ -280,7 +293,7 @@ async function measureTransport(
       await page.evaluate(
         `startProbe(${JSON.stringify({ meta: s.meta, clientToken: s.clientToken, width: 512 })})`,
       );
-      await page.waitForFunction(`globalThis.player.state().ttffMs !== null`, undefined, { timeout: 15_000 });
+      await untilFirstFrame(page);
       ttff.push(await page.evaluate(`globalThis.player.state().ttffMs`) as number);
     } catch (err) {
       console.error(`bench webrtc: ${transport} connect ${i} failed: ${err}`);
@@ -300,7 +313,7 @@ async function measureTransport(
     await page.evaluate(
       `startProbe(${JSON.stringify({ meta: s.meta, clientToken: s.clientToken, width: 512 })})`,
     );
-    await page.waitForFunction(`globalThis.player.state().ttffMs !== null`, undefined, { timeout: 15_000 });
+    await untilFirstFrame(page);
     const firstAt = Date.now();
     await sleep(2000);
     const bursts = quick ? 5 : 12;

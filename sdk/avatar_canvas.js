@@ -20,6 +20,10 @@
  * @module
  */
 
+import { changed } from "./avatar_damage.js";
+
+/** @typedef {import("./avatar_damage.js").Layer} Layer @typedef {import("./avatar_damage.js").Drawn} Drawn */
+
 /**
  * How long the mouth takes to go from one viseme to the next (ms; the server co-articulates ≈ this), centred
  * on the later viseme's stamp.
@@ -59,7 +63,6 @@ export function createAvatarDrawer(options) {
   const doFetch = options.fetch ?? fetch;
   const soundStarts = options.soundStarts ?? (() => []);
   const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
-  /** @typedef {{ b: ImageBitmap; x: number; y: number }} Layer A layer cropped to what it covers, and where. */
   /** @typedef {{ still: Layer | null; head: Layer | null; eyes: Record<string, Record<string, Layer | null>>; mouths: Record<string, Layer | null>; scale: number }} Art */
   /** @type {Art | null} */
   let art = null;
@@ -77,6 +80,8 @@ export function createAvatarDrawer(options) {
   let lastKey = "";
   let lastFrame = -1;
   let lastFading = false;
+  /** @type {Drawn | null} What the canvas shows. */
+  let drawn = null;
   let frames = 0;
   let visemeCount = 0;
 
@@ -281,17 +286,30 @@ export function createAvatarDrawer(options) {
       lastKey = key;
       lastFrame = frame;
       lastFading = fading;
-      ctx.clearRect(0, 0, canvas.width, canvas.height);
-      put(ctx, art.still);
+      const found = art.eyes[face.eyes]?.[face.look];
+      const eyes = found === undefined ? art.eyes.open?.neutral ?? null : found;
+      const mouth = (viseme in art.mouths ? art.mouths[viseme] : art.mouths.sil) ?? null;
+      const under = fading ? art.mouths[prev] ?? null : null;
+      /** @type {Drawn} */
+      const now = { art, ox, oy, head: art.head, eyes, mouth, under, alpha: under ? alpha : 1 };
+      const dirty = changed(drawn, now);
+      drawn = now;
       ctx.save();
+      if (dirty) {
+        // Only what changed is drawn anew (the eyes, the mouth, or the head and all on it when it moved): the
+        // browser rasterises and composites those pixels, not the whole canvas.
+        ctx.beginPath();
+        ctx.rect(dirty.x, dirty.y, dirty.w, dirty.h);
+        ctx.clip();
+        ctx.clearRect(dirty.x, dirty.y, dirty.w, dirty.h);
+      } else ctx.clearRect(0, 0, canvas.width, canvas.height);
+      put(ctx, art.still);
       ctx.translate(ox, oy);
       put(ctx, art.head);
-      const eyes = art.eyes[face.eyes]?.[face.look];
-      put(ctx, eyes === undefined ? art.eyes.open?.neutral : eyes);
-      const mouth = viseme in art.mouths ? art.mouths[viseme] : art.mouths.sil;
-      if (fading && art.mouths[prev]) {
+      put(ctx, eyes);
+      if (under) {
         ctx.globalAlpha = 1 - alpha;
-        put(ctx, art.mouths[prev]);
+        put(ctx, under);
         ctx.globalAlpha = alpha;
       }
       put(ctx, mouth);

@@ -53,6 +53,7 @@ export const PLAYER_FILES: readonly string[] = [
   "player_report.js",
   "tool_calls.js",
   "avatar_canvas.js",
+  "avatar_damage.js",
   "player_webrtc_animation.js",
 ];
 
