@@ -63,6 +63,11 @@ export function createAvatarDrawer(options) {
   const doFetch = options.fetch ?? fetch;
   const soundStarts = options.soundStarts ?? (() => []);
   const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
+  // A canvas whose context was lost and restored is blank: the next frame is drawn whole.
+  canvas.addEventListener?.("contextrestored", () => {
+    drawn = null;
+    lastKey = "";
+  });
   /** @typedef {{ still: Layer | null; head: Layer | null; eyes: Record<string, Record<string, Layer | null>>; mouths: Record<string, Layer | null>; scale: number }} Art */
   /** @type {Art | null} */
   let art = null;
@@ -291,7 +296,18 @@ export function createAvatarDrawer(options) {
       const mouth = (viseme in art.mouths ? art.mouths[viseme] : art.mouths.sil) ?? null;
       const under = fading ? art.mouths[prev] ?? null : null;
       /** @type {Drawn} */
-      const now = { art, ox, oy, head: art.head, eyes, mouth, under, alpha: under ? alpha : 1 };
+      const now = {
+        art,
+        w: canvas.width,
+        h: canvas.height,
+        ox,
+        oy,
+        head: art.head,
+        eyes,
+        mouth,
+        under,
+        alpha: under ? alpha : 1,
+      };
       const dirty = changed(drawn, now);
       drawn = now;
       ctx.save();

@@ -10,15 +10,15 @@
  */
 
 /**
- * What a frame drew: the art, the head's offset (canvas pixels), the layers that move with the head (the
- * head, the eyes, the mouth and the mouth it fades from) and the mouth's opacity.
- * @typedef {{ art: object; ox: number; oy: number; head: Layer | null; eyes: Layer | null; mouth: Layer | null; under: Layer | null; alpha: number }} Drawn
+ * What a frame drew: the art, the canvas's size, the head's offset (canvas pixels), the layers that move with
+ * the head (the head, the eyes, the mouth and the mouth it fades from) and the mouth's opacity.
+ * @typedef {{ art: object; w: number; h: number; ox: number; oy: number; head: Layer | null; eyes: Layer | null; mouth: Layer | null; under: Layer | null; alpha: number }} Drawn
  * @typedef {{ b: ImageBitmap; x: number; y: number }} Layer A layer cropped to what it covers, and where.
  */
 
 /**
  * The box to draw anew between two frames of one art, or null for the whole canvas (the first frame, another
- * art, nothing that shows changed): the union of the boxes of what changed, before and after — the eyes, the
+ * art or canvas size — a resized canvas is cleared —, nothing that shows changed): the union of the boxes of what changed, before and after — the eyes, the
  * mouth (a viseme, a cross-fade's step), or, when the head moved, everything that moves with it — in whole
  * pixels, a pixel wider each way. Whatever lies outside it is the same in both frames.
  * @param {Drawn | null} a what the canvas shows
@@ -26,7 +26,7 @@
  * @returns {{ x: number; y: number; w: number; h: number } | null}
  */
 export function changed(a, b) {
-  if (!a || a.art !== b.art) return null;
+  if (!a || a.art !== b.art || a.w !== b.w || a.h !== b.h) return null;
   /** @type {[Layer | null, Drawn][]} */
   const boxes = [];
   const both = (/** @type {(d: Drawn) => (Layer | null)[]} */ of) => {

@@ -19,6 +19,8 @@ const sil = layer(110, 150, 40, 12);
 const aa = layer(106, 146, 48, 30);
 const frame = (o: Partial<Parameters<typeof changed>[1]> = {}) => ({
   art,
+  w: 512,
+  h: 512,
   ox: 0,
   oy: 0,
   head,
@@ -29,9 +31,11 @@ const frame = (o: Partial<Parameters<typeof changed>[1]> = {}) => ({
   ...o,
 });
 
-Deno.test("canvas drawer: the whole canvas for a first frame or another art", () => {
+Deno.test("canvas drawer: the whole canvas for a first frame, another art, a resized canvas", () => {
   assert.equal(changed(null, frame()), null);
   assert.equal(changed(frame(), frame({ art: {} })), null);
+  assert.equal(changed(frame(), frame({ w: 256, mouth: aa })), null);
+  assert.equal(changed(frame(), frame({ h: 511, mouth: aa })), null);
 });
 
 Deno.test("canvas drawer: a mouth change draws the old and new mouths' box, a pixel wider, at the head's offset", () => {
