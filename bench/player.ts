@@ -77,10 +77,9 @@ export interface PathResults {
   reported_vs_shown_ms: ReportedVsShown;
   connect_to_first_frame_ms: Figures;
   /**
-   * The connects' stages (createPlayer → each the first time it happened, p50 ms, in order): the socket
-   * (created, its handshake sent and answered as the browser's network service saw them, open, first
-   * message), the decoder (created, configured, first keyframe in, first decoded), the
-   * element (its stream set, first frame written). Those of the path's player only.
+   * The connects' stages (createPlayer → each the first time it happened, p50 ms, in order), as the page saw
+   * them: the socket (created, open, first message), the decoder (created, configured, first keyframe in,
+   * first decoded), the element (its stream set, first frame written). Those of the path's player only.
    */
   connect_stages_p50_ms: Record<string, number | null>;
   /**
@@ -573,24 +572,9 @@ async function connects(
   const measure = async (s: Session) => {
     const { context, page } = await newPage(browser, svc.url);
     try {
-      // The socket's handshake as the browser's network service saw it (epoch ms): sent, answered.
-      const cdp = await context.newCDPSession(page);
-      await cdp.send("Network.enable");
-      const handshake: Record<string, number> = {};
-      let wallOffset = 0;
-      cdp.on("Network.webSocketWillSendHandshakeRequest", (e) => {
-        wallOffset = e.wallTime - e.timestamp;
-        handshake.handshake_sent ??= e.wallTime * 1000;
-      });
-      cdp.on("Network.webSocketHandshakeResponseReceived", (e) => {
-        handshake.handshake_answered ??= (e.timestamp + wallOffset) * 1000;
-      });
       await startProbe(page, s, path, box, 512);
       await firstShown(page);
-      const marks = {
-        ...await page.evaluate(`globalThis.marks`) as Record<string, number>,
-        ...handshake,
-      };
+      const marks = await page.evaluate(`globalThis.marks`) as Record<string, number>;
       const createdAt = await page.evaluate(`globalThis.createdAt`) as number;
       for (const [k, at] of Object.entries(marks)) (stages[k] ??= []).push(at - createdAt);
       return await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;

@@ -265,6 +265,7 @@ async function untilFirstFrame(page: Page): Promise<void> {
     }, 5);
   })`);
 }
+
 async function newPage(browser: Browser, svc: Service): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext();
   const page = await context.newPage();

@@ -49,8 +49,8 @@ export const DEFAULT_LIMITS: FanoutLimits = { maxBufferedBytes: 1024 * 1024, max
 export const VIDEO_CRF = 28;
 /**
  * A project avatar no session of this process holds stays prepared this long (ms): the next session with it
- * starts as fast as with a stock avatar (it had to be read and rasterised again: 70–100 ms of its create). What it
- * keeps is the avatar's sprites, as while a session holds it.
+ * starts as fast as with a stock avatar (it had to be read and rasterised again: 70–100 ms of its create).
+ * What it keeps is the avatar's sprites, as while a session holds it.
  */
 export const PROJECT_AVATAR_LINGER_MS = 60_000;
 /**

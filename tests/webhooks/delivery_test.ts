@@ -27,11 +27,7 @@ async function harness(options: HarnessOptions = {}): Promise<Harness> {
     teardownTimeoutMs: 5000, // only an engine that does not answer would wait this long
     lifecycle: true,
     ...options,
-    env: {
-      SVC_WEBHOOK_ALLOW_PRIVATE: "true",
-      SVC_MAX_CONCURRENT_SESSIONS: "50",
-      ...options.env,
-    },
+    env: { SVC_WEBHOOK_ALLOW_PRIVATE: "true", SVC_MAX_CONCURRENT_SESSIONS: "50", ...options.env },
   });
 }
 

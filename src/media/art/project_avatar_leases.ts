@@ -4,10 +4,10 @@
  * its sprites) when its last session here ends — after `lingerMs`, so that the next session of the same
  * avatar starts as fast as a stock avatar's instead of reading and rasterising it again (avatars never change
  * once made; the API checks ownership and deletion before a session is started with one). Sessions start and
- * end concurrently, so the count is taken before anything is awaited: a session whose avatar is still being prepared holds it, and the one that ends
- * meanwhile cannot let it go under it (which made the renderer miss its art); two sessions that start
- * together share one read and one rasterising. A preparation that fails is forgotten, so the next session
- * tries again.
+ * end concurrently, so the count is taken before anything is awaited: a session whose avatar is still being
+ * prepared holds it, and the one that ends meanwhile cannot let it go under it (which made the renderer miss
+ * its art); two sessions that start together share one read and one rasterising. A preparation that fails
+ * is forgotten, so the next session tries again.
  *
  * @module
  */
