@@ -238,10 +238,30 @@ export class MediaClientRecorder {
     }
   }
 
-  /** Closes (if needed) and waits for the close. */
+  /**
+   * Closes (if needed) and waits for the close, at most {@link DEADLINE_MS}: a close handshake that never
+   * completes fails the test, saying so, instead of holding the suite (a full run hung once in a test that
+   * ends with this, 5 Dec).
+   */
   async close(): Promise<void> {
     if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close();
-    await this.closed;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `the media socket did not close within ${DEADLINE_MS} ms (state ${this.ws.readyState})`,
+            ),
+          ),
+        DEADLINE_MS,
+      );
+    });
+    try {
+      await Promise.race([this.closed, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 
