@@ -178,8 +178,8 @@ export function startBenchEngine(tls: { certPem: string; keyPem: string }): Benc
         const id = `r_${b}`;
         // The response is announced a little before its audio (the early engine's profile). Sent together,
         // the small text frame and the first chunk met Nagle's algorithm (Deno.serve leaves TCP_NODELAY off)
-        // and the service's delayed ACK, which held the first chunk ~40 ms; the service now acknowledges the
-        // start of each burst of an engine's input at once (src/providers/wire/websocket.ts).
+        // and the service's delayed ACK, which held the first chunk ~40 ms; the service now acknowledges
+        // every read of an engine's input at once (src/providers/wire/websocket.ts).
         await sleepUntil(t - ANNOUNCE_MS);
         if (socket.readyState !== WebSocket.OPEN) return;
         socket.send(JSON.stringify({ type: "response.started", response_id: id }));

@@ -3,7 +3,7 @@
  * that reads and writes raw bytes: the upgrade request it writes (target and header bytes, nothing
  * offered but what was asked for), refused upgrades (status, `Retry-After`, redirects not followed),
  * handshake checks (accept key, subprotocol, extensions), frames (masked out; fragmented, large, binary,
- * pings and pongs in; the start of the peer's input acknowledged at once with an unsolicited Pong), close
+ * pings and pongs in; the peer's input acknowledged at once with an unsolicited Pong per read), close
  * codes and reasons both ways, the peer's protocol violations (close 1002,
  * 1007, 1009), trust (extra CA, unknown CA), and dropping a connection at once.
  */
@@ -334,7 +334,7 @@ Deno.test("socket: frames — fragments, a large and a binary message, pings ans
   }
 });
 
-Deno.test("socket: the start of the peer's input is acknowledged at once (an empty unsolicited Pong), a steady stream is not", async () => {
+Deno.test("socket: the peer's input is acknowledged at once (an empty unsolicited Pong), a steady stream's included", async () => {
   // What the peer sees of the client, by the phase it is in when a frame comes: empty Pongs, other frames.
   const seen: Record<string, { acks: number; other: number }> = {};
   let phase = "text";
@@ -361,7 +361,8 @@ Deno.test("socket: the start of the peer's input is acknowledged at once (an emp
     await peer.write(frame(0x2, new Uint8Array(960)));
     await until("the burst's Pong", () => (seen.burst?.acks ?? 0) > 0);
     await sleep(300);
-    // A steady stream of 60 binary messages 10 ms apart: only the burst's first 100 ms are acknowledged.
+    // A steady stream of 60 binary messages 10 ms apart: acknowledged throughout, not only its first 100 ms
+    // (an acknowledgement delayed past them held an engine's next chunk 20-25 ms).
     phase = "steady";
     for (let i = 0; i < 60; i++) {
       await peer.write(frame(0x2, new Uint8Array(960)));
@@ -382,9 +383,9 @@ Deno.test("socket: the start of the peer's input is acknowledged at once (an emp
     assert.deepEqual(seen.text, { acks: 1, other: 0 }, "the first message acknowledged once");
     assert.deepEqual(seen.burst, { acks: 1, other: 0 }, "the first binary message after a quiet moment");
     assert.equal(seen.steady.other, 0);
-    // Reads 10 ms apart: ~10 in the burst's first 100 ms (fewer when reads coalesce); all 60 would be a Pong
-    // per message.
-    assert.ok(seen.steady.acks >= 1 && seen.steady.acks <= 30, `steady acks ${seen.steady.acks}`);
+    // A Pong per read: up to 60 (fewer when a busy client reads several messages at once); the first 100
+    // ms alone would be about 10.
+    assert.ok(seen.steady.acks >= 25 && seen.steady.acks <= 60, `steady acks ${seen.steady.acks}`);
   } finally {
     await p.close();
   }

@@ -5,16 +5,20 @@
  * size bound {@link MAX_MESSAGE_BYTES}, and protocol violations answered with their close code. Each message
  * read passes the process's fairness gate (`input_turns.ts`) first.
  *
- * The start of the peer's input is acknowledged at once: a read that brought a message within
- * {@link ACK_START_MS} of the first after {@link ACK_QUIET_MS} without one is answered with an unsolicited
- * Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not expected") unless a frame already
- * waits to be written. An engine's socket with Nagle's algorithm on (`Deno.serve`'s, for one) holds a small
- * write while an earlier one is unacknowledged, and this side's kernel delays a bare acknowledgement up to
- * 40 ms: a `response.started` followed by its first audio chunk held that chunk 42–45 ms, and the chunk after
- * it 20–25 ms, measured at the service against a real-time engine's send times (`testing/realtime_engine.ts`,
- * 5 Dec); once a delayed acknowledgement has gone, the kernel acknowledges the stream's next segments at
- * once. The Pong's segment carries the acknowledgement; a steady stream of input (a vendor's audio in JSON
- * text messages included) costs no Pong past its first 100 ms.
+ * The peer's input is acknowledged at once: every read that brought a message is answered with an
+ * unsolicited, empty Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not expected")
+ * unless a frame already waits to be written, whose segment carries the acknowledgement as well. An engine's
+ * socket with Nagle's algorithm on (`Deno.serve`'s, for one) holds a small write while an earlier one is
+ * unacknowledged, and this side's kernel delays a bare acknowledgement up to 40 ms — the longer once this
+ * side has answered input quickly (Linux then expects to piggyback the acknowledgement on an answer). Without
+ * Pongs a `response.started` followed by its first audio chunk held that chunk 42–45 ms and the next one
+ * 20–25 ms; with Pongs for the first 100 ms of each burst only (until 5 Dec) one chunk of every burst, 60–120
+ * ms into it, still came 19–31 ms late (the first acknowledgement delayed after the Pongs stopped), and a
+ * real-time engine's speech over `webrtc_sfu` got a 20–30 ms gap in a third of its bursts; with a Pong for
+ * every read the chunks of those bursts came at most 2 ms off their pace, a few 6–13 ms on a busy machine
+ * (times at the service against a real-time engine's send times, `testing/realtime_engine.ts`). It costs one
+ * small frame per read of input: about 50 a second (≈ 4 kB/s with TLS and TCP/IP headers) while an engine
+ * speaks in 20 ms chunks, fewer when reads bring several messages.
  *
  * @module
  */
@@ -42,10 +46,6 @@ function validCloseCode(code: number): boolean {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const EMPTY = new Uint8Array(0);
-/** Input after this long without any (ms) starts a burst whose first reads are acknowledged at once. */
-const ACK_QUIET_MS = 100;
-/** How long the first reads of a burst are acknowledged at once (ms): its first chunks. */
-const ACK_START_MS = 100;
 
 /** A WebSocket connection over a Deno connection. */
 export class ClientWebSocket extends WireSocket {
@@ -61,9 +61,6 @@ export class ClientWebSocket extends WireSocket {
   #fragmentOpcode = 0;
   /** A message was read since the last read's acknowledgement (see the module documentation). */
   #read = false;
-  /** When the last message was read, and when the burst it belongs to started (performance.now()). */
-  #lastReadAt = -Infinity;
-  #burstAt = -Infinity;
   readonly #stopWait = new AbortController();
 
   constructor(
@@ -313,13 +310,9 @@ export class ClientWebSocket extends WireSocket {
     return next;
   }
 
-  /** After a read that brought messages: an unsolicited Pong when it is the start of a burst. */
+  /** After a read that brought messages: an unsolicited Pong (see the module documentation). */
   #acknowledge(): void {
-    const now = performance.now();
-    if (now - this.#lastReadAt >= ACK_QUIET_MS) this.#burstAt = now;
-    this.#lastReadAt = now;
     this.#read = false;
-    if (now - this.#burstAt > ACK_START_MS) return;
     // A frame waiting to be written carries the acknowledgement; one being written now may have left before
     // this read's bytes came (a TLS write resolves a turn or more after its bytes left), so it does not.
     if (!this.isOpen || this.#out.length > (this.#writing ? 1 : 0)) return;
