@@ -15,7 +15,10 @@
  * Figures per path:
  * 1. engine audio chunk → that sound heard (a burst's first chunk sent → its onset heard);
  * 2. frame made → presented (stamp → expected display time);
- * 3. mouth vs sound (the first open-mouthed frame of a burst shown − the burst's onset heard);
+ * 3. mouth vs sound (the first open-mouthed frame of a burst shown − the burst's onset heard); for MSE and
+ *    WebRTC also corrected by the page's tap's measured output lag against the element's (`tap_corrected`:
+ *    the page hears their sound through its own context, a path a user's sound does not take; see
+ *    {@link TapCorrected});
  * 4. client connect → first frame (createPlayer → first frame's display time; fresh contexts, random GOP
  *    phase; for webrtc_sfu one of each session's connects is the first viewer, right after the create), and
  *    its stages' medians (the socket, the decoder, the element: `connect_stages_p50_ms`). The page awaits
@@ -97,6 +100,8 @@ export interface PathResults {
   load_average: string;
   /** `--detail`: each burst of the steady run, its onset and the frames around it. */
   bursts_detail?: BurstDetail[];
+  /** MSE and WebRTC: the steady run's figures corrected by the page's tap's output lag. */
+  tap_corrected?: TapCorrected;
 }
 
 /**
@@ -121,6 +126,30 @@ export interface SteadyResults {
   service_metrics: Record<string, unknown> | null;
   load_average: string;
   bursts_detail?: BurstDetail[];
+  /** MSE and WebRTC: the figures above corrected by the page's tap's output lag. */
+  tap_corrected?: TapCorrected;
+}
+
+/**
+ * The page hears the MSE and WebRTC paths' sound through its own `AudioContext` (the element's sound,
+ * `createMediaElementSource`; the received stream, `createMediaStreamSource`), whose output lies
+ * `tap_output_lag_ms` behind what it pulls (measured in the page every 250 ms during the run: `currentTime −
+ * getOutputTimestamp().contextTime`, the p50). A user hears the element's own output instead:
+ * - MSE: the element's clock, which places its frames, does not count the tap's path, while played by the
+ *   element itself Chromium counts its output's delay in that clock: `element_output_lag_ms` 0;
+ * - WebRTC: the element plays the stream after its jitter buffer with the delay Chromium reports in its
+ *   `media-playout` statistics (`totalPlayoutDelay / totalSamplesCount`, p50 of 250 ms windows), read by the
+ *   page from the player's PeerConnection: `element_output_lag_ms`.
+ * These are the raw figures with each onset moved earlier by the difference (mouth vs sound + tap lag −
+ * element lag). An estimate, shown beside the raw figures, not instead of them: the element's own output is
+ * not tapped, and the tap's buffering before its context (WebRTC) is not counted.
+ */
+export interface TapCorrected {
+  tap_output_lag_ms: number | null;
+  /** MSE: 0 (its clock counts its output); WebRTC: Chromium's media-playout delay, p50. */
+  element_output_lag_ms: number | null;
+  mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
+  reported_vs_shown_ms: ReportedVsShown;
 }
 
 /** A 2 s stall and what followed. */
@@ -346,6 +375,13 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
         decode(c) { if (c.type === "key") mark("first_keyframe_in"); return super.decode(c); }
       };
     }
+    if (g.RTCPeerConnection) {
+      const PC = g.RTCPeerConnection;
+      g.peerConnections = [];
+      g.RTCPeerConnection = class extends PC {
+        constructor(...a) { super(...a); g.peerConnections.push(this); }
+      };
+    }
     if (g.MediaStreamTrackGenerator) {
       const G = g.MediaStreamTrackGenerator;
       g.MediaStreamTrackGenerator = class extends G {
@@ -373,6 +409,28 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       actx.createMediaElementSource(video).connect(tap);
       wired = true;
     }
+    if (!wired) return;
+    // The tap's own output lag: how long after the context pulls a sample it is heard (its currentTime
+    // against its output timestamp's): a path the element's own sound does not take.
+    g.tapLags = [];
+    g.playoutDelays = [];
+    let prev = null;
+    g.tapLagTimer = setInterval(async () => {
+      const ts = actx.getOutputTimestamp();
+      if (ts.contextTime > 0) g.tapLags.push((actx.currentTime - ts.contextTime) * 1000);
+      // WebRTC: the element's own sound path after the jitter buffer, as Chromium reports it (its
+      // media-playout statistics: the estimated delay from a sample emitted to its playout).
+      const pc = g.peerConnections?.at(-1);
+      if (!pc || pc.connectionState !== "connected") return;
+      for (const st of (await pc.getStats()).values()) {
+        if (st.type !== "media-playout") continue;
+        if (prev && st.totalSamplesCount > prev.totalSamplesCount) {
+          g.playoutDelays.push((st.totalPlayoutDelay - prev.totalPlayoutDelay) /
+            (st.totalSamplesCount - prev.totalSamplesCount) * 1000);
+        }
+        prev = { totalPlayoutDelay: st.totalPlayoutDelay, totalSamplesCount: st.totalSamplesCount };
+      }
+    }, 250);
   };
   const timer = setInterval(() => { wire(); if (wired || playback === "webcodecs") clearInterval(timer); }, 10);
   const canvas = document.createElement("canvas");
@@ -459,6 +517,8 @@ interface Steady {
   frames: number[];
   av: number[];
   bursts: number;
+  /** MSE and WebRTC: the page's tap's output lag and the element's own (p50 ms; see {@link TapCorrected}). */
+  tap?: { lag: number | null; elementLag: number | null };
   /** Per burst (with `--detail`): its onset heard and the frames shown around it. */
   details: BurstDetail[];
 }
@@ -541,6 +601,8 @@ async function steady(
     const onsets = await page.evaluate(`globalThis.onsets`) as number[];
     const frames = await page.evaluate(`globalThis.frames`) as PageFrame[];
     const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, unknown>;
+    const tapLags = await page.evaluate(`globalThis.tapLags ?? []`) as number[];
+    const playoutDelays = await page.evaluate(`globalThis.playoutDelays ?? []`) as number[];
     await sleep(2500); // the player's next report reaches the service
     const metrics = await api(svc, "GET", `/v1/sessions/${s.id}/metrics`).catch(() => null);
     const sent = engine.sessions.get(s.id)!.sent;
@@ -550,7 +612,15 @@ async function steady(
         JSON.stringify({ onsets, frames, dbg: await page.evaluate(`globalThis.__dbg ?? []`), sent }),
       );
     }
-    return { ...analyse(sent, onsets, frames, from), stats, metrics };
+    const tap = path === "webcodecs"
+      ? undefined
+      : { lag: figures(tapLags).p50, elementLag: path === "mse" ? 0 : figures(playoutDelays).p50 };
+    return {
+      ...analyse(sent, onsets, frames, from),
+      stats,
+      metrics,
+      ...(tap ? { tap } : {}),
+    };
   } finally {
     await context.close();
     await endSession(svc, s.id);
@@ -741,26 +811,45 @@ function steadyResults(
   st: Awaited<ReturnType<typeof steady>>,
   detail: boolean,
 ): SteadyResults {
-  const abs = pct(st.av.map(Math.abs), 95);
-  const mean = st.av.length ? r1(st.av.reduce((a, b) => a + b, 0) / st.av.length) : null;
   const reported = (st.metrics as { av_offset_ms?: { p50?: number | null; count?: number } } | null)
     ?.av_offset_ms;
-  const shown = figures(st.av).p50;
-  const rp = reported?.p50 ?? null;
+  const offsets = (av: number[]) => {
+    const abs = pct(av.map(Math.abs), 95);
+    const mean = av.length ? r1(av.reduce((a, b) => a + b, 0) / av.length) : null;
+    const shown = figures(av).p50;
+    const rp = reported?.p50 ?? null;
+    return {
+      reported_vs_shown_ms: {
+        reported_p50: rp,
+        reported_count: reported?.count ?? 0,
+        shown_p50: shown,
+        difference: rp === null || shown === null ? null : r1(rp - shown),
+      },
+      mouth_vs_sound_ms: { ...figures(av), abs_p95: abs === null ? null : r1(abs), mean },
+    };
+  };
+  const lag = !st.tap
+    ? undefined
+    : st.tap.lag === null || st.tap.elementLag === null
+    ? null
+    : st.tap.lag - st.tap.elementLag;
   return {
-    reported_vs_shown_ms: {
-      reported_p50: rp,
-      reported_count: reported?.count ?? 0,
-      shown_p50: shown,
-      difference: rp === null || shown === null ? null : r1(rp - shown),
-    },
+    ...offsets(st.av),
     engine_chunk_to_sound_ms: { ...figures(st.audio), bursts: st.bursts },
     frame_made_to_presented_ms: figures(st.frames),
-    mouth_vs_sound_ms: { ...figures(st.av), abs_p95: abs === null ? null : r1(abs), mean },
     player_stats: st.stats,
     service_metrics: st.metrics,
     load_average: loadavg(),
     ...(detail ? { bursts_detail: st.details } : {}),
+    ...(lag !== undefined
+      ? {
+        tap_corrected: {
+          tap_output_lag_ms: st.tap!.lag === null ? null : r1(st.tap!.lag),
+          element_output_lag_ms: st.tap!.elementLag === null ? null : r1(st.tap!.elementLag),
+          ...offsets(lag === null ? [] : st.av.map((x) => x + lag)),
+        },
+      }
+      : {}),
   };
 }
 
@@ -876,6 +965,19 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
         return `${d(r.reported_vs_shown_ms)}; ${d(r.realtime_engine?.reported_vs_shown_ms)}`;
       },
       "within ±10",
+    ),
+    row(
+      "onsets moved earlier by the tap's output lag − the element's (ms): \\|offset\\| p95; mean; reported − shown; the same, real-time engine",
+      (r) => {
+        const c = (t: TapCorrected | undefined) =>
+          t
+            ? `${t.mouth_vs_sound_ms.abs_p95 ?? "–"}; ${t.mouth_vs_sound_ms.mean ?? "–"}; ${
+              t.reported_vs_shown_ms.difference ?? "–"
+            } (lags ${t.tap_output_lag_ms ?? "–"} − ${t.element_output_lag_ms ?? "–"})`
+            : "–";
+        return r.tap_corrected ? `${c(r.tap_corrected)}; ${c(r.realtime_engine?.tap_corrected)}` : "–";
+      },
+      "an estimate: see TapCorrected",
     ),
     row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
   ].join("\n");
