@@ -251,6 +251,7 @@ export interface VideoFreeStep {
   cpu_per_session_pct: number;
   rss_mb: number;
   rss_per_session_mb: number;
+  /** Processes of the service beyond those it had idle (video encoders started for these sessions: 0). */
   video_encoders: number;
   core_busy_share: number;
   load_average: string;
@@ -394,7 +395,9 @@ export async function benchVideoFree(options: {
         cpu_per_session_pct: r2((cpu - idleCpu) / n * 100),
         rss_mb: Math.round(u1.rssKb / 1024),
         rss_per_session_mb: r2((u1.rssKb / 1024 - idleRss) / n),
-        video_encoders: u1.procs - 1,
+        // Processes beyond those of the idle service (the plane's spare encoder, started ahead for a video
+        // client to come, is one of those: docs/media-plane.md).
+        video_encoders: u1.procs - i1.procs,
         core_busy_share: Math.round((k1.busy - k0.busy) / Math.max(1, k1.total - k0.total) * 1000) / 1000,
         load_average: load,
       };
