@@ -9,12 +9,14 @@
  * unsolicited, empty Pong (RFC 6455 §5.5.3: "A response to an unsolicited Pong frame is not expected")
  * unless a frame already waits to be written, whose segment carries the acknowledgement as well. An engine's
  * socket with Nagle's algorithm on (`Deno.serve`'s, for one) holds a small write while an earlier one is
- * unacknowledged, and this side's kernel delays a bare acknowledgement up to 40 ms — the longer once this
- * side has answered input quickly (Linux then expects to piggyback the acknowledgement on an answer). Without
+ * unacknowledged, and this side's kernel delays a bare acknowledgement up to 40 ms (most likely the more
+ * readily once this side has answered input quickly: Linux's interactive mode waits to piggyback the
+ * acknowledgement on an answer; inferred from the timings below, not traced in the kernel). Without
  * Pongs a `response.started` followed by its first audio chunk held that chunk 42–45 ms and the next one
  * 20–25 ms; with Pongs for the first 100 ms of each burst only (until 5 Dec) one chunk of every burst, 60–120
- * ms into it, still came 19–31 ms late (the first acknowledgement delayed after the Pongs stopped), and a
- * real-time engine's speech over `webrtc_sfu` got a 20–30 ms gap in a third of its bursts; with a Pong for
+ * ms into it, still came 19–31 ms late (the first acknowledgement delayed after the Pongs stopped), and
+ * where it came after its audio was due the playout cut 20 ms of silence into the speech (5 of 32 WebCodecs
+ * and 3 of 20 `webrtc_sfu` bursts of a real-time engine in one quick `bench:player` run); with a Pong for
  * every read the chunks of those bursts came at most 2 ms off their pace, a few 6–13 ms on a busy machine
  * (times at the service against a real-time engine's send times, `testing/realtime_engine.ts`). It costs one
  * small frame per read of input: about 50 a second (≈ 4 kB/s with TLS and TCP/IP headers) while an engine
