@@ -479,30 +479,45 @@ Deno.test("lip sync session: a real-time engine's chunk that reached the service
     placed = ctx.speech;
     await c.close();
   });
-  speechRuns(placed, BURSTS, 1);
+  // The defect cuts its silence where the chunk sent right before a hold-up belongs (tried: with the playout's
+  // one-turn wait removed, 20-40 ms at 100 ms into every burst); a chunk late for another reason (the test's
+  // own timers on a busy machine: its engine shares this event loop) may cut one elsewhere, which is not what
+  // this test is about.
+  speechRuns(placed, BURSTS, 1, [...STALL_AFTER].map((i) => i * 20));
 });
 
 /**
  * The bursts as placed on the timeline (ms), from the playout's placements (48 kHz samples): runs of speech;
- * a gap under 150 ms inside one is a silence cut into it (`holes`, ms). Asserts there are `expected` bursts,
- * and silence cut into at most `maxCut` of them.
+ * a gap under 150 ms inside one is a silence cut into it (`holes`, ms; `holesAt`, where each starts, ms into
+ * its burst). Asserts there are `expected` bursts, and silence cut into at most `maxCut` of them — counting,
+ * when `near` is given, only the holes that start within 25 ms of one of those instants (ms into a burst).
  */
-function speechRuns(placed: { at: number; n: number }[], expected: number, maxCut: number) {
-  const bursts: { start: number; end: number; holes: number[] }[] = [];
+function speechRuns(
+  placed: { at: number; n: number }[],
+  expected: number,
+  maxCut: number,
+  near?: number[],
+) {
+  const bursts: { start: number; end: number; holes: number[]; holesAt: number[] }[] = [];
   for (const p of placed) {
     const at = p.at / 48;
     const last = bursts.at(-1);
     if (last && at - last.end < 150) {
-      if (at > last.end) last.holes.push(Math.round(at - last.end));
+      if (at > last.end) {
+        last.holes.push(Math.round(at - last.end));
+        last.holesAt.push(Math.round(last.end - last.start));
+      }
       last.end = at + p.n / 48;
-    } else bursts.push({ start: at, end: at + p.n / 48, holes: [] });
+    } else bursts.push({ start: at, end: at + p.n / 48, holes: [], holesAt: [] });
   }
   assert.equal(bursts.length, expected, `bursts: ${bursts.map((b) => Math.round(b.start)).join(" ")}`);
-  const cut = bursts.filter((b) => b.holes.length > 0);
+  const counted = (b: { holesAt: number[] }) =>
+    near ? b.holesAt.filter((h) => near.some((t) => Math.abs(h - t) <= 25)).length : b.holesAt.length;
+  const cut = bursts.filter((b) => counted(b) > 0);
   assert.ok(
     cut.length <= maxCut,
-    `silence cut into ${cut.length} of ${expected} bursts: ${
-      bursts.map((b) => `[${b.holes.join(",")}]`).join(" ")
+    `silence cut into ${cut.length} of ${expected} bursts${near ? ` near ${near.join(", ")} ms` : ""}: ${
+      bursts.map((b) => `[${b.holes.map((h, i) => `${h} ms at ${b.holesAt[i]}`).join(", ")}]`).join(" ")
     }`,
   );
   return { bursts, cut };
