@@ -409,28 +409,32 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       actx.createMediaElementSource(video).connect(tap);
       wired = true;
     }
-    if (!wired) return;
-    // The tap's own output lag: how long after the context pulls a sample it is heard (its currentTime
-    // against its output timestamp's): a path the element's own sound does not take.
-    g.tapLags = [];
-    g.playoutDelays = [];
+  };
+  // Started by the steady run only (not during the connects measured): every 250 ms, the tap's own output
+  // lag — how long after the context pulls a sample it is heard (its currentTime against its output
+  // timestamp's), a path the element's own sound does not take — and, over WebRTC, the element's own sound
+  // path after the jitter buffer as Chromium reports it (media-playout statistics: the estimated delay from a
+  // sample emitted to its playout).
+  g.tapLags = [];
+  g.playoutDelays = [];
+  g.sampleLags = async () => {
     let prev = null;
-    g.tapLagTimer = setInterval(async () => {
+    for (;;) { // until the page closes
       const ts = actx.getOutputTimestamp();
       if (ts.contextTime > 0) g.tapLags.push((actx.currentTime - ts.contextTime) * 1000);
-      // WebRTC: the element's own sound path after the jitter buffer, as Chromium reports it (its
-      // media-playout statistics: the estimated delay from a sample emitted to its playout).
       const pc = g.peerConnections?.at(-1);
-      if (!pc || pc.connectionState !== "connected") return;
-      for (const st of (await pc.getStats()).values()) {
-        if (st.type !== "media-playout") continue;
-        if (prev && st.totalSamplesCount > prev.totalSamplesCount) {
-          g.playoutDelays.push((st.totalPlayoutDelay - prev.totalPlayoutDelay) /
-            (st.totalSamplesCount - prev.totalSamplesCount) * 1000);
+      if (pc && pc.connectionState === "connected") {
+        for (const st of (await pc.getStats()).values()) {
+          if (st.type !== "media-playout") continue;
+          if (prev && st.totalSamplesCount > prev.totalSamplesCount) {
+            g.playoutDelays.push((st.totalPlayoutDelay - prev.totalPlayoutDelay) /
+              (st.totalSamplesCount - prev.totalSamplesCount) * 1000);
+          }
+          prev = { totalPlayoutDelay: st.totalPlayoutDelay, totalSamplesCount: st.totalSamplesCount };
         }
-        prev = { totalPlayoutDelay: st.totalPlayoutDelay, totalSamplesCount: st.totalSamplesCount };
       }
-    }, 250);
+      await new Promise((r) => setTimeout(r, 250));
+    }
   };
   const timer = setInterval(() => { wire(); if (wired || playback === "webcodecs") clearInterval(timer); }, 10);
   const canvas = document.createElement("canvas");
@@ -594,6 +598,7 @@ async function steady(
   try {
     await startProbe(page, s, path, box, 512);
     await firstShown(page);
+    if (path !== "webcodecs") await page.evaluate(`void globalThis.sampleLags()`);
     await sleep(3000); // past the start-up
     const from = Date.now();
     await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel", spreadMs: spread });
@@ -828,11 +833,9 @@ function steadyResults(
       mouth_vs_sound_ms: { ...figures(av), abs_p95: abs === null ? null : r1(abs), mean },
     };
   };
-  const lag = !st.tap
-    ? undefined
-    : st.tap.lag === null || st.tap.elementLag === null
-    ? null
-    : st.tap.lag - st.tap.elementLag;
+  const lag = st.tap && st.tap.lag !== null && st.tap.elementLag !== null
+    ? st.tap.lag - st.tap.elementLag
+    : null;
   return {
     ...offsets(st.av),
     engine_chunk_to_sound_ms: { ...figures(st.audio), bursts: st.bursts },
@@ -841,11 +844,11 @@ function steadyResults(
     service_metrics: st.metrics,
     load_average: loadavg(),
     ...(detail ? { bursts_detail: st.details } : {}),
-    ...(lag !== undefined
+    ...(st.tap
       ? {
         tap_corrected: {
-          tap_output_lag_ms: st.tap!.lag === null ? null : r1(st.tap!.lag),
-          element_output_lag_ms: st.tap!.elementLag === null ? null : r1(st.tap!.elementLag),
+          tap_output_lag_ms: st.tap.lag === null ? null : r1(st.tap.lag),
+          element_output_lag_ms: st.tap.elementLag === null ? null : r1(st.tap.elementLag),
           ...offsets(lag === null ? [] : st.av.map((x) => x + lag)),
         },
       }
