@@ -43,10 +43,18 @@ export class StampingRenderer implements Renderer {
 
   open(options: { avatarId: string; bgId: string; seed: number }): RenderSession {
     const session = this.inner.open(options);
-    const stamp = (frame: Uint8Array) => stampFrame(frame, this.format, this.now());
     return {
       renderFrame: (req: FrameRequest) => {
         if (this.trace) this.trace(options.seed, frameTrace(req, performance.timeOrigin + performance.now()));
+        // Stamped in the caller's buffer (the inner renderer's frame copied there unless it was built
+        // there), as a renderer should: a copy per frame adds garbage collections the service would not have.
+        const stamp = (frame: Uint8Array) =>
+          stampFrame(
+            frame,
+            this.format,
+            this.now(),
+            req.into?.length === frame.length ? req.into : undefined,
+          );
         const frame = session.renderFrame(req);
         return frame instanceof Uint8Array ? stamp(frame) : frame.then(stamp);
       },
@@ -71,10 +79,21 @@ function frameTrace(req: FrameRequest, at: number): FrameTrace {
   return [req.index, Math.round(at * 10) / 10, r(v?.[10] ?? 0), top, rms];
 }
 
-/** A copy of a yuv420p frame with `value >>> 0` as a barcode in its top rows (neutral chroma there). */
-export function stampFrame(frame: Uint8Array, format: VideoFormat, value: number): Uint8Array {
+/**
+ * A copy of a yuv420p frame with `value >>> 0` as a barcode in its top rows (neutral chroma there), made in
+ * `into` when given (which may be `frame` itself).
+ */
+export function stampFrame(
+  frame: Uint8Array,
+  format: VideoFormat,
+  value: number,
+  into?: Uint8Array,
+): Uint8Array {
   const { width, height } = format;
-  const out = frame.slice();
+  let out: Uint8Array;
+  if (into === undefined) out = frame.slice();
+  else if (into === frame) out = into;
+  else (out = into).set(frame);
   const v = value >>> 0;
   const block = width / STAMP_BITS;
   for (let y = 0; y < STAMP_ROWS; y++) {

@@ -47,7 +47,10 @@ export class EncoderSpares {
     readonly refillDelayMs = REFILL_DELAY_MS,
   ) {}
 
-  /** An encoder of these arguments, giving its output to `onData`: a spare when one is ready. */
+  /**
+   * An encoder of these arguments, giving its output to `onData` (each chunk valid only during the call, as
+   * `EncoderProcess.spawn` says): a spare when one is ready.
+   */
   take(onData: (chunk: Uint8Array) => void): EncoderProcess {
     let enc: EncoderProcess | undefined;
     while ((enc = this.#spares.shift()) && enc.hasExited) void enc.exited;

@@ -170,6 +170,9 @@ export function audioEncoderArgs(bitrate: number): string[] {
   ];
 }
 
+/** Bytes of an encoder's output read at a time (into one buffer, reused). */
+const READ_BUFFER_BYTES = 64 * 1024;
+
 /** A running encoder process. */
 export class EncoderProcess {
   readonly pid: number;
@@ -193,13 +196,17 @@ export class EncoderProcess {
     this.#writer = writer;
     writer.closed.catch(() => {});
     const pump = (async () => {
-      const reader = child.stdout.getReader();
+      // One read buffer for the process's life (a bring-your-own-buffer read hands it back each time):
+      // the default reader allocates 64 KB per read, 25 times a second for a few hundred bytes of video.
+      const reader = child.stdout.getReader({ mode: "byob" });
+      let buffer = new ArrayBuffer(READ_BUFFER_BYTES);
       try {
         for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
+          const { value, done } = await reader.read(new Uint8Array(buffer));
+          if (done || !value) break;
+          buffer = value.buffer as ArrayBuffer;
           if (this.#onData) this.#onData(value);
-          else this.#early.push(value);
+          else this.#early.push(value.slice());
         }
       } catch {
         /* the process died: its status tells */
@@ -230,7 +237,8 @@ export class EncoderProcess {
   /**
    * Starts `path args`; throws what `Deno.Command.spawn` throws (e.g. NotFound). The encoder never sees a
    * credential, so it runs without the service's scrub of freed memory (`GLIBC_TUNABLES`, docs/api.md):
-   * glibc's defaults, and none of the scrub's cost per frame.
+   * glibc's defaults, and none of the scrub's cost per frame. Each chunk given to `onData` is valid only
+   * during the call (the next read reuses its buffer): copy what must be kept.
    */
   static spawn(path: string, args: string[], onData: ((chunk: Uint8Array) => void) | null): EncoderProcess {
     const child = new Deno.Command(path, {
@@ -274,15 +282,22 @@ export class EncoderProcess {
     return this.#stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 300);
   }
 
-  /** Queues bytes for the encoder's stdin; never throws (a failure marks the encoder broken). */
-  write(bytes: Uint8Array): void {
-    if (this.#inputClosed) return;
+  /**
+   * Queues bytes for the encoder's stdin; never throws (a failure marks the encoder broken). `done` is called
+   * once the bytes are no longer needed (written, or the write failed): the caller may then reuse them.
+   */
+  write(bytes: Uint8Array, done?: () => void): void {
+    if (this.#inputClosed) return done?.();
     this.#pendingWrites++;
     this.#writer.write(bytes).then(
-      () => this.#pendingWrites--,
+      () => {
+        this.#pendingWrites--;
+        done?.();
+      },
       () => {
         this.#pendingWrites--;
         this.#writeFailed = true;
+        done?.();
       },
     );
   }

@@ -31,6 +31,7 @@ interface Base {
 export class ReferenceRenderer implements Renderer {
   readonly format: VideoFormat;
   readonly #bases = new Map<string, Base>();
+  #region = new Uint8Array(0);
 
   constructor(readonly art: ArtBank, fps: number, readonly cache: FrameCache) {
     this.format = { width: art.width, height: art.height, fps };
@@ -59,35 +60,42 @@ export class ReferenceRenderer implements Renderer {
       renderFrame: (req: FrameRequest) => {
         const face = req.face ??
           own.at(req.timeMs, { visemes: silent, mode: req.speaking ? "speaking" : "idle" });
-        return this.#frame(prefix, avatar, bg, face);
+        return this.#frame(prefix, avatar, bg, face, req.into);
       },
       close: () => {},
     };
   }
 
-  /** The frame of a face (cached). */
-  #frame(prefix: string, avatar: AvatarArt, bg: Uint8Array, face: FaceState): Uint8Array {
+  /** The frame of a face: cached at rest, else composed (into `into` when the caller gives one). */
+  #frame(prefix: string, avatar: AvatarArt, bg: Uint8Array, face: FaceState, into?: Uint8Array): Uint8Array {
     const { width } = this.art;
     const s = width / 512;
     const dx = Math.round(face.headDx * s), dy = Math.round(face.headDy * s);
     const pose = quantisePose(blendPose(face.visemes));
     const baseKey = `${prefix}/${dx}/${dy}/${face.eyes}/${face.look}`;
     const key = poseKey(pose);
-    const compose = () => {
+    const compose = (dest?: Uint8Array) => {
       const base = this.#base(baseKey, avatar, bg, dx, dy, face.eyes, face.look);
       const box = avatar.mouthBox;
-      const region = base.box.slice();
+      // The mouth's box, composed in a scratch buffer (read before this returns; one per renderer).
+      if (this.#region.length !== base.box.length) this.#region = new Uint8Array(base.box.length);
+      const region = this.#region;
+      region.set(base.box);
       const mouth = avatar.mouth(pose);
       // The mouth sprite covers the box exactly; it moves with the head.
       blendSprite(region, box.width, box.height, { ...mouth, x: dx, y: dy });
-      const out = base.i420.slice();
+      let out: Uint8Array;
+      if (dest?.length === base.i420.length) (out = dest).set(base.i420);
+      else out = base.i420.slice();
       rgbaRegionToI420(region, box.width, box.height, out, width, this.art.height, box.x, box.y);
       return out;
     };
     // A face at rest repeats (idle, listening, thinking): cached. A talking mouth rarely repeats exactly
     // (blended poses × head offsets × blinks): composed each time from the cached base, which is cheap,
-    // instead of filling the shared cache with frames seen once.
-    return key === REST_KEY ? this.cache.get(`${baseKey}/${key}`, compose) : compose();
+    // instead of filling the shared cache with frames seen once, and written into the caller's buffer when
+    // it gives one. A cached frame is never built there: the cache keeps what it is given.
+    if (key !== REST_KEY) return compose(into);
+    return this.cache.get(`${baseKey}/${key}`, () => compose());
   }
 
   #base(

@@ -39,6 +39,14 @@ export interface FrameRequest {
    * renderer animates an idle face itself.
    */
   face?: FaceState;
+  /**
+   * A frame buffer of the format's size that the caller owns and has finished with. A renderer that builds
+   * a new frame may write it here and return this very buffer (nothing allocated per frame: a talking
+   * avatar's 25 fresh frames a second otherwise cost ~10 MB/s of buffers, whose garbage collections held
+   * up the worker's event loop for tens of milliseconds every few seconds); a renderer that returns another
+   * buffer (a cached frame) leaves it untouched. The caller must not pass a buffer still being read.
+   */
+  into?: Uint8Array;
 }
 
 /** The rendering of one session. */
@@ -46,7 +54,7 @@ export interface RenderSession {
   /**
    * Renders one frame as planar `yuv420p` (width×height luma, then the U and V planes at quarter size).
    * The returned buffer is only read by the caller; a renderer may hand out shared (cached) buffers, and
-   * must not change a buffer after returning it. An asynchronous renderer returns a promise; a frame
+   * must not change a buffer after returning it (except {@link FrameRequest.into}, the caller's own). An asynchronous renderer returns a promise; a frame
    * still pending when the next one is due is dropped.
    */
   renderFrame(request: FrameRequest): Uint8Array | Promise<Uint8Array>;

@@ -12,12 +12,19 @@ import { AUDIO_RATE, EncoderProcess, videoEncoderArgs } from "../ffmpeg.ts";
 import { FlvDemuxer } from "../flv.ts";
 import type { FaceState } from "../motion.ts";
 import type { Renderer, RenderSession } from "../renderer.ts";
+import { i420Size } from "../yuv.ts";
 import type { EncodedVideoFrame } from "../transports/transport.ts";
 import type { MediaClock } from "./media_clock.ts";
 import type { EncoderSpares } from "../encoder_spares.ts";
 
 /** Video frames buffered towards the encoder before new frames are dropped (absorbs scheduling jitter). */
 export const MAX_PENDING_FRAMES = 3;
+/**
+ * Frame buffers a pipeline keeps for the renderer to compose into (`FrameRequest.into`): one per frame that
+ * can be waiting for the encoder, one being rendered, one spare. About 2 MB at 512×512, made only when
+ * frames are composed (a face at rest is a cached frame).
+ */
+export const FRAME_BUFFERS = MAX_PENDING_FRAMES + 2;
 
 /** Counters of a session's video, across its pipelines' lives. */
 export interface VideoStats {
@@ -64,6 +71,9 @@ export class VideoPipeline {
   /** The frames written to the encoder and not out of it yet, in order. */
   #frameQueue: number[] = [];
   #renderPending = false;
+  /** This pipeline's frame buffers that nothing reads now (see {@link FRAME_BUFFERS}), and how many exist. */
+  readonly #free: Uint8Array[] = [];
+  #buffers = 0;
   /** Access units encoded before the stream's configuration was complete (delivered right after it). */
   #early: { data: Uint8Array; key: boolean }[] = [];
   #closed = false;
@@ -119,6 +129,7 @@ export class VideoPipeline {
     // The audio played during the frame's display time: centred on the instant its face is taken at.
     const start = k * spf;
     const audio = d.audio.timeline(start, spf);
+    const into = this.#takeBuffer();
     const out = d.render.renderFrame({
       index: k,
       timeMs: k * d.clock.frameMs,
@@ -126,26 +137,43 @@ export class VideoPipeline {
       sampleRate: AUDIO_RATE,
       speaking: d.audio.speakingAt(start),
       face,
+      into,
     });
-    if (out instanceof Uint8Array) this.#write(k, out);
+    if (out instanceof Uint8Array) this.#rendered(k, out, into);
     else {
       this.#renderPending = true;
       out.then((frame) => {
         if (this.#closed) return;
         this.#renderPending = false;
-        this.#write(k, frame);
+        this.#rendered(k, frame, into);
       }, (err) => {
         this.#renderPending = false;
+        this.#release(into);
         d.logger.error("render failed", { session_id: d.sessionId, error: String(err).slice(0, 200) });
         d.fail("render_failed");
       });
     }
   }
 
-  #write(k: number, frame: Uint8Array): void {
+  /** A frame buffer for the renderer to compose into (none when all are in use). */
+  #takeBuffer(): Uint8Array | undefined {
+    const free = this.#free.pop();
+    if (free || this.#buffers >= FRAME_BUFFERS) return free;
+    this.#buffers++;
+    const { width, height } = this.#d.renderer.format;
+    return new Uint8Array(i420Size(width, height));
+  }
+
+  #release(buffer: Uint8Array | undefined): void {
+    if (buffer && !this.#closed) this.#free.push(buffer);
+  }
+
+  /** Frame `k` rendered: to the encoder; our buffer comes back once written (or at once if not used). */
+  #rendered(k: number, frame: Uint8Array, into: Uint8Array | undefined): void {
+    if (frame !== into) this.#release(into);
     if (this.#closed) return;
     this.#frameQueue.push(k);
-    this.#enc.write(frame);
+    this.#enc.write(frame, frame === into ? () => this.#release(into) : undefined);
     this.#d.stats.framesRendered++;
   }
 
@@ -183,6 +211,7 @@ export class VideoPipeline {
   stop(graceMs: number): Promise<boolean> {
     this.#closed = true;
     this.#frameQueue = [];
+    this.#free.length = 0;
     this.#renderPending = false;
     return this.#enc.stop(graceMs);
   }

@@ -1,0 +1,169 @@
+/**
+ * Frame buffers: the renderer composes a talking frame into the caller's buffer (`FrameRequest.into`)
+ * instead of allocating one per frame, and a video pipeline recycles a few such buffers, handing one back
+ * only once the encoder has been given all of it.
+ */
+import assert from "node:assert/strict";
+import { STAMP_BITS, STAMP_ROWS, stampFrame } from "../../bench/stamp.ts";
+import { VISEMES } from "../../src/media/lipsync/visemes.ts";
+import type { FaceState } from "../../src/media/motion.ts";
+import type { FrameRequest, VideoFormat } from "../../src/media/renderer.ts";
+import { EncoderProcess } from "../../src/media/ffmpeg.ts";
+import { FRAME_BUFFERS } from "../../src/media/session/video_pipeline.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
+import {
+  MediaClientRecorder,
+  readSegment,
+  smallRenderer,
+  smallRendererAround,
+  withMedia,
+} from "../../testing/media.ts";
+
+function face(viseme: (typeof VISEMES)[number]): FaceState {
+  const visemes = new Float32Array(VISEMES.length);
+  visemes[VISEMES.indexOf(viseme)] = 1;
+  return { visemes, eyes: "open", look: "neutral", headDx: 0, headDy: 0, mode: "speaking" };
+}
+
+function request(f: FaceState, into?: Uint8Array): FrameRequest {
+  return {
+    index: 0,
+    timeMs: 0,
+    audio: new Int16Array(1920),
+    sampleRate: 48000,
+    speaking: true,
+    face: f,
+    into,
+  };
+}
+
+Deno.test("frame buffers: a talking frame is composed in the caller's buffer; a cached frame at rest leaves it alone", async () => {
+  const renderer = await smallRenderer();
+  const session = renderer.open({ avatarId: "ada", bgId: "studio", seed: 1 });
+  const { width, height } = renderer.format;
+  const size = width * height * 3 / 2;
+
+  const open = session.renderFrame(request(face("aa"))) as Uint8Array;
+  const into = new Uint8Array(size).fill(7);
+  const inMine = session.renderFrame(request(face("aa"), into));
+  assert.equal(inMine, into, "the open mouth's frame is the caller's buffer");
+  assert.deepEqual(inMine, open, "and the same picture as one the renderer allocated");
+  // Written again with another mouth: the buffer holds the new frame, not a mix.
+  const closed = session.renderFrame(request(face("PP"))) as Uint8Array;
+  assert.equal(session.renderFrame(request(face("PP"), into)), into);
+  assert.deepEqual(into, closed);
+  assert.notDeepEqual(open, closed);
+
+  const untouched = new Uint8Array(size).fill(7);
+  const rest = session.renderFrame(request(face("sil"), untouched));
+  assert.notEqual(rest, untouched, "a face at rest is the shared cached frame");
+  assert.ok(untouched.every((b) => b === 7), "the caller's buffer was not written");
+  // A buffer of another size is not used.
+  const wrong = new Uint8Array(size - 2);
+  assert.notEqual(session.renderFrame(request(face("aa"), wrong)), wrong);
+  session.close();
+});
+
+/** The barcode stamped in a decoded frame's top rows (block means against mid-grey). */
+function readStamp(frame: Uint8Array, format: VideoFormat): number {
+  const block = format.width / STAMP_BITS;
+  let v = 0;
+  for (let b = 0; b < STAMP_BITS; b++) {
+    let sum = 0, n = 0;
+    for (let y = 4; y < STAMP_ROWS - 4; y++) {
+      for (let x = b * block + 2; x < (b + 1) * block - 2; x++) sum += frame[y * format.width + x], n++;
+    }
+    v = (v * 2) + (sum / n > 126 ? 1 : 0);
+  }
+  return v >>> 0;
+}
+
+async function decodeAll(client: MediaClientRecorder, format: VideoFormat): Promise<Uint8Array[]> {
+  const init = client.binaries.find((b) => readSegment(b) === null);
+  if (!init) throw new Error("no init segment");
+  const child = new Deno.Command("ffmpeg", {
+    args: [
+      ...["-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-map", "0:v:0", "-fps_mode", "passthrough"],
+      ...["-f", "rawvideo", "-pix_fmt", "yuv420p", "pipe:1"],
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  for (const b of [init, ...client.binaries.filter((b) => readSegment(b) !== null)]) await writer.write(b);
+  await writer.close();
+  const out = await child.output();
+  if (!out.success) throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
+  const size = format.width * format.height * 3 / 2;
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at + size <= out.stdout.length; at += size) {
+    frames.push(out.stdout.subarray(at, at + size));
+  }
+  return frames;
+}
+
+Deno.test("frame buffers: a session's frames are built in a few recycled buffers, each whole when encoded", async () => {
+  const given = new Set<Uint8Array>();
+  let requests = 0, withBuffer = 0;
+  // Every frame is built in the pipeline's buffer when it gives one (as a talking face is), its index
+  // stamped: a buffer handed back before the encoder had all of it would show another frame's stamp.
+  const renderer = await smallRendererAround((req, render, format) => {
+    requests++;
+    if (req.into) given.add(req.into), withBuffer++;
+    const frame = render({ ...req, into: undefined }) as Uint8Array;
+    return stampFrame(frame, format, req.index + 1000, req.into);
+  });
+  await withMedia(async ({ create, wsUrl }) => {
+    const s = await create();
+    const client = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+    try {
+      await client.until(
+        () => client.segments().filter((x) => x.track === 1).length >= 60,
+        DEADLINE_MS,
+        "60 video segments",
+      );
+    } finally {
+      await client.close();
+    }
+    const frames = await decodeAll(client, renderer.format);
+    assert.ok(frames.length >= 60, `decoded ${frames.length} frames`);
+    const stamps = frames.map((f) => readStamp(f, renderer.format));
+    for (let i = 1; i < stamps.length; i++) {
+      assert.ok(stamps[i] > stamps[i - 1], `frame ${i}: stamp ${stamps[i]} after ${stamps[i - 1]}`);
+    }
+    assert.ok(stamps.every((v) => v >= 1000 && v < 1000 + requests), `stamps ${stamps.slice(0, 5)}…`);
+  }, { plane: { renderer } });
+  assert.ok(requests >= 60, `${requests} frames rendered`);
+  assert.ok(given.size <= FRAME_BUFFERS, `${given.size} buffers for ${requests} frames`);
+  // Buffers come back: nearly every frame gets one (none only while all are waiting for the encoder).
+  assert.ok(withBuffer >= requests - FRAME_BUFFERS, `${withBuffer} of ${requests} frames had a buffer`);
+});
+
+Deno.test("frame buffers: an encoder's write says done only once the process has read all of it", async () => {
+  // A process that reads nothing until told (a file appears), then everything: the pipe holds 64 KB of the
+  // 1 MB written, so the write cannot be done before.
+  const dir = await Deno.makeTempDir();
+  const go = `${dir}/go`;
+  const enc = EncoderProcess.spawn("sh", [
+    "-c",
+    `while [ ! -e '${go}' ]; do sleep 0.02; done; cat >/dev/null`,
+  ], null);
+  try {
+    let done = false;
+    const written = new Promise<void>((resolve) => enc.write(new Uint8Array(1 << 20).fill(65), resolve));
+    void written.then(() => done = true);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(done, false, "done before the process read the bytes");
+    assert.equal(enc.pendingWrites, 1);
+    await Deno.writeTextFile(go, "");
+    await written;
+    assert.equal(enc.pendingWrites, 0);
+    await enc.closeInput();
+    assert.equal((await enc.exited).code, 0);
+  } finally {
+    enc.kill();
+    await enc.exited;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
