@@ -170,6 +170,28 @@ export function audioEncoderArgs(bitrate: number): string[] {
   ];
 }
 
+/**
+ * Capacity asked for an encoder's stdin pipe, bytes (Linux allows unprivileged processes up to
+ * `/proc/sys/fs/pipe-max-size`, 1 MiB by default). A 512×512 yuv420p frame is 393 KB: through the default
+ * 64 KB pipe it goes in six writes, each continued in a later turn of the worker's event loop, so a busy loop
+ * (a garbage collection's marking) held frames back 40-70 ms on their way to the encoder; with room for whole
+ * frames a frame is one write, made in the turn that renders it.
+ */
+export const ENCODER_PIPE_BYTES = 1 << 20;
+
+/**
+ * How an encoder gets its larger stdin pipe: Deno cannot resize a pipe (`fcntl(F_SETPIPE_SZ)`), so the
+ * encoder is started through `perl` (part of every Debian and Ubuntu system), which resizes its stdin (1031
+ * is `F_SETPIPE_SZ` on Linux; half the size is tried if the system allows less; elsewhere the call fails and
+ * changes nothing) and then becomes the encoder (`exec` of the argument list, no shell; same process id).
+ * Without perl, encoders run with the default pipe.
+ */
+const PIPE_SIZER =
+  `fcntl(STDIN, 1031, ${ENCODER_PIPE_BYTES}) or fcntl(STDIN, 1031, ${ENCODER_PIPE_BYTES / 2}); ` +
+  `exec { $ARGV[0] } @ARGV or die "cannot run $ARGV[0]: $!\\n"`;
+/** Whether encoders are started through the pipe sizer (false once perl was not found). */
+export const pipeSizer = { program: "perl", available: true };
+
 /** Bytes of an encoder's output read at a time (into one buffer, reused). */
 const READ_BUFFER_BYTES = 64 * 1024;
 
@@ -241,13 +263,24 @@ export class EncoderProcess {
    * during the call (the next read reuses its buffer): copy what must be kept.
    */
   static spawn(path: string, args: string[], onData: ((chunk: Uint8Array) => void) | null): EncoderProcess {
-    const child = new Deno.Command(path, {
-      args,
-      env: { GLIBC_TUNABLES: "" },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const command = (program: string, programArgs: string[]) =>
+      new Deno.Command(program, {
+        args: programArgs,
+        env: { GLIBC_TUNABLES: "" },
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      });
+    let child: Deno.ChildProcess | undefined;
+    if (pipeSizer.available) {
+      try {
+        child = command(pipeSizer.program, ["-e", PIPE_SIZER, path, ...args]).spawn();
+      } catch (err) {
+        if (!(err instanceof Deno.errors.NotFound)) throw err;
+        pipeSizer.available = false; // no perl here: encoders get the default pipe
+      }
+    }
+    child ??= command(path, args).spawn();
     return new EncoderProcess(child, onData);
   }
 

@@ -8,7 +8,7 @@ import { STAMP_BITS, STAMP_ROWS, stampFrame } from "../../bench/stamp.ts";
 import { VISEMES } from "../../src/media/lipsync/visemes.ts";
 import type { FaceState } from "../../src/media/motion.ts";
 import type { FrameRequest, VideoFormat } from "../../src/media/renderer.ts";
-import { EncoderProcess } from "../../src/media/ffmpeg.ts";
+import { ENCODER_PIPE_BYTES, EncoderProcess, pipeSizer } from "../../src/media/ffmpeg.ts";
 import { FRAME_BUFFERS } from "../../src/media/session/video_pipeline.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import {
@@ -141,8 +141,8 @@ Deno.test("frame buffers: a session's frames are built in a few recycled buffers
 });
 
 Deno.test("frame buffers: an encoder's write says done only once the process has read all of it", async () => {
-  // A process that reads nothing until told (a file appears), then everything: the pipe holds 64 KB of the
-  // 1 MB written, so the write cannot be done before.
+  // A process that reads nothing until told (a file appears), then everything: the pipe holds at most
+  // ENCODER_PIPE_BYTES of the 3 MB written, so the write cannot be done before.
   const dir = await Deno.makeTempDir();
   const go = `${dir}/go`;
   const enc = EncoderProcess.spawn("sh", [
@@ -151,7 +151,9 @@ Deno.test("frame buffers: an encoder's write says done only once the process has
   ], null);
   try {
     let done = false;
-    const written = new Promise<void>((resolve) => enc.write(new Uint8Array(1 << 20).fill(65), resolve));
+    const written = new Promise<void>((resolve) =>
+      enc.write(new Uint8Array(3 * ENCODER_PIPE_BYTES).fill(65), resolve)
+    );
     void written.then(() => done = true);
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(done, false, "done before the process read the bytes");
@@ -165,5 +167,55 @@ Deno.test("frame buffers: an encoder's write says done only once the process has
     enc.kill();
     await enc.exited;
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("frame buffers: an encoder's stdin takes a whole 512×512 frame before the encoder reads any of it", async () => {
+  // With the default 64 KB pipe a frame goes in six writes, each waiting for the encoder to read and for a
+  // later turn of the event loop (held back by a busy loop: frames reached the encoder 40-70 ms late).
+  const dir = await Deno.makeTempDir();
+  const go = `${dir}/go`;
+  const enc = EncoderProcess.spawn("sh", [
+    "-c",
+    `while [ ! -e '${go}' ]; do sleep 0.02; done; cat >/dev/null`,
+  ], null);
+  try {
+    const frame = new Uint8Array(512 * 512 * 3 / 2);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        new Promise<void>((resolve) => enc.write(frame, resolve)),
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error("a frame did not fit in the encoder's pipe (is perl installed?)")),
+            DEADLINE_MS,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      await Deno.writeTextFile(go, "");
+    }
+    assert.equal(enc.pendingWrites, 0);
+    await enc.closeInput();
+    assert.equal((await enc.exited).code, 0);
+  } finally {
+    enc.kill();
+    await enc.exited;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("frame buffers: without perl an encoder starts with the default pipe", async () => {
+  const saved = { ...pipeSizer };
+  pipeSizer.program = "no-such-perl-here";
+  try {
+    const enc = EncoderProcess.spawn("sh", ["-c", "cat >/dev/null"], null);
+    assert.equal(pipeSizer.available, false, "the missing perl is remembered");
+    await new Promise<void>((resolve) => enc.write(new Uint8Array(200_000), resolve));
+    await enc.closeInput();
+    assert.equal((await enc.exited).code, 0);
+  } finally {
+    Object.assign(pipeSizer, saved);
   }
 });
