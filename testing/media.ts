@@ -282,9 +282,25 @@ export async function decodeFirstVideoFrame(
     return s !== null && s.track === 1 && s.key;
   });
   const stream = [init, ...client.binaries.slice(0, keyAt + 1).filter((b) => readSegment(b) !== null)];
+  const [first] = await decodeVideo(stream, width, height, 1);
+  if (!first) throw new Error("decoded no frame");
+  return first;
+}
+
+/**
+ * The video frames of an fMP4 stream (init segment first), decoded by ffmpeg as they were coded (no frame
+ * repeated or dropped to a constant rate): I420, `width`×`height`; at most `maxFrames`.
+ */
+export async function decodeVideo(
+  stream: Uint8Array[],
+  width: number,
+  height: number,
+  maxFrames?: number,
+): Promise<Uint8Array[]> {
   const child = new Deno.Command("ffmpeg", {
     args: [
-      ...["-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-map", "0:v:0", "-frames:v", "1"],
+      ...["-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-map", "0:v:0", "-fps_mode", "passthrough"],
+      ...(maxFrames === undefined ? [] : ["-frames:v", String(maxFrames)]),
       ...["-f", "rawvideo", "-pix_fmt", "yuv420p", "pipe:1"],
     ],
     stdin: "piped",
@@ -297,8 +313,11 @@ export async function decodeFirstVideoFrame(
   const out = await child.output();
   if (!out.success) throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
   const size = width * height * 3 / 2;
-  if (out.stdout.length < size) throw new Error(`decoded ${out.stdout.length} bytes, want ${size}`);
-  return out.stdout.subarray(0, size);
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at + size <= out.stdout.length; at += size) {
+    frames.push(out.stdout.subarray(at, at + size));
+  }
+  return frames;
 }
 
 /** Waits for `predicate` (polling every 20 ms, at most `timeoutMs`). */

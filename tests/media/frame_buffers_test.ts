@@ -12,6 +12,7 @@ import { ENCODER_PIPE_BYTES, EncoderProcess, pipeSizer } from "../../src/media/f
 import { FRAME_BUFFERS } from "../../src/media/session/video_pipeline.ts";
 import { DEADLINE_MS } from "../../testing/deadline.ts";
 import {
+  decodeVideo,
   MediaClientRecorder,
   readSegment,
   smallRenderer,
@@ -78,31 +79,6 @@ function readStamp(frame: Uint8Array, format: VideoFormat): number {
   return v >>> 0;
 }
 
-async function decodeAll(client: MediaClientRecorder, format: VideoFormat): Promise<Uint8Array[]> {
-  const init = client.binaries.find((b) => readSegment(b) === null);
-  if (!init) throw new Error("no init segment");
-  const child = new Deno.Command("ffmpeg", {
-    args: [
-      ...["-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-map", "0:v:0", "-fps_mode", "passthrough"],
-      ...["-f", "rawvideo", "-pix_fmt", "yuv420p", "pipe:1"],
-    ],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  for (const b of [init, ...client.binaries.filter((b) => readSegment(b) !== null)]) await writer.write(b);
-  await writer.close();
-  const out = await child.output();
-  if (!out.success) throw new Error(`ffmpeg: ${new TextDecoder().decode(out.stderr)}`);
-  const size = format.width * format.height * 3 / 2;
-  const frames: Uint8Array[] = [];
-  for (let at = 0; at + size <= out.stdout.length; at += size) {
-    frames.push(out.stdout.subarray(at, at + size));
-  }
-  return frames;
-}
-
 Deno.test("frame buffers: a session's frames are built in a few recycled buffers, each whole when encoded", async () => {
   const given = new Set<Uint8Array>();
   let requests = 0, withBuffer = 0;
@@ -126,7 +102,10 @@ Deno.test("frame buffers: a session's frames are built in a few recycled buffers
     } finally {
       await client.close();
     }
-    const frames = await decodeAll(client, renderer.format);
+    const init = client.binaries.find((b) => readSegment(b) === null);
+    assert.ok(init, "an init segment");
+    const segments = client.binaries.filter((b) => readSegment(b) !== null);
+    const frames = await decodeVideo([init, ...segments], renderer.format.width, renderer.format.height);
     assert.ok(frames.length >= 60, `decoded ${frames.length} frames`);
     const stamps = frames.map((f) => readStamp(f, renderer.format));
     for (let i = 1; i < stamps.length; i++) {
@@ -140,16 +119,34 @@ Deno.test("frame buffers: a session's frames are built in a few recycled buffers
   assert.ok(withBuffer >= requests - FRAME_BUFFERS, `${withBuffer} of ${requests} frames had a buffer`);
 });
 
-Deno.test("frame buffers: an encoder's write says done only once the process has read all of it", async () => {
-  // A process that reads nothing until told (a file appears), then everything: the pipe holds at most
-  // ENCODER_PIPE_BYTES of the 3 MB written, so the write cannot be done before.
+/**
+ * Runs `fn` with an encoder process that reads nothing from its stdin until `go()`, then reads it all; the
+ * process and its directory are gone afterwards.
+ */
+async function withIdleReader(
+  fn: (enc: EncoderProcess, go: () => Promise<void>) => Promise<void>,
+): Promise<void> {
   const dir = await Deno.makeTempDir();
-  const go = `${dir}/go`;
+  const flag = `${dir}/go`;
   const enc = EncoderProcess.spawn("sh", [
     "-c",
-    `while [ ! -e '${go}' ]; do sleep 0.02; done; cat >/dev/null`,
+    `while [ ! -e '${flag}' ]; do sleep 0.02; done; cat >/dev/null`,
   ], null);
   try {
+    await fn(enc, () => Deno.writeTextFile(flag, ""));
+    await enc.closeInput();
+    assert.equal((await enc.exited).code, 0);
+  } finally {
+    enc.kill();
+    await enc.exited;
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("frame buffers: an encoder's write says done only once the process has read all of it", async () => {
+  // The pipe holds at most ENCODER_PIPE_BYTES of the 3 MB written, so the write cannot be done before the
+  // process reads.
+  await withIdleReader(async (enc, go) => {
     let done = false;
     const written = new Promise<void>((resolve) =>
       enc.write(new Uint8Array(3 * ENCODER_PIPE_BYTES).fill(65), resolve)
@@ -158,28 +155,16 @@ Deno.test("frame buffers: an encoder's write says done only once the process has
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(done, false, "done before the process read the bytes");
     assert.equal(enc.pendingWrites, 1);
-    await Deno.writeTextFile(go, "");
+    await go();
     await written;
     assert.equal(enc.pendingWrites, 0);
-    await enc.closeInput();
-    assert.equal((await enc.exited).code, 0);
-  } finally {
-    enc.kill();
-    await enc.exited;
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("frame buffers: an encoder's stdin takes a whole 512×512 frame before the encoder reads any of it", async () => {
   // With the default 64 KB pipe a frame goes in six writes, each waiting for the encoder to read and for a
   // later turn of the event loop (held back by a busy loop: frames reached the encoder 40-70 ms late).
-  const dir = await Deno.makeTempDir();
-  const go = `${dir}/go`;
-  const enc = EncoderProcess.spawn("sh", [
-    "-c",
-    `while [ ! -e '${go}' ]; do sleep 0.02; done; cat >/dev/null`,
-  ], null);
-  try {
+  await withIdleReader(async (enc, go) => {
     const frame = new Uint8Array(512 * 512 * 3 / 2);
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -194,16 +179,10 @@ Deno.test("frame buffers: an encoder's stdin takes a whole 512×512 frame before
       ]);
     } finally {
       clearTimeout(timer);
-      await Deno.writeTextFile(go, "");
+      await go();
     }
     assert.equal(enc.pendingWrites, 0);
-    await enc.closeInput();
-    assert.equal((await enc.exited).code, 0);
-  } finally {
-    enc.kill();
-    await enc.exited;
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("frame buffers: without perl an encoder starts with the default pipe", async () => {
