@@ -257,7 +257,9 @@ export class EncoderProcess {
   }
 
   /**
-   * Starts `path args`; throws what `Deno.Command.spawn` throws (e.g. NotFound). The encoder never sees a
+   * Starts `path args`; throws what `Deno.Command.spawn` throws. Started through the pipe sizer, an encoder
+   * that cannot be run (its path missing: the media plane checks it at start-up) does not throw here but exits
+   * at once (perl's "cannot run …" on stderr), which its owner handles as any exit. The encoder never sees a
    * credential, so it runs without the service's scrub of freed memory (`GLIBC_TUNABLES`, docs/api.md):
    * glibc's defaults, and none of the scrub's cost per frame. Each chunk given to `onData` is valid only
    * during the call (the next read reuses its buffer): copy what must be kept.
