@@ -4,7 +4,7 @@
  * `globalThis.onsetTap(onsets)`. It makes an `AudioContext` (48 kHz, "interactive") with a gain node `tap`
  * that plays to the speakers and feeds an AudioWorklet detecting each onset — a sample above −40 dBFS after
  * 150 ms of quiet — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
- * output timestamp (`getOutputTimestamp()`). Resolves with `{ actx, onset, tap }`: give `actx` and `tap` to a
+ * output timestamp (`getOutputTimestamp()`; Firefox's moved to when the sample is heard). Resolves with `{ actx, onset, tap }`: give `actx` and `tap` to a
  * player as its `audioContext` / `audioOutput`, or connect another source to `onset`.
  *
  * @module
@@ -21,10 +21,14 @@ globalThis.onsetTap = async (onsets) => {
   const onset = new AudioWorkletNode(actx, "onset");
   const mute = actx.createGain(); mute.gain.value = 0;
   onset.connect(mute).connect(actx.destination);
-  // A frame of the context is heard at: performanceTime + (frame / rate - contextTime) (its output stamp).
+  // A frame of the context is heard at: performanceTime + (frame / rate - contextTime) (its output stamp);
+  // Firefox moves both of its stamp's times back by its output latency (then the page time is as far behind
+  // now as the context time behind currentTime): its frames are heard that much later than it says.
   const heard = (frame) => {
     const ts = actx.getOutputTimestamp();
-    return performance.timeOrigin + ts.performanceTime + (frame / actx.sampleRate - ts.contextTime) * 1000;
+    const lead = (actx.currentTime - ts.contextTime) * 1000;
+    const moved = lead > 1 && Math.abs(performance.now() - ts.performanceTime - lead) < 1 ? lead : 0;
+    return performance.timeOrigin + ts.performanceTime + moved + (frame / actx.sampleRate - ts.contextTime) * 1000;
   };
   onset.port.onmessage = (e) => onsets.push(heard(e.data));
   const tap = actx.createGain();

@@ -40,7 +40,15 @@
  *
  * The service (and its ffmpeg encoders) and Janus run on one core (`taskset`, `--core`, default the last),
  * Chromium, the engine and this script on the others. Load averages are recorded with the figures: the
- * machine may be shared. Options: `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
+ * machine may be shared.
+ *
+ * `--browser firefox`: the same in Debian's Firefox ESR (Puppeteer over WebDriver BiDi), its sound played to
+ * a PulseAudio null sink (`pulseaudio`, started by the bench: a real-time audio clock, where Firefox's mock
+ * device runs ~3 % slow), on the `websocket_fmp4` paths (WebCodecs, MSE; the WebCodecs player shows its
+ * frames through a canvas stream there). Not `webrtc_sfu`: Firefox receives H.264 over WebRTC only through
+ * Cisco's OpenH264 plugin, which it downloads when first run.
+ *
+ * Options: `--browser chromium|firefox`, `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
  * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
  * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
  * which announces each turn 60 ms ahead and sends each chunk at the start of its audio, and with the strictly
@@ -51,11 +59,11 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import { generateEngineTls } from "../engine/mod.ts";
 import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
+import { launchFirefox, type SoundServer, startSoundServer } from "../testing/firefox.ts";
 import { type JanusProcess, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine, startRealtimeBenchEngine } from "./engine.ts";
 import { ONSET_TAP } from "./onset_tap.ts";
@@ -497,14 +505,78 @@ async function firstShown(page: Page): Promise<void> {
   );
 }
 
-async function newPage(browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  page.on("pageerror", (e) => console.error(`bench player: page error: ${e}`));
-  if (Deno.env.get("BENCH_DEBUG")) page.on("console", (m) => console.log(`page: ${m.text()}`));
-  await page.goto(`${base}/docs/errors`); // any page of the service: same origin as /sdk/player.js
+/** What the bench needs of a page, whichever browser drives it. */
+interface Page {
+  evaluate(script: string): Promise<unknown>;
+}
+
+/** A browser the bench opens fresh pages in, one at a time: Playwright's Chromium or Puppeteer's Firefox. */
+interface Browser {
+  name: BrowserName;
+  /** A page in a fresh context (no cache, no state), at `url`. */
+  open(url: string): Promise<{ page: Page; close(): Promise<void> }>;
+  close(): Promise<void>;
+}
+
+/** The browsers `--browser` names. */
+type BrowserName = "chromium" | "firefox";
+
+/**
+ * Launches the bench's browser: Debian's Chromium (Playwright) or Debian's Firefox ESR (Puppeteer over
+ * WebDriver BiDi; sound without a gesture, on its mock audio device, see testing/firefox.ts).
+ */
+async function launchBrowser(name: BrowserName): Promise<Browser> {
+  const debug = Deno.env.get("BENCH_DEBUG");
+  const pageError = (e: unknown) => console.error(`bench player: page error: ${e}`);
+  if (name === "chromium") {
+    const b = await launchChromium({ media: true, webrtc: true });
+    return {
+      name,
+      async open(url) {
+        const context = await b.newContext();
+        const page = await context.newPage();
+        page.on("pageerror", pageError);
+        if (debug) page.on("console", (m) => console.log(`page: ${m.text()}`));
+        await page.goto(url);
+        return { page: { evaluate: (s) => page.evaluate(s) }, close: () => context.close() };
+      },
+      close: () => b.close(),
+    };
+  }
+  // Firefox plays to a real-time sound server (its mock device runs ~3 % slow: see SoundServer).
+  const sound: SoundServer | null = await startSoundServer();
+  if (!sound) {
+    throw new Error("--browser firefox plays to a PulseAudio null sink: apt-get install -y pulseaudio");
+  }
+  const b = await launchFirefox({ autoplay: "allowed", sound }).catch(async (err) => {
+    await sound.stop();
+    throw err;
+  });
+  return {
+    name,
+    async open(url) {
+      const context = await b.createBrowserContext();
+      const page = await context.newPage();
+      page.on("pageerror", pageError);
+      if (debug) page.on("console", (m) => console.log(`page: ${m.text()}`));
+      await page.goto(url);
+      return { page: { evaluate: (s) => page.evaluate(s) }, close: () => context.close() };
+    },
+    async close() {
+      await b.close();
+      await sound.stop();
+    },
+  };
+}
+
+async function newPage(
+  browser: Browser,
+  base: string,
+): Promise<{ context: { close(): Promise<void> }; page: Page }> {
+  // any page of the service: same origin as /sdk/player.js
+  const { page, close } = await browser.open(`${base}/docs/errors`);
   await page.evaluate(PROBE);
-  return { context, page };
+  return { context: { close }, page };
 }
 
 async function startProbe(page: Page, s: Session, path: PathName, box: unknown, size: number) {
@@ -617,7 +689,8 @@ async function steady(
         JSON.stringify({ onsets, frames, dbg: await page.evaluate(`globalThis.__dbg ?? []`), sent }),
       );
     }
-    const tap = path === "webcodecs"
+    // (Firefox: the estimate's element lags are Chromium's; there the raw figures only)
+    const tap = path === "webcodecs" || browser.name === "firefox"
       ? undefined
       : { lag: figures(tapLags).p50, elementLag: path === "mse" ? 0 : figures(playoutDelays).p50 };
     return {
@@ -655,6 +728,18 @@ async function connects(
       return await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
     } catch (err) {
       console.error(`bench player: ${path} connect failed: ${err}`);
+      if (Deno.env.get("BENCH_DEBUG")) {
+        console.error(
+          await page.evaluate(`(async () => JSON.stringify({
+          state: globalThis.player?.state(), stats: globalThis.player?.stats(),
+          pcs: await Promise.all((globalThis.peerConnections ?? []).map(async (pc) => ({
+            conn: pc.connectionState, ice: pc.iceConnectionState, sig: pc.signalingState,
+            remote: pc.remoteDescription?.sdp?.split("\\r\\n").filter((l) => /^(m=|a=rtpmap|a=candidate)/.test(l)),
+            stats: [...(await pc.getStats()).values()].filter((s) => s.type === "inbound-rtp" || s.type === "candidate-pair").map((s) => ({ type: s.type, kind: s.kind, state: s.state, packets: s.packetsReceived, decoded: s.framesDecoded, codec: s.codecId })),
+          }))),
+        }))()`).catch((e) => `debug failed: ${e}`),
+        );
+      }
       return null;
     } finally {
       await context.close();
@@ -991,7 +1076,7 @@ if (import.meta.main) {
     args: Deno.args,
     options: {
       quick: { type: "boolean", default: false },
-      paths: { type: "string", default: ALL_PATHS.join(",") },
+      paths: { type: "string" },
       connects: { type: "string" },
       bursts: { type: "string" },
       core: { type: "string" },
@@ -999,10 +1084,27 @@ if (import.meta.main) {
       detail: { type: "boolean", default: false },
       "fixed-phase": { type: "boolean", default: false },
       "realtime-engine": { type: "boolean", default: false },
+      browser: { type: "string", default: "chromium" },
     },
   }).values;
-  const paths = args.paths.split(",").map((p) => p.trim()) as PathName[];
-  for (const p of paths) if (!ALL_PATHS.includes(p)) throw new Error(`--paths: unknown path ${p}`);
+  const browserName = args.browser as BrowserName;
+  if (browserName !== "chromium" && browserName !== "firefox") {
+    throw new Error(`--browser: chromium or firefox, not ${args.browser}`);
+  }
+  // Firefox receives H.264 over WebRTC only through Cisco's OpenH264 plugin, which it downloads when first
+  // run: not on a machine without the internet (here its answer to Janus's offer fails to negotiate).
+  const firefoxPaths: PathName[] = ["webcodecs", "mse"];
+  const paths = (args.paths ?? (browserName === "firefox" ? firefoxPaths : ALL_PATHS).join(","))
+    .split(",").map((p) => p.trim()) as PathName[];
+  for (const p of paths) {
+    if (!ALL_PATHS.includes(p)) throw new Error(`--paths: unknown path ${p}`);
+    if (browserName === "firefox" && !firefoxPaths.includes(p)) {
+      throw new Error(
+        `--paths ${p} in Firefox: its H.264 over WebRTC needs Cisco's OpenH264 plugin, which Firefox downloads ` +
+          `when first run (not here); measure ${firefoxPaths.join(",")}`,
+      );
+    }
+  }
   const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
   const nBursts = Number(args.bursts ?? (args.quick ? 10 : 30));
   const driftMinutes = Number(args["drift-minutes"]);
@@ -1031,7 +1133,7 @@ if (import.meta.main) {
   let drift: unknown = null;
   try {
     svc = await startService(dir, core, janus, ca);
-    browser = await launchChromium({ media: true, webrtc: true });
+    browser = await launchBrowser(browserName);
     const box = await mouthBox(512);
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
@@ -1084,7 +1186,14 @@ if (import.meta.main) {
   await Deno.writeTextFile(
     file,
     JSON.stringify(
-      { command, load_average_before: loadBefore, load_average_after: loadAfter, results, drift },
+      {
+        command,
+        browser: browserName,
+        load_average_before: loadBefore,
+        load_average_after: loadAfter,
+        results,
+        drift,
+      },
       null,
       2,
     ) + "\n",

@@ -158,6 +158,23 @@ registerProcessor("${PROCESSOR}", AvatarPlayout);
  */
 
 /**
+ * What an output timestamp leaves out of when its sample is heard (ms). Chromium stamps the sample the
+ * device plays now (`contextTime` behind `currentTime` by the output path, `performanceTime` about now);
+ * Firefox (ESR 153, on a sound server) moves both back by its output latency — a sample rendered
+ * `outputLatency` ago, stamped as heard then — so its stamps put every sample that much early (36 ms on a
+ * PulseAudio sink, measured): its stamp is known by the page time moved as far as the context time.
+ * Exported for its test.
+ * @param {{ currentTime: number; outputLatency?: number }} ctx
+ * @param {{ contextTime?: number; performanceTime?: number }} ts
+ * @param {number} now page time when `ts` was read (ms)
+ */
+export function unstampedLatency(ctx, ts, now) {
+  if (ts.contextTime === undefined || ts.performanceTime === undefined) return 0;
+  const lead = (ctx.currentTime - ts.contextTime) * 1000;
+  return lead > 1 && Math.abs(now - ts.performanceTime - lead) < 1 ? lead : 0;
+}
+
+/**
  * Creates the clock: loads the worklet into the context (resolves once it can play).
  * @param {AudioClockOptions} [options]
  * @returns {Promise<AudioClock>}
@@ -216,7 +233,7 @@ export async function createAudioClock(options = {}) {
     if (!ts || ts.contextTime === undefined || ts.performanceTime === undefined || !ts.performanceTime) {
       return;
     }
-    readings.push(ts.performanceTime - ts.contextTime * 1000);
+    readings.push(ts.performanceTime - ts.contextTime * 1000 + unstampedLatency(ctx, ts, performance.now()));
     if (readings.length > 15) readings.shift();
     const sorted = [...readings].sort((a, b) => a - b);
     deviceOffset = sorted[Math.floor(sorted.length / 2)];

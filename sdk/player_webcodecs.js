@@ -161,6 +161,8 @@ function createPresenter(video, onMuted) {
     /** When the write in progress started (page time), or null. */
     let pendingSince = /** @type {number | null} */ (null);
     return {
+      /** The element's `mediaTime` is the frame's own timestamp. */
+      ownTime: true,
       /**
        * Shows the frame (takes it). While the page has not taken the previous one yet, the frame is
        * dropped and false returned (a write stuck for a second is given up on).
@@ -189,6 +191,11 @@ function createPresenter(video, onMuted) {
   video.srcObject = canvas.captureStream();
   play();
   return {
+    /**
+     * The element's `mediaTime` is the canvas stream's, not the frame's (Firefox): the picture shown is the
+     * latest one drawn before the element took it.
+     */
+    ownTime: false,
     write(/** @type {VideoFrame} */ frame) {
       if (canvas.width !== frame.displayWidth) canvas.width = frame.displayWidth;
       if (canvas.height !== frame.displayHeight) canvas.height = frame.displayHeight;
@@ -324,6 +331,8 @@ export function createWebCodecsSink(options) {
   /** @type {Map<number, { at: number; due: number }>} */
   const written = new Map();
   let lastPresentedTs = -1;
+  /** The timestamp of the latest frame seen shown (µs). */
+  let lastShownTs = -1;
   let firstFrameShown = false;
   /** @type {((at: number) => void) | null} */
   let firstFrameListener = null;
@@ -341,6 +350,7 @@ export function createWebCodecsSink(options) {
         clock = c;
         applyVolume();
         events.muted(!c.running());
+        if (!c.running()) startUnlock();
         for (const [t, pcm] of audioBacklog.splice(0)) pushAudio(t, pcm);
       },
       (err) => events.unsupported(`the audio clock could not start: ${err}`),
@@ -358,6 +368,29 @@ export function createWebCodecsSink(options) {
     }
   };
   video?.addEventListener("volumechange", onVolume);
+
+  // A context autoplay rules keep suspended starts on the page's next user gesture, which a video-free
+  // player (no element to unmute) has no other way to get; a muted element keeps its sound off until it is
+  // unmuted.
+  const UNLOCK_EVENTS = ["pointerdown", "keydown", "touchend", "click"];
+  let unlocking = false;
+  const onGesture = () => {
+    if (!clock || closed || (video && video.muted)) return;
+    void clock.resume().then((running) => {
+      events.muted(!running);
+      if (running) stopUnlock();
+    });
+  };
+  const startUnlock = () => {
+    if (unlocking || typeof document === "undefined") return;
+    unlocking = true;
+    for (const t of UNLOCK_EVENTS) document.addEventListener(t, onGesture, true);
+  };
+  const stopUnlock = () => {
+    if (!unlocking) return;
+    unlocking = false;
+    for (const t of UNLOCK_EVENTS) document.removeEventListener(t, onGesture, true);
+  };
 
   /** The anchor, once set. */
   const anchor = () => clock?.anchor() ?? null;
@@ -698,13 +731,25 @@ export function createWebCodecsSink(options) {
   const watchFrames = () => {
     const v = /** @type {any} */ (video);
     if (!v || typeof v.requestVideoFrameCallback !== "function") return;
-    /** @param {number} _now @param {any} md */
-    const onFrame = (_now, md) => {
+    /** @param {number} now @param {any} md */
+    const onFrame = (now, md) => {
       if (closed) return;
       const shownAt = md.expectedDisplayTime ?? md.presentationTime ?? performance.now();
-      const ts = Math.round((md.mediaTime ?? NaN) * 1e6);
-      const w = written.get(ts);
+      let ts = Math.round((md.mediaTime ?? NaN) * 1e6);
+      let w = written.get(ts);
+      if (w === undefined && presenter && !presenter.ownTime) {
+        // A canvas stream: the frame the element shows is the latest drawn before it was handed to the
+        // compositor (its mouth is read from the element's picture all the same).
+        const taken = md.presentationTime ?? now;
+        for (const [t, e] of written) {
+          if (e.at > taken) break;
+          ts = t;
+          w = e;
+        }
+        if (w !== undefined && ts === lastShownTs) w = undefined; // (the same picture again)
+      }
       if (w !== undefined) {
+        lastShownTs = ts;
         display.shown(w.at, shownAt);
         const t = ts / 1000;
         const latency = skew === null ? null : shownAt - (t + skew);
@@ -954,6 +999,7 @@ export function createWebCodecsSink(options) {
       if (raf) cancelAnimationFrame(raf);
       clearInterval(housekeeping);
       video?.removeEventListener("volumechange", onVolume);
+      stopUnlock();
       for (const f of frames.splice(0)) f.close();
       for (const d of [videoDecoder, audioDecoder]) {
         try {

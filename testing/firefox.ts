@@ -3,7 +3,8 @@
  * the project's second browser engine (never a downloaded browser: puppeteer-core downloads nothing, and
  * the executable is Debian's). Headless Firefox on a machine without a sound server has no audio device:
  * `media.cubeb.force_mock_context` gives it a mock one, on which an `AudioContext` runs and its output
- * timestamps advance as on a device.
+ * timestamps advance as on a device, though slower than real time; the benches give it a real-time one
+ * ({@link startSoundServer}).
  *
  * @module
  */
@@ -13,19 +14,90 @@ import puppeteer, { type Browser } from "puppeteer-core";
 export const FIREFOX = "/usr/bin/firefox-esr";
 
 /**
+ * A sound server for Firefox to play to: PulseAudio (Debian's `pulseaudio`) with one null sink, in a
+ * runtime directory of its own. Its sink consumes the sound at the system clock's rate, as a sound card
+ * does, and Firefox reports its output latency: the audio clock a user's Firefox runs on. (The mock context
+ * of `media.cubeb.force_mock_context` runs about 3 % slower than real time — measured, 30 ms a second — so
+ * figures of sound against the wall clock made on it say nothing of a user's browser.)
+ */
+export interface SoundServer {
+  /** The environment a client needs to find it. */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Starts {@link SoundServer}; null when `pulseaudio` is not installed. */
+export async function startSoundServer(): Promise<SoundServer | null> {
+  const dir = await Deno.makeTempDir({ prefix: "svc-pulse-" });
+  const env = { XDG_RUNTIME_DIR: dir, PULSE_SERVER: `unix:${dir}/pulse/native` };
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command("pulseaudio", {
+      args: [
+        "-n", // no default configuration: only the modules below
+        "--daemonize=no",
+        "--exit-idle-time=-1",
+        "--disallow-exit",
+        "--load=module-null-sink sink_name=null",
+        "--load=module-native-protocol-unix",
+      ],
+      env,
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+  } catch (err) {
+    await Deno.remove(dir, { recursive: true });
+    if (err instanceof Deno.errors.NotFound) return null;
+    throw err;
+  }
+  const stderr = new Response(child.stderr).text();
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* exited */ }
+    await child.status;
+    await stderr;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  const end = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await Deno.stat(`${dir}/pulse/native`);
+      return { env, stop };
+    } catch { /* not yet */ }
+    const exited = await Promise.race([child.status.then(() => true), sleep(50).then(() => false)]);
+    if (exited || Date.now() > end) {
+      await stop();
+      throw new Error(`pulseaudio did not start: ${(await stderr).trim().slice(-500)}`);
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
  * Launches headless Firefox ESR. `autoplay: "allowed"` lets media (and an `AudioContext`) start without a
  * user gesture; by default it is Firefox's own rule, as in a user's browser: sound waits for a click.
+ * `sound`: play to this sound server; by default a mock audio device (see {@link SoundServer}).
  */
-export async function launchFirefox(options: { autoplay?: "allowed" | "gesture" } = {}): Promise<Browser> {
+export async function launchFirefox(
+  options: { autoplay?: "allowed" | "gesture"; sound?: SoundServer } = {},
+): Promise<Browser> {
   return await puppeteer.launch({
     browser: "firefox",
     executablePath: FIREFOX,
     headless: true,
+    ...(options.sound ? { env: { ...Deno.env.toObject(), ...options.sound.env } } : {}),
     extraPrefsFirefox: {
-      "media.cubeb.force_mock_context": true,
+      ...(options.sound ? {} : { "media.cubeb.force_mock_context": true }),
       // (0: allowed; 1: blocked until a user gesture, Firefox's default for audible media)
       ...(options.autoplay === "allowed" ? { "media.autoplay.default": 0 } : {}),
       "media.autoplay.block-webaudio": options.autoplay !== "allowed",
+      // WebRTC on loopback (the tests' Janus): Firefox leaves out loopback candidates and hides host
+      // addresses behind mDNS names by default.
+      "media.peerconnection.ice.loopback": true,
+      "media.peerconnection.ice.obfuscate_host_addresses": false,
       "datareporting.policy.dataSubmissionEnabled": false,
       "browser.shell.checkDefaultBrowser": false,
     },

@@ -8,8 +8,15 @@ import assert from "node:assert/strict";
 
 // Loaded by URL: player_clock.js is type-checked with the DOM libraries (`tests/sdk/browser.deno.json`, in
 // `deno task ok`), which this test's own check has not.
-const { WORKLET } = await import(new URL("../../sdk/player_clock.js", import.meta.url).href) as {
+const { WORKLET, unstampedLatency } = await import(
+  new URL("../../sdk/player_clock.js", import.meta.url).href
+) as {
   WORKLET: string;
+  unstampedLatency(
+    ctx: { currentTime: number; outputLatency?: number },
+    ts: { contextTime?: number; performanceTime?: number },
+    now: number,
+  ): number;
 };
 
 type Port = { onmessage: ((e: { data: unknown }) => void) | null; postMessage(m: unknown): void };
@@ -82,4 +89,29 @@ Deno.test("playout worklet: a non-finite gain or decoded sample plays as silence
   const bad = out.findIndex((x) => !Number.isFinite(x));
   assert.equal(bad, -1, `sample ${bad} is ${out[bad]}`);
   assert(out.filter((x) => x === 0.5).length > 500, "the finite samples play at the last finite gain (1)");
+});
+
+Deno.test("output timestamps: Firefox's, moved back by its output latency, get it back; Chromium's and a mock device's are taken as they are", () => {
+  // Readings of each browser here (6 Dec): currentTime − contextTime, now − performanceTime, outputLatency.
+  // Firefox ESR on a PulseAudio sink: both moved back by the output latency (36.17 ms).
+  const firefox = unstampedLatency({ currentTime: 10.03617, outputLatency: 0.03617 }, {
+    contextTime: 10,
+    performanceTime: 5000 - 36.17,
+  }, 5000);
+  assert.ok(Math.abs(firefox - 36.17) < 0.01, `Firefox: ${firefox}`);
+  // Chromium: the context time behind by the output path (41 ms), the page time about now (7 ms behind).
+  assert.equal(
+    unstampedLatency({ currentTime: 10.041, outputLatency: 0.032 }, {
+      contextTime: 10,
+      performanceTime: 4993,
+    }, 5000),
+    0,
+  );
+  // Firefox's mock device: no latency, nothing moved.
+  assert.equal(
+    unstampedLatency({ currentTime: 10, outputLatency: 0 }, { contextTime: 10, performanceTime: 5000 }, 5000),
+    0,
+  );
+  // A browser without a stamp yet.
+  assert.equal(unstampedLatency({ currentTime: 0 }, {}, 5000), 0);
 });
