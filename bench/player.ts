@@ -523,7 +523,8 @@ type BrowserName = "chromium" | "firefox";
 
 /**
  * Launches the bench's browser: Debian's Chromium (Playwright) or Debian's Firefox ESR (Puppeteer over
- * WebDriver BiDi; sound without a gesture, on its mock audio device, see testing/firefox.ts).
+ * WebDriver BiDi; sound without a gesture, played to a PulseAudio null sink: see testing/firefox.ts). The
+ * two drivers open pages alike, each through its own API.
  */
 async function launchBrowser(name: BrowserName): Promise<Browser> {
   const debug = Deno.env.get("BENCH_DEBUG");
