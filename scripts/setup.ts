@@ -3,7 +3,7 @@
  * the tests need are present, installing the missing ones with apt-get when running as root.
  *
  * `--for start` needs espeak-ng (reference engine) and ffmpeg (media); `--for test` adds chromium
- * and firefox-esr (browser tests), pulseaudio (a real-time sound device for Firefox), janus and coturn (the `webrtc_sfu` tests start their own Janus and TURN server). Exits 1
+ * and firefox-esr (browser tests), janus and coturn (the `webrtc_sfu` tests start their own Janus and TURN server). Exits 1
  * with instructions when something is missing and cannot be installed.
  *
  * @module
@@ -17,7 +17,6 @@ const PROGRAMS: Record<string, { bin: string; pkg: string }[]> = {
     { bin: "ffmpeg", pkg: "ffmpeg" },
     { bin: "chromium", pkg: "chromium" },
     { bin: "firefox-esr", pkg: "firefox-esr" },
-    { bin: "pulseaudio", pkg: "pulseaudio" },
     { bin: "janus", pkg: "janus" },
     { bin: "turnserver", pkg: "coturn" },
   ],
