@@ -4,8 +4,9 @@
  * `globalThis.onsetTap(onsets)`. It makes an `AudioContext` (48 kHz, "interactive") with a gain node `tap`
  * that plays to the speakers and feeds an AudioWorklet detecting each onset — a sample above −40 dBFS after
  * 150 ms of quiet — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
- * output timestamp (`getOutputTimestamp()`; Firefox's moved to when the sample is heard). Resolves with `{ actx, onset, tap }`: give `actx` and `tap` to a
- * player as its `audioContext` / `audioOutput`, or connect another source to `onset`.
+ * output timestamp (`getOutputTimestamp()`; Firefox's moved to when the sample is heard). Resolves with
+ * `{ actx, onset, tap }`: give `actx` and `tap` to a player as its `audioContext` / `audioOutput`, or connect
+ * another source to `onset`.
  *
  * @module
  */

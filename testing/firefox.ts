@@ -94,10 +94,6 @@ export async function launchFirefox(
       // (0: allowed; 1: blocked until a user gesture, Firefox's default for audible media)
       ...(options.autoplay === "allowed" ? { "media.autoplay.default": 0 } : {}),
       "media.autoplay.block-webaudio": options.autoplay !== "allowed",
-      // WebRTC on loopback (the tests' Janus): Firefox leaves out loopback candidates and hides host
-      // addresses behind mDNS names by default.
-      "media.peerconnection.ice.loopback": true,
-      "media.peerconnection.ice.obfuscate_host_addresses": false,
       "datareporting.policy.dataSubmissionEnabled": false,
       "browser.shell.checkDefaultBrowser": false,
     },
