@@ -9,10 +9,19 @@ import { type BenchEngine, wallNow } from "./engine.ts";
 
 const CLK_TCK = 100;
 
-/** CPU seconds and RSS of a process and its direct children (the service and its ffmpeg processes). */
+/**
+ * CPU seconds and RSS of a process and its direct children (the service and its ffmpeg processes);
+ * `encoders`: each video encoder's (libx264 ffmpeg's) CPU seconds so far and RSS, by process id.
+ */
 export function treeUsage(
   pid: number,
-): { cpuS: number; rssKb: number; procs: number; byKind: Record<string, number> } {
+): {
+  cpuS: number;
+  rssKb: number;
+  procs: number;
+  byKind: Record<string, number>;
+  encoders: Map<number, { cpuS: number; rssKb: number }>;
+} {
   const pids = [pid];
   for (const e of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(e.name)) continue;
@@ -24,6 +33,7 @@ export function treeUsage(
   }
   let ticks = 0, rss = 0, procs = 0;
   const byKind: Record<string, number> = { service: 0, video_encoders: 0, other_children: 0 };
+  const encoders = new Map<number, { cpuS: number; rssKb: number }>();
   for (const p of pids) {
     try {
       const stat = Deno.readTextFileSync(`/proc/${p}/stat`);
@@ -34,11 +44,13 @@ export function treeUsage(
       const kind = p === pid ? "service" : cmd.includes("libx264") ? "video_encoders" : "other_children";
       byKind[kind] += t / CLK_TCK;
       const status = Deno.readTextFileSync(`/proc/${p}/status`);
-      rss += Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0);
+      const kb = Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0);
+      rss += kb;
+      if (kind === "video_encoders") encoders.set(p, { cpuS: t / CLK_TCK, rssKb: kb });
       procs++;
     } catch { /* gone */ }
   }
-  return { cpuS: ticks / CLK_TCK, rssKb: rss, procs, byKind };
+  return { cpuS: ticks / CLK_TCK, rssKb: rss, procs, byKind, encoders };
 }
 
 /** Busy and total jiffies of one core (from /proc/stat). */

@@ -251,8 +251,17 @@ export interface VideoFreeStep {
   cpu_per_session_pct: number;
   rss_mb: number;
   rss_per_session_mb: number;
-  /** Processes of the service beyond those it had idle (video encoders started for these sessions: 0). */
+  /**
+   * Video encoders (libx264 ffmpeg processes of the service) that used CPU during the window: encoding for
+   * these sessions, or started in it (should be 0).
+   */
   video_encoders: number;
+  /**
+   * Video encoders that stood idle through the window: the plane's spare, started ahead for a video client to
+   * come (docs/media-plane.md). The process's first session starts an encoder once to learn the stream's
+   * configuration, so a spare is kept from then on.
+   */
+  spare_encoders: number;
   core_busy_share: number;
   load_average: string;
 }
@@ -316,7 +325,8 @@ export async function benchVideoFree(options: {
     const idleRss = i1.rssKb / 1024;
     for (const n of stepsN) {
       const sessions = [];
-      // Created four at a time (each create checks the video encoder once).
+      // Created four at a time (the process's first create starts a video encoder once, to learn the stream's
+      // configuration; the others start none).
       for (let i = 0; i < n; i += 4) {
         sessions.push(
           ...await Promise.all(
@@ -370,6 +380,11 @@ export async function benchVideoFree(options: {
       }
       const span = (to - BUDGET_MS - 200 - from) / 1000;
       const cpu = (u1.cpuS - u0.cpuS) / ((to - from) / 1000);
+      // An encoder idle through the window (its CPU unchanged) is the plane's spare; its memory is the
+      // plane's, not the sessions'.
+      const spares = [...u1.encoders].filter(([pid, e]) => e.cpuS === u0.encoders.get(pid)?.cpuS);
+      const working = [...u1.encoders].filter(([pid, e]) => e.cpuS !== u0.encoders.get(pid)?.cpuS);
+      const spareRssMb = spares.reduce((a, [, e]) => a + e.rssKb, 0) / 1024;
       const row: VideoFreeStep = {
         sessions: n,
         audio_underruns: underruns,
@@ -394,10 +409,9 @@ export async function benchVideoFree(options: {
         cpu_core_share: Math.round(cpu * 1000) / 1000,
         cpu_per_session_pct: r2((cpu - idleCpu) / n * 100),
         rss_mb: Math.round(u1.rssKb / 1024),
-        rss_per_session_mb: r2((u1.rssKb / 1024 - idleRss) / n),
-        // Processes beyond those of the idle service (the plane's spare encoder, started ahead for a video
-        // client to come, is one of those: docs/media-plane.md).
-        video_encoders: u1.procs - i1.procs,
+        rss_per_session_mb: r2((u1.rssKb / 1024 - spareRssMb - idleRss) / n),
+        video_encoders: working.length,
+        spare_encoders: spares.length,
         core_busy_share: Math.round((k1.busy - k0.busy) / Math.max(1, k1.total - k0.total) * 1000) / 1000,
         load_average: load,
       };
@@ -447,10 +461,10 @@ export function videoFreeTable(r: VideoFreeResult): string {
   const rows = r.steps.map((s) =>
     `| ${s.sessions} | ${s.audio_underruns} | ${s.late_animation_messages}/${s.animation_messages} | ${
       r1(s.cpu_core_share * 100)
-    }% | ${s.cpu_per_session_pct}% | ${s.rss_mb} MB | ${s.rss_per_session_mb} MB | ${s.downstream_kbit_s_per_session} kbit/s | ${s.video_encoders} | ${s.load_average} |`
+    }% | ${s.cpu_per_session_pct}% | ${s.rss_mb} MB | ${s.rss_per_session_mb} MB | ${s.downstream_kbit_s_per_session} kbit/s | ${s.video_encoders} (${s.spare_encoders} spare) | ${s.load_average} |`
   );
   return [
-    "| video-free sessions | audio underruns | late animation msgs | CPU (core share) | CPU/session | RSS | RSS/session (over idle) | downstream/session | video encoders | load |",
+    "| video-free sessions | audio underruns | late animation msgs | CPU (core share) | CPU/session | RSS | RSS/session (over idle) | downstream/session | video encoders working (idle spares) | load |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
     `\nsustained on one core, video-free, with 0 underruns and 0 late animation messages: ${r.sustained_sessions} sessions (garbage collector: ${
