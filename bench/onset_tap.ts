@@ -4,7 +4,8 @@
  * `globalThis.onsetTap(onsets)`. It makes an `AudioContext` (48 kHz, "interactive") with a gain node `tap`
  * that plays to the speakers and feeds an AudioWorklet detecting each onset — a sample above −40 dBFS after
  * 150 ms of quiet — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
- * output timestamp (`getOutputTimestamp()`; Firefox's moved to when the sample is heard). Resolves with
+ * output timestamps (`getOutputTimestamp()`, read every 10 ms, the 10th percentile of the last 2 s's;
+ * Firefox's moved to when the sample is heard). Resolves with
  * `{ actx, onset, tap }`: give `actx` and `tap` to a player as its `audioContext` / `audioOutput`, or connect
  * another source to `onset`.
  *
@@ -24,12 +25,26 @@ globalThis.onsetTap = async (onsets) => {
   onset.connect(mute).connect(actx.destination);
   // A frame of the context is heard at: performanceTime + (frame / rate - contextTime) (its output stamp);
   // Firefox moves both of its stamp's times back by its output latency (then the page time is as far behind
-  // now as the context time behind currentTime): its frames are heard that much later than it says.
-  const heard = (frame) => {
+  // now as the context time behind currentTime): its frames are heard that much later than it says. And
+  // Firefox pairs the context time of its last audio callback with a page time of now: a stamp read between
+  // two callbacks puts the sound late by up to a callback's block (~19 ms on a PulseAudio sink). So the
+  // stamps are read every 10 ms, and an onset is placed with the 10th percentile of the last 2 s's offsets
+  // (page time − context time; a stray reading 5–17 ms below the rest comes about once in 250). Chromium's
+  // stamps agree within 0.5 ms: nothing changes there.
+  const offsets = [];
+  const read = () => {
     const ts = actx.getOutputTimestamp();
+    if (!(ts.contextTime > 0) || !ts.performanceTime) return;
     const lead = (actx.currentTime - ts.contextTime) * 1000;
     const moved = lead > 1 && Math.abs(performance.now() - ts.performanceTime - lead) < 1 ? lead : 0;
-    return performance.timeOrigin + ts.performanceTime + moved + (frame / actx.sampleRate - ts.contextTime) * 1000;
+    offsets.push(ts.performanceTime + moved - ts.contextTime * 1000);
+    if (offsets.length > 200) offsets.shift();
+  };
+  setInterval(read, 10);
+  const heard = (frame) => {
+    read();
+    const sorted = [...offsets].sort((a, b) => a - b);
+    return performance.timeOrigin + sorted[Math.floor(sorted.length / 10)] + frame / actx.sampleRate * 1000;
   };
   onset.port.onmessage = (e) => onsets.push(heard(e.data));
   const tap = actx.createGain();

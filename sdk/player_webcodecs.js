@@ -586,7 +586,12 @@ export function createWebCodecsSink(options) {
       /** @type {VideoFrame} */ (frames.shift()).close();
       counters.framesDropped++;
     }
-    present();
+    // A canvas stream (Firefox) takes the canvas at the paint of the refresh it is drawn in: drawn between two
+    // refreshes, a frame is taken at the next one's paint, as if drawn in its animation frame — and shown a
+    // refresh later than one drawn in an animation frame, where the display model places it (measured: drawn
+    // in an animation frame, shown 16 ms later; drawn 1–18 ms after one, 20–32 ms later). So there frames
+    // are drawn in animation frames only.
+    if (!presenter || presenter.ownTime) present();
   }
 
   /** @param {import("./player_demux.js").DemuxedSegment} seg @param {number} arrivedAt */
