@@ -45,6 +45,17 @@ const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 const GATHER_TIMEOUT_MS = 2000;
 /** How often the RTC statistics behind `stats()` are refreshed, ms. */
 const STATS_PERIOD_MS = 1000;
+/**
+ * The video receiver's jitter buffer target (ms; `RTCRtpReceiver.jitterBufferTarget`, a floor under the
+ * browser's own estimate). Left to itself, Chromium's video jitter buffer raised its target in steps during a
+ * session (12.5 → 19 → 34 ms in 30 s on loopback) while the sound's stayed at 20 ms, so the mouth moved
+ * across its sound by up to ~30 ms within a session. Sessions of `bench:player --paths webrtc_sfu
+ * --realtime-engine --detail` (30 bursts each, 6 Dec, the family-25 VM), mouth vs sound \|p95\|; mean:
+ * without a target 15.6–32.9; −9.9…+4.2 ms (5 sessions); 30 ms, 19.2; −5.1 (drifting −19 → +16: 1); 34 ms,
+ * 9.4–13.5; −5.2…+2.7 (4); 40 ms, 11–27.5; +3.4…+18.4 (5, the picture 15 ms later); 50 ms, 20.7; +13.8 (1).
+ * The sound's path is not touched (chunk → sound 109–124 ms p50 in all of them).
+ */
+const VIDEO_JITTER_TARGET_MS = 34;
 /** Video-free: how long after a `requestAnimationFrame` callback its drawing is on screen (one refresh). */
 const CANVAS_DISPLAY_MS = 16;
 
@@ -222,6 +233,9 @@ export function createWebRtcPlayer(options) {
     bytesBefore = counters.bytesReceived; // counters survive a PeerConnection being replaced
     const stream = new MediaStream();
     pc.ontrack = (e) => {
+      if (e.track.kind === "video" && "jitterBufferTarget" in e.receiver) {
+        e.receiver.jitterBufferTarget = VIDEO_JITTER_TARGET_MS;
+      }
       stream.addTrack(e.track);
       if (video.srcObject !== stream) video.srcObject = stream;
       startPlayback();

@@ -44,6 +44,11 @@ async function play(
     video.width = 256; video.height = 256;
     document.body.append(video);
     g.states = []; g.mouth = []; g.audio = [];
+    g.peerConnections = [];
+    const NativePeerConnection = g.RTCPeerConnection;
+    g.RTCPeerConnection = class extends NativePeerConnection {
+      constructor(...a) { super(...a); g.peerConnections.push(this); }
+    };
     g.player = createPlayer({
       video,
       streamMetadata: ${JSON.stringify(options.meta)},
@@ -184,6 +189,13 @@ Deno.test("sfu browser: the player plays the avatar over WebRTC (frames, audio, 
       // The same stats as the fMP4 player's (WebCodecs and Media Source Extensions), measured here too.
       assert.deepEqual(Object.keys(stats).sort(), PLAYER_STATS_KEYS);
       assert.equal(stats.playback, "webrtc" as unknown as number);
+      // The video's jitter buffer has its floor (its own estimate stepped up during a session, the mouth with it).
+      const targets = await page.evaluate(
+        `globalThis.peerConnections.filter((pc) => pc.connectionState === "connected")
+          .flatMap((pc) => pc.getReceivers()).filter((r) => r.track.kind === "video")
+          .map((r) => r.jitterBufferTarget)`,
+      ) as number[];
+      assert.deepEqual(targets, [34]);
       // …and reported to the service over the signalling socket: the session's figures.
       await until(
         async () => {
