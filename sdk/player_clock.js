@@ -184,10 +184,10 @@ const READ_EVERY_MS = 100;
  * Chromium's pairs the two times of one audio callback (200 readings within 0.5 ms of each other, measured),
  * but Firefox's pairs the context time of its last callback with a page time of now, so a reading taken
  * between two callbacks is late by the time since the last one (on a PulseAudio sink its readings spread
- * over ~19 ms, a callback's block: 30 readings' median 9–14 ms above their least). Their median put
- * Firefox's sound half a block late and moved with the readings; the least readings are those taken nearest a
- * callback (not the very least: one stray reading 31 ms below the rest was seen in 200). Exported for its
- * test.
+ * over ~19 ms, a callback's block: in windows of 30, the median 7–14 ms above the second least). Their median
+ * put Firefox's sound half a block late and moved with the readings; the least readings are those taken
+ * nearest a callback (not the very least: two stray readings, 17 and 31 ms below the rest, were seen in 200).
+ * Exported for its test.
  * @param {number[]} readings
  */
 export function deviceOffsetFrom(readings) {

@@ -245,7 +245,7 @@ for (const [name, launch] of BROWSERS) {
         if (kind === "video" && name === "firefox") {
           // Drawn between two refreshes, a frame would be shown a refresh later than the player placed it
           // (until 6 Dec they were when they came due before they were decoded: 16 of 201 here without the fix,
-          // a quarter on a sound server; with it 0 of ~200 in six runs, three with both cores busy). A few
+          // a fifth on a sound server; with it 0 of ~200 in six runs, three with both cores busy). A few
           // are allowed: the first frame when it comes before the presenter exists, and the player's timer
           // draws while animation frames stall (a hidden or swamped page).
           const draws = await page.evaluate("globalThis.frameDraws") as Record<string, number>;
