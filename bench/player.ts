@@ -48,7 +48,12 @@
  * frames through a canvas stream there). Not `webrtc_sfu`: Firefox receives H.264 over WebRTC only through
  * Cisco's OpenH264 plugin, which it downloads when first run.
  *
- * Options: `--browser chromium|firefox`, `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu`,
+ * `--paths canvas` (Firefox's default, with webcodecs,mse): the canvas (video-free) player, its mouth read from
+ * the canvas after each of its draws and counted as shown then (no presentation time outside Chromium's trace:
+ * `video_free_browser.ts` times Chromium's from it, 2.7 ms after the draw); its frames carry no stamp, so no
+ * frame latency, and its reported offset shares the draw-time assumption (no check of the report there).
+ *
+ * Options: `--browser chromium|firefox`, `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu,canvas`,
  * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
  * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
  * which announces each turn 60 ms ahead and sends each chunk at the start of its audio, and with the strictly
@@ -68,8 +73,10 @@ import { type JanusProcess, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine, startRealtimeBenchEngine } from "./engine.ts";
 import { ONSET_TAP } from "./onset_tap.ts";
 
-type PathName = "webcodecs" | "mse" | "webrtc_sfu";
-const ALL_PATHS: PathName[] = ["webcodecs", "mse", "webrtc_sfu"];
+type PathName = "webcodecs" | "mse" | "webrtc_sfu" | "canvas";
+const ALL_PATHS: PathName[] = ["webcodecs", "mse", "webrtc_sfu", "canvas"];
+/** Chromium's paths by default (its canvas player has its own, trace-timed bench: video_free_browser.ts). */
+const CHROMIUM_DEFAULT_PATHS: PathName[] = ["webcodecs", "mse", "webrtc_sfu"];
 
 /** p50 / p95 / p99 of a measure. */
 export interface Figures {
@@ -350,7 +357,7 @@ const PROBE = `${ONSET_TAP}
 globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   const g = globalThis;
   const { createPlayer } = await import("/sdk/player.js");
-  const video = document.createElement("video");
+  const video = document.createElement(playback === "canvas" ? "canvas" : "video");
   video.width = size; video.height = size;
   document.body.append(video);
   g.frames = []; g.onsets = []; g.firstShown = null;
@@ -402,14 +409,19 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       };
     }
   }
-  const options = { video, streamMetadata: meta, clientToken, microphone: false };
-  if (playback === "webcodecs") Object.assign(options, { playback, audioContext: actx, audioOutput: tap });
+  const options = playback === "canvas"
+    ? { canvas: video, streamMetadata: meta, clientToken, microphone: false }
+    : { video, streamMetadata: meta, clientToken, microphone: false };
+  if (playback === "webcodecs" || playback === "canvas") {
+    Object.assign(options, { audioContext: actx, audioOutput: tap });
+  }
+  if (playback === "webcodecs") Object.assign(options, { playback });
   if (playback === "mse") Object.assign(options, { playback });
   g.createdAt = performance.timeOrigin + performance.now();
   g.player = createPlayer(options);
   let wired = false;
   const wire = () => {
-    if (wired || playback === "webcodecs") return;
+    if (wired || playback === "webcodecs" || playback === "canvas") return;
     if (video.srcObject instanceof MediaStream && video.srcObject.getAudioTracks().length) {
       actx.createMediaStreamSource(video.srcObject).connect(onset);
       wired = true;
@@ -444,7 +456,34 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       await new Promise((r) => setTimeout(r, 250));
     }
   };
-  const timer = setInterval(() => { wire(); if (wired || playback === "webcodecs") clearInterval(timer); }, 10);
+  const timer = setInterval(() => {
+    wire();
+    if (wired || playback === "webcodecs" || playback === "canvas") clearInterval(timer);
+  }, 10);
+  if (playback === "canvas") {
+    // The canvas (video-free) player draws in its animation-frame callbacks; this one, registered after its
+    // first, reads the mouth's box of what it drew. When that is on screen is known only from Chromium's trace
+    // (video_free_browser.ts: 2.7 ms after this read, p50, on 6 Dec): here a frame counts as shown when read
+    // (handed to the compositor), in either browser — an estimate a few milliseconds early.
+    const ctx = video.getContext("2d");
+    const read = () => {
+      const shown = performance.timeOrigin + performance.now();
+      const centre = ctx.getImageData(size / 2, size / 2, 1, 1).data;
+      if (centre[3] > 0) {
+        if (g.firstShown === null) { g.firstShown = shown; g.resolveFirstShown(shown); }
+        // The box's mean darkness (0–255), as video_free_browser.ts reads the drawer: it grows steadily through
+        // the drawer's cross-fade between two mouths, where a count of dark cavity pixels jumps near its end
+        // (measured here in Chromium: 16 ms later on average).
+        const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
+        let sum = 0;
+        for (let i = 0; i < d.length; i += 4) sum += d[i] + d[i + 1] + d[i + 2];
+        g.frames.push({ shown, made: NaN, dark: 255 - sum / (d.length / 4) / 3, pts: NaN });
+      }
+      requestAnimationFrame(read);
+    };
+    requestAnimationFrame(read);
+    return;
+  }
   const canvas = document.createElement("canvas");
   canvas.width = size; canvas.height = size;
   const ctx = canvas.getContext("2d", { willReadFrequently: true });
@@ -671,7 +710,7 @@ async function steady(
   try {
     await startProbe(page, s, path, box, 512);
     await firstShown(page);
-    if (path !== "webcodecs") await page.evaluate(`void globalThis.sampleLags()`);
+    if (path !== "webcodecs" && path !== "canvas") await page.evaluate(`void globalThis.sampleLags()`);
     await sleep(3000); // past the start-up
     const from = Date.now();
     await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel", spreadMs: spread });
@@ -691,7 +730,7 @@ async function steady(
       );
     }
     // (Firefox: the estimate's element lags are Chromium's; there the raw figures only)
-    const tap = path === "webcodecs" || browser.name === "firefox"
+    const tap = path === "webcodecs" || path === "canvas" || browser.name === "firefox"
       ? undefined
       : { lag: figures(tapLags).p50, elementLag: path === "mse" ? 0 : figures(playoutDelays).p50 };
     return {
@@ -1094,8 +1133,8 @@ if (import.meta.main) {
   }
   // Firefox receives H.264 over WebRTC only through Cisco's OpenH264 plugin, which it downloads when first
   // run: not on a machine without the internet (here its answer to Janus's offer fails to negotiate).
-  const firefoxPaths: PathName[] = ["webcodecs", "mse"];
-  const paths = (args.paths ?? (browserName === "firefox" ? firefoxPaths : ALL_PATHS).join(","))
+  const firefoxPaths: PathName[] = ["webcodecs", "mse", "canvas"];
+  const paths = (args.paths ?? (browserName === "firefox" ? firefoxPaths : CHROMIUM_DEFAULT_PATHS).join(","))
     .split(",").map((p) => p.trim()) as PathName[];
   for (const p of paths) {
     if (!ALL_PATHS.includes(p)) throw new Error(`--paths: unknown path ${p}`);
@@ -1140,7 +1179,10 @@ if (import.meta.main) {
       console.log(`bench player: ${path} …`);
       const c = await connects(path, svc, engine, browser, nConnects, box);
       const st = await steady(path, svc, engine, browser, nBursts, box, spread);
-      const stall = path === "webrtc_sfu" ? null : await stallRun(path, svc, engine, browser, box);
+      // (the stall run reads the frames' stamps: video paths over websocket_fmp4)
+      const stall = path === "webrtc_sfu" || path === "canvas"
+        ? null
+        : await stallRun(path, svc, engine, browser, box);
       const early = steadyResults(st, args.detail);
       // The real-time engine's steady run follows the early one's, so both see the same load.
       const rt = realtime

@@ -460,6 +460,12 @@ function createFmp4Player(options) {
         onFirstFrame(performance.now());
         sinkEvents.playing();
       }
+    } else if (connected && firstFrameAt === null && avatar.draw(-Infinity)) {
+      // The sound's clock is not running yet (Firefox opened its audio device 0.9–2.2 s after the page made
+      // its context, measured on a PulseAudio sink; the first picture waited for it): the face at rest, which
+      // belongs to no instant, as soon as its art is in.
+      onFirstFrame(performance.now());
+      sinkEvents.playing();
     }
     drawRaf = requestAnimationFrame(drawLoop);
   };
@@ -543,6 +549,10 @@ function createFmp4Player(options) {
       case "face":
       case "head":
         avatar?.push(msg);
+        // (drawn one display time ahead, in the next animation frame: up to a refresh more)
+        if (avatar && typeof msg.t_ms === "number") {
+          sink.animationArrived?.(msg.t_ms, arrivedAt, displayMs + 17);
+        }
         break;
       case "transcript":
         options.onTranscript?.({ role: msg.role, turnId: msg.turn_id, text: msg.text, final: msg.final });
@@ -783,6 +793,8 @@ function createFmp4Player(options) {
  * @property {() => number[]} [soundStarts] Timeline instants (ms) where a sound starts after a silence, found
  *   in the decoded audio (the recent ones), if the sink exposes them: the video-free drawer opens the mouth
  *   there rather than at the lip sync's stamp.
+ * @property {(tMs: number, arrivedAt: number, aheadMs: number) => void} [animationArrived] WebCodecs,
+ *   video-free: a stamp of the animation track arrived (the anchor covers their lateness).
  * @property {(instantMs: number, shownAt: number) => void} [canvasShown] WebCodecs, video-free: the picture of
  *   timeline `instantMs` was on screen at page time `shownAt` (measured as a presented frame).
  * @property {() => void} disconnected

@@ -12,8 +12,9 @@
  *   instant is being heard (minus the measured time the page takes to display a frame), in the app's
  *   `<video>` (through a `MediaStreamTrackGenerator`, or a canvas stream where that is missing).
  * - **Latency**: `A` is as small as the measured lateness of what arrives allows — the video frames (made
- *   at their instant, then encoded, sent and decoded) and the audio (it must reach the worklet before the
- *   device plays it) — plus a small guard; it rises at once when media comes later, and falls back (by
+ *   at their instant, then encoded, sent and decoded), the audio (it must reach the worklet before the
+ *   device plays it) and, video-free, the animation track's stamps (in before their picture is drawn) — plus
+ *   a small guard; it rises at once when media comes later, and falls back (by
  *   skipping, in a quiet moment) when there is room to spare. After a network stall nothing is played
  *   late: what is past is skipped, and playback resumes at the live edge with the latency it had.
  * - **Measures** (reported in `stats()` and to the service): frame made → presented, the mouth vs its
@@ -252,6 +253,9 @@ export function createWebCodecsSink(options) {
   const display = createDisplayModel();
   const videoNeed = new Window();
   const audioNeed = new Window();
+  /** Video-free: how late the animation track's stamps arrive (arrival − stamp), and how far ahead they are drawn. */
+  const animationNeed = new Window();
+  let animationAheadMs = 0;
   let lastLower = 0;
   /** Consecutive adjustments that found the anchor too small. */
   let raiseWanted = 0;
@@ -406,6 +410,9 @@ export function createWebCodecsSink(options) {
     const parts = [];
     if (v !== null) parts.push(v + display.maxDelay());
     if (a !== null) parts.push(a + clock.renderAheadMs());
+    // Video-free: a stamp of the animation track must be in before the picture of its instant is drawn.
+    const n = animationNeed.quantile(VIDEO_QUANTILE, since);
+    if (n !== null) parts.push(n + animationAheadMs);
     if (!parts.length) return;
     const target = Math.max(...parts) + GUARD_MS;
     const current = anchor();
@@ -923,6 +930,17 @@ export function createWebCodecsSink(options) {
     },
     /** Barge-in: the little buffered speech plays out (the anchor is a few tens of ms). */
     interrupt() {},
+    /**
+     * Video-free: a stamp of the animation track (timeline `tMs`) arrived at page time `arrivedAt`; the drawer
+     * draws an instant up to `aheadMs` before it is heard. The anchor covers their lateness as it covers the
+     * video frames' (on a device with a short output path the sound was heard before its visemes were in:
+     * Firefox on a sound server, 10 ms, the mouth 18–28 ms late; Chromium's 40 ms path hid it).
+     * @param {number} tMs @param {number} arrivedAt @param {number} aheadMs
+     */
+    animationArrived(tMs, arrivedAt, aheadMs) {
+      animationAheadMs = aheadMs;
+      if (tMs >= joinT - 60 && arrivedAt >= measureFrom) animationNeed.add(arrivedAt, arrivedAt - tMs);
+    },
     /** The timeline instant (ms) heard now, once the audio clock is anchored; else null. */
     timelineNow() {
       return clock && clock.anchor() !== null ? clock.now() : null;
