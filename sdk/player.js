@@ -48,6 +48,11 @@ export const MEDIA_SUBPROTOCOL = "avatar-media.v0";
  * at 60 Hz; an estimate, not measured per page as the video path's display delay is).
  */
 const CANVAS_DISPLAY_MS = 16;
+/**
+ * Video-free: how long a stamp of the animation track that arrived may wait for the animation frame that draws
+ * with it (one refresh at 60 Hz), on top of the draw-ahead: what the anchor adds to the stamps' lateness.
+ */
+const ANIMATION_FRAME_WAIT_MS = 17;
 /** Media Source Extensions: the playback rate while catching up with the latency target (pitch kept). */
 const CATCH_UP_RATE = 1.08;
 
@@ -549,9 +554,8 @@ function createFmp4Player(options) {
       case "face":
       case "head":
         avatar?.push(msg);
-        // (drawn one display time ahead, in the next animation frame: up to a refresh more)
         if (avatar && typeof msg.t_ms === "number") {
-          sink.animationArrived?.(msg.t_ms, arrivedAt, displayMs + 17);
+          sink.animationArrived?.(msg.t_ms, arrivedAt, displayMs + ANIMATION_FRAME_WAIT_MS);
         }
         break;
       case "transcript":
