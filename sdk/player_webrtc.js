@@ -9,7 +9,7 @@
  *
  * How it works (protocol: docs/media-plane.md, "WebRTC through the SFU"): it opens the session's signalling
  * WebSocket (`sfu_endpoint`) with the session's `session_token`, answers the subscriber offer the service
- * relays from the SFU (half-trickle: ICE candidates inside the SDP), plays the received tracks in the
+ * relays from the SFU (the offer carries the SFU's ICE candidates; the answer none, see `dtlsServer`), plays the received tracks in the
  * `<video>`, and publishes the microphone (audio only, echo cancellation on) with its own offer. After an SFU
  * restart the service sends a new offer (and `republish`): the player replaces its PeerConnections. On an
  * unexpected close, or when ICE fails, it asks `refreshToken()` for fresh `stream_metadata` (a new
@@ -25,6 +25,7 @@
  */
 
 import { createToolCalls } from "./tool_calls.js";
+import { dtlsServer } from "./player_webrtc_sdp.js";
 import { createClockSync, startReporting } from "./player_report.js";
 import { createAvatarDrawer } from "./avatar_canvas.js";
 import {
@@ -43,6 +44,11 @@ export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
 const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
 /** How long to wait for ICE gathering before sending an SDP with the candidates found so far, ms. */
 const GATHER_TIMEOUT_MS = 2000;
+/**
+ * How long the player waits for the service's `started` (the SFU took its answer) before applying its own
+ * answer anyway (a service that does not send it), ms.
+ */
+const START_WAIT_MS = 1000;
 /** How often the RTC statistics behind `stats()` are refreshed, ms. */
 const STATS_PERIOD_MS = 1000;
 /**
@@ -126,6 +132,9 @@ export function createWebRtcPlayer(options) {
   let audioDelay = null;
   let reported = { stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
   let connectAt = started;
+  /** Resolves the wait of the answer being applied for the service's `started` (null: none waiting). */
+  /** @type {((value?: unknown) => void) | null} */
+  let awaitingStart = null;
   /** @type {number | null} */
   let connectionFirstFrameMs = null;
   let firstFrameReported = false;
@@ -245,10 +254,21 @@ export function createWebRtcPlayer(options) {
     };
     await pc.setRemoteDescription({ type: "offer", sdp });
     if (videoFree) openAnimationChannel(pc);
-    await pc.setLocalDescription(await pc.createAnswer());
-    await gathered(pc);
+    const answer = /** @type {RTCSessionDescriptionInit} */ ({
+      type: "answer",
+      sdp: dtlsServer(String((await pc.createAnswer()).sdp)),
+    });
     if (viewer !== pc || closed) return;
-    send({ type: "answer", sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp });
+    // The answer goes out before this side's candidates are gathered or its ICE starts (see `started`).
+    const wait = Promise.withResolvers();
+    const timer = setTimeout(wait.resolve, START_WAIT_MS);
+    awaitingStart = wait.resolve;
+    send({ type: "answer", sdp: answer.sdp });
+    await wait.promise;
+    clearTimeout(timer);
+    if (awaitingStart === wait.resolve) awaitingStart = null;
+    if (viewer !== pc || closed) return;
+    await pc.setLocalDescription(answer);
     if (current.state === "connecting" || current.state === "reconnecting") {
       setState({ state: current.ttffMs === null ? "buffering" : "playing" });
     }
@@ -341,6 +361,10 @@ export function createWebRtcPlayer(options) {
         clockSync.receive(msg, performance.now());
         if (typeof msg.send_ms?.video === "number") sendMs.video = msg.send_ms.video;
         if (typeof msg.send_ms?.audio === "number") sendMs.audio = msg.send_ms.audio;
+        break;
+      case "started":
+        awaitingStart?.();
+        awaitingStart = null;
         break;
       case "offer":
         await onOffer(String(msg.sdp)).catch((err) => dropAndReconnect(`negotiation failed: ${err}`));

@@ -9,8 +9,19 @@
  * followed by an `event` with the same transaction (watch, start, join, publish…). A plugin refusal is a
  * `success`/`event` whose `plugindata.data` has `error_code`.
  *
+ * The socket is the project's own WebSocket client (`providers/wire/`, as the engines' bridges use), not
+ * Deno's `WebSocket`: Deno 2.9.6's client writes a frame of more than 1 KiB as two writes (its header, then
+ * its payload) on a socket with Nagle's algorithm on, so the payload waited for Janus to acknowledge the
+ * header, which a Linux peer with nothing to answer delays up to 40 ms. Every viewer's SDP answer (~1.6 KB)
+ * waited so: Janus's `start` took 41–48 ms to answer on loopback (a packet capture showed the 8-byte header
+ * alone, the payload 46 ms later, right after Janus's delayed acknowledgement), and each `webrtc_sfu` connect
+ * was that much slower. The wire client dials with `TCP_NODELAY` and writes each frame at once.
+ *
  * @module
  */
+import { endpointOf } from "../../../providers/wire/endpoint.ts";
+import { wireClient } from "../../../providers/wire/upgrade.ts";
+import type { WireSocket } from "../../../providers/wire/wire_socket.ts";
 
 /** A Janus core or plugin error (a refusal: Janus is reachable). */
 export class JanusError extends Error {
@@ -49,9 +60,12 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** Janus sessions are kept alive this often (Janus drops them after `session_timeout`, 60 s by default). */
 const KEEPALIVE_MS = 20_000;
 
+/** The subprotocol of Janus's WebSocket API. */
+const JANUS_PROTOCOL = "janus-protocol";
+
 /** One WebSocket connection to Janus. */
 export class JanusConnection {
-  readonly #ws: WebSocket;
+  readonly #ws: WireSocket;
   readonly #secret: string | null;
   readonly #pending = new Map<
     string,
@@ -70,14 +84,16 @@ export class JanusConnection {
 
   readonly #resolveClosed: () => void;
 
-  private constructor(ws: WebSocket, secret: string | null) {
+  private constructor(ws: WireSocket, secret: string | null) {
     this.#ws = ws;
     this.#secret = secret;
     const { promise, resolve } = Promise.withResolvers<void>();
     this.closed = promise;
     this.#resolveClosed = resolve;
-    ws.addEventListener("close", () => this.#lost(), { once: true });
-    ws.addEventListener("message", (e) => this.#onMessage(e.data));
+    void ws.closed.then(() => this.#lost());
+    ws.setHandler((frame) => {
+      if (typeof frame === "string") this.#onMessage(frame);
+    });
   }
 
   /** The connection is over: pending requests fail, sessions are disposed, `closed` resolves. */
@@ -94,27 +110,30 @@ export class JanusConnection {
     this.#resolveClosed();
   }
 
-  /** Connects; throws {@link JanusUnreachableError} when Janus does not accept within `timeoutMs`. */
+  /**
+   * Connects (`ws:` or `wss:`); throws {@link JanusUnreachableError} when Janus does not accept within
+   * `timeoutMs`.
+   */
   static async open(url: string, secret: string | null, timeoutMs = 5000): Promise<JanusConnection> {
-    let ws: WebSocket;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error("timeout")), timeoutMs);
     try {
-      ws = new WebSocket(url, "janus-protocol");
-    } catch (err) {
-      throw new JanusUnreachableError(String(err));
-    }
-    ws.addEventListener("error", () => {});
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const opened = await new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-      ws.addEventListener("open", () => resolve(true), { once: true });
-      ws.addEventListener("close", () => resolve(false), { once: true });
-    });
-    clearTimeout(timer);
-    if (!opened) {
-      await closeSocket(ws);
+      const ws = await wireClient().open({
+        endpoint: endpointOf(url),
+        protocols: [JANUS_PROTOCOL],
+        signal: abort.signal,
+      });
+      if (ws.protocol !== JANUS_PROTOCOL) {
+        ws.terminate();
+        await ws.closed;
+        throw new Error("no janus-protocol");
+      }
+      return new JanusConnection(ws, secret);
+    } catch {
       throw new JanusUnreachableError("the media server did not accept a connection");
+    } finally {
+      clearTimeout(timer);
     }
-    return new JanusConnection(ws, secret);
   }
 
   /** Whether the socket is still open. */
@@ -161,27 +180,26 @@ export class JanusConnection {
     return session;
   }
 
-  /** Closes the socket (Janus then times its sessions out). */
+  /** Closes the socket (Janus then times its sessions out); the wire client bounds the wait for Janus. */
   async close(): Promise<void> {
-    await closeSocket(this.#ws);
+    this.#ws.close(1000);
+    await this.#ws.closed;
     this.#lost();
   }
 
   /**
-   * Gives the connection up at once (Janus is not answering): `closed` resolves now, the socket is closed in
-   * the background (a hung peer may never complete the closing handshake).
+   * Gives the connection up at once (Janus is not answering): `closed` resolves now and the socket is
+   * dropped (a hung peer may never complete the closing handshake).
    */
   drop(): void {
     this.#lost();
-    try {
-      this.#ws.close();
-    } catch { /* closing already */ }
+    this.#ws.terminate();
   }
 
-  #onMessage(raw: unknown): void {
+  #onMessage(raw: string): void {
     let m: JanusMessage;
     try {
-      m = JSON.parse(String(raw));
+      m = JSON.parse(raw);
     } catch {
       return;
     }
@@ -320,19 +338,4 @@ export class JanusHandle {
       { timeoutMs: 3000 },
     ).catch(() => {});
   }
-}
-
-/** Closes a socket and waits for it to close, at most `waitMs` (a hung peer never answers the close). */
-async function closeSocket(ws: WebSocket, waitMs = 3000): Promise<void> {
-  if (ws.readyState === WebSocket.CLOSED) return;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const closed = new Promise<void>((r) => {
-    ws.addEventListener("close", () => r(), { once: true });
-    timer = setTimeout(r, waitMs);
-  });
-  try {
-    ws.close();
-  } catch { /* closing already */ }
-  await closed;
-  clearTimeout(timer);
 }

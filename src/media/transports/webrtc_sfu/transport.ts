@@ -50,6 +50,8 @@ import { openRtpSender, type RtpSender } from "./udp_sender.ts";
 
 /** Audio is sent this long before it is due on the media clock (ms). */
 const AUDIO_LEAD_MS = 10;
+/** Told to a client once Janus took its answer. */
+const STARTED_MESSAGE = JSON.stringify({ type: "started" });
 /** Largest signalling message accepted from a client, bytes. */
 const MAX_SIGNAL_MESSAGE = 64 * 1024;
 /** Budget for destroying the session's Janus objects at the end, ms. */
@@ -448,9 +450,14 @@ export class WebRtcSfuTransport implements MediaTransport {
     this.#tell(client, JSON.stringify({ type: "offer", sdp: jsep.sdp }));
   }
 
+  /**
+   * Gives the client's answer to Janus and tells the client once Janus has it (`started`): the SDK player
+   * applies its answer only then, so its browser's first connectivity check finds Janus ready for it.
+   */
   async #start(client: Client, answer: Jsep): Promise<void> {
     if (!client.viewer) return;
     await client.viewer.message({ request: "start" }, answer);
+    this.#tell(client, STARTED_MESSAGE);
   }
 
   /** Publishes the client's microphone in the room and forwards it to this worker (newest client wins). */
