@@ -42,8 +42,6 @@ export const SFU_SUBPROTOCOL = "avatar-sfu.v0";
 
 /** Close codes after which the player does not reconnect. */
 const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
-/** How long to wait for ICE gathering before sending an SDP with the candidates found so far, ms. */
-const GATHER_TIMEOUT_MS = 2000;
 /**
  * How long the player waits for the service's `started` (the SFU took its answer) before applying its own
  * answer anyway (a service that does not send it), ms.
@@ -167,19 +165,6 @@ export function createWebRtcPlayer(options) {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
   };
   const toolCalls = createToolCalls({ onToolCall: options.onToolCall, socket: () => ws });
-
-  /** @param {RTCPeerConnection} pc */
-  const gathered = (pc) =>
-    new Promise((resolve) => {
-      if (pc.iceGatheringState === "complete") return resolve(undefined);
-      const timer = setTimeout(resolve, GATHER_TIMEOUT_MS);
-      pc.addEventListener("icegatheringstatechange", () => {
-        if (pc.iceGatheringState === "complete") {
-          clearTimeout(timer);
-          resolve(undefined);
-        }
-      });
-    });
 
   const peer = () =>
     new RTCPeerConnection({
@@ -335,7 +320,6 @@ export function createWebRtcPlayer(options) {
     publisher = pc;
     for (const track of micStream.getAudioTracks()) pc.addTransceiver(track, { direction: "sendonly" });
     await pc.setLocalDescription(await pc.createOffer());
-    await gathered(pc);
     if (publisher !== pc || closed) return;
     send({ type: "publish", sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp });
   };
