@@ -9,9 +9,10 @@
  *
  * How it works (protocol: docs/media-plane.md, "WebRTC through the SFU"): it opens the session's signalling
  * WebSocket (`sfu_endpoint`) with the session's `session_token`, answers the subscriber offer the service
- * relays from the SFU (the offer carries the SFU's ICE candidates; the answer none, see `dtlsServer`), plays the received tracks in the
- * `<video>`, and publishes the microphone (audio only, echo cancellation on) with its own offer. After an SFU
- * restart the service sends a new offer (and `republish`): the player replaces its PeerConnections. On an
+ * relays from the SFU (the offer carries the SFU's ICE candidates, the answer none: `player_webrtc_sdp.js`),
+ * plays the received tracks in the `<video>`, and publishes the microphone (audio only, echo cancellation on)
+ * with its own offer. After an SFU restart the service sends a new offer (and `republish`): the player
+ * replaces its PeerConnections. On an
  * unexpected close, or when ICE fails, it asks `refreshToken()` for fresh `stream_metadata` (a new
  * `session_token` and TURN credentials) and reconnects with backoff.
  *
@@ -57,7 +58,8 @@ const STATS_PERIOD_MS = 1000;
  * --realtime-engine --detail` (30 bursts each, 6 Dec, the family-25 VM), mouth vs sound \|p95\|; mean:
  * without a target 15.6–32.9; −9.9…+4.2 ms (5 sessions); 30 ms, 19.2; −5.1 (drifting −19 → +16: 1); 34 ms,
  * 9.4–13.5; −5.2…+2.7 (4); 40 ms, 11–27.5; +3.4…+18.4 (5, the picture 15 ms later); 50 ms, 20.7; +13.8 (1).
- * The sound's path is not touched (chunk → sound 109–124 ms p50 in all of them).
+ * The sound's path is not touched (chunk → sound 109–124 ms p50 in all of them). Later the same day, twelve
+ * sessions with 34 ms gave 8.6–24.6 (median ~17): the floor does not hold every session under 20 ms.
  */
 const VIDEO_JITTER_TARGET_MS = 34;
 /** Video-free: how long after a `requestAnimationFrame` callback its drawing is on screen (one refresh). */
