@@ -94,6 +94,8 @@ export class OpusEncoder {
   #closed = false;
   /** Whole silent packets in a row. */
   #silentRun = 0;
+  /** Packets at the end of the stream that were repeats of the silent packet (the encoder did not see them). */
+  #repeatRun = 0;
   /** The settled silent packet of the current silence. */
   #silence: Uint8Array | null = null;
   /** Packets encoded and packets repeated (counters). */
@@ -159,13 +161,37 @@ export class OpusEncoder {
     if (!silent) this.#silence = null;
     else if (this.#silence) {
       this.stats.repeated++;
+      this.#repeatRun++;
       return this.#silence;
     }
+    this.#repeatRun = 0;
     if (silent && this.#silentRun === 1) this.#enc.reset();
     const packet = this.#enc.encode(pcm);
     this.stats.encoded++;
     if (this.#silentRun >= SILENCE_SETTLE && packet.length <= SILENT_PACKET_MAX) this.#silence = packet;
     return packet;
+  }
+
+  /**
+   * Packets at the end of the stream made so far that were repeats of the silent packet: libopus did not
+   * code them, so its state is what it was before them, and {@link retract} can take them back.
+   */
+  get repeatRun(): number {
+    return this.#repeatRun;
+  }
+
+  /**
+   * Takes back the last `n` packets, never sent (the caller drops them): the next packet continues the
+   * stream from before them, exactly as if they had not been made. Only repeats of the silent packet can be
+   * taken back ({@link repeatRun}; libopus's state did not move with them): returns false, taking back
+   * nothing, when one of them was not, or a partial packet is pending.
+   */
+  retract(n: number): boolean {
+    if (n <= 0) return true;
+    if (n > this.#repeatRun || this.#fill !== 0) return false;
+    this.#repeatRun -= n;
+    this.#silentRun -= n;
+    return true;
   }
 
   /** Frees the encoder. */

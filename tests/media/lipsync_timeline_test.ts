@@ -106,3 +106,26 @@ Deno.test("viseme timeline: ahead of an instant, the speech still to come of a r
     `aa ${ended.toFixed(2)} when it ended, ${goesOn.toFixed(2)} when it goes on`,
   );
 });
+
+Deno.test("viseme timeline: silence taken back (a paced transport's, never sent) and replaced by speech is stamped where the speech starts, not where the silence had reached", () => {
+  const tl = new VisemeTimeline(RATE);
+  const got: TimelineViseme[] = [];
+  tl.subscribe((v) => got.push(v));
+  tl.written(ms(200)); // silence up to 200 ms, its changes emitted
+  tl.rewind(ms(150)); // the last 50 ms of it taken back: a response's speech goes there
+  tl.placed("r1", 0, ms(150), ms(100));
+  tl.written(ms(250));
+  for (let f = 0; f < 10; f++) {
+    tl.frame({ responseId: "r1", frame: f, viseme: "aa", index: VISEME_INDEX.aa, source: "audio" });
+  }
+  const open = got.find((v) => v.viseme === "aa");
+  assert.ok(open, "the opening is stamped");
+  assert.equal(
+    open.t_ms,
+    150,
+    "at the speech's first sample (without the rewind: 200, where the silence had reached)",
+  );
+  tl.rewind(ms(300)); // past what is written: nothing to take back
+  tl.written(ms(260));
+  assert.equal(got.filter((v) => v.viseme === "aa").length, 1);
+});

@@ -138,3 +138,47 @@ Deno.test("opus encoder: the coded bandwidth is the source's (an engine at 24 kH
     }
   }
 });
+
+for (const backend of ["native", "wasm"] as OpusBackend[]) {
+  Deno.test(`opus encoder (${backend}): repeated silent packets taken back leave the stream exactly as if never made; coded ones cannot be`, () => {
+    const tone = (n: number, phase: number) =>
+      Int16Array.from(
+        { length: n },
+        (_, i) => Math.round(8000 * Math.sin((phase + i) * 2 * Math.PI * 220 / 48000)),
+      );
+    const packets = (enc: OpusEncoder, pcm: Int16Array) => {
+      const out: Uint8Array[] = [];
+      enc.encode(pcm, (p) => out.push(p.slice()));
+      return out;
+    };
+    const speech = tone(OPUS_FRAME * 6, 0);
+    const after = tone(OPUS_FRAME * 4, 12345);
+    // A: 0.2 s of speech, 3 silent packets, then speech. B: the same with 9 silent packets, 6 taken back.
+    const a = new OpusEncoder(24000, { backend });
+    const b = new OpusEncoder(24000, { backend });
+    try {
+      for (const enc of [a, b]) packets(enc, speech);
+      packets(a, new Int16Array(OPUS_FRAME * 3));
+      packets(b, new Int16Array(OPUS_FRAME * 9));
+      assert.equal(a.repeatRun, 3 - SILENCE_SETTLE);
+      assert.equal(b.repeatRun, 9 - SILENCE_SETTLE);
+      assert.equal(b.retract(9), false, "the first silent packet was coded: it cannot be taken back");
+      assert.equal(b.repeatRun, 9 - SILENCE_SETTLE, "a refused retract takes back nothing");
+      assert.equal(b.retract(6), true);
+      assert.equal(b.repeatRun, a.repeatRun);
+      // More silence after the retract is still the repeated packet; then the speech is byte for byte A's.
+      const sa = [...packets(a, new Int16Array(OPUS_FRAME)), ...packets(a, after)];
+      const sb = [...packets(b, new Int16Array(OPUS_FRAME)), ...packets(b, after)];
+      assert.equal(sa.length, sb.length);
+      sa.forEach((p, i) => assert.deepEqual(sb[i], p, `packet ${i} after the silence`));
+      assert.ok(sa.at(-1)!.length > 8, "speech packets, not silent ones, were compared");
+      // The speech's packets are coded (not repeats): nothing of them can be taken back.
+      assert.equal(a.repeatRun, 0);
+      assert.equal(a.retract(1), false);
+      assert.equal(a.retract(0), true);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+}

@@ -127,6 +127,16 @@ export class VisemeTimeline {
     if (this.#listeners.size) this.#emit();
   }
 
+  /**
+   * Silence written from sample `s` on was taken back (never sent; speech goes there instead). No change was
+   * emitted for it (silence after silence changes nothing), so the change stream resumes from `s`.
+   */
+  rewind(s: number): void {
+    if (s >= this.#writtenUntil) return;
+    this.#writtenUntil = s;
+    this.#emittedUntil = Math.min(this.#emittedUntil, s);
+  }
+
   /** Barge-in: the response's frames are dropped (what was placed of it has played or is cut). */
   interrupt(responseId: string): void {
     this.#forget(responseId);

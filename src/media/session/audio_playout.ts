@@ -14,6 +14,14 @@
  * (`SVC_LIPSYNC_HOLD_MS`, default 0) a response's first block waits until that much of it is queued (or all
  * of it), which buys lip sync look-ahead with latency when the engine speaks in real time.
  *
+ * Over a paced transport (the SFU: each packet held until 10 ms before it is due) the silence is written
+ * further ahead (to last past the next frame's tick), and a response's first speech does not wait behind it:
+ * it takes the place of the silence not sent yet, from the first block {@link AudioPlayout.speechLeadMs}
+ * ahead of the clock (15 ms, more when the engine's chunks have come late) that starts in a frame's second
+ * half ({@link afterMidFrame}), the packets of that silence dropped unsent (they are repeats of the silent
+ * packet, which libopus never saw: the stream goes on exactly as if they had not been made;
+ * {@link OpusEncoder.retract}).
+ *
  * Speech waits in the queue while no client is connected (nobody would hear it), then plays. The lead
  * rules are all in {@link AudioPlayout.pump}: an onset-aware lead is a change there and in
  * {@link AudioPlayout.wakeAt}.
@@ -55,6 +63,10 @@ export const MAX_LEAD_BLOCKS = 6;
  * into the speech.
  */
 export const OPEN_SILENCE_LEAD_PACED_MS = 15;
+/** The lead of a response's first speech over a paced transport is at most this (ms; {@link AudioPlayout.speechLeadMs}). */
+export const MAX_SPEECH_LEAD_PACED_MS = 80;
+/** The engine's lateness is the worst of its last this many responses. */
+export const LATENESS_RESPONSES = 8;
 /** Queued speech is bounded to 30 s (the engine protocol's bound); older audio is dropped. */
 export const MAX_QUEUED_SECONDS = 30;
 
@@ -82,6 +94,13 @@ export interface AudioPlayoutDeps {
   backend?: OpusBackend;
   /** An encoded packet (to the fan-out). */
   packet(packet: EncodedAudioPacket): void;
+  /**
+   * The `pts` from which every packet given out is still unsent (a paced transport holds them until due);
+   * `Infinity` when none can be taken back. Without it, none can.
+   */
+  unsentFrom?(): number;
+  /** Takes back the packets from `pts` on, all unsent (see {@link unsentFrom}). */
+  retract?(pts: number): void;
   /** The engine is told what of a response was played. */
   reportPlayed(responseId: string, ms: number, interrupted: boolean): void;
   metrics?: SessionMetrics;
@@ -113,7 +132,11 @@ export class AudioPlayout implements ClockDriven {
   /** Position of the next encoded audio packet, 48 kHz samples of the encoder's output. */
   #audioPts = AUDIO_GRID_OFFSET;
   #closed = false;
-  readonly stats = { audioBlocks: 0, audioUnderruns: 0 };
+  readonly stats = { audioBlocks: 0, audioUnderruns: 0, audioRetracted: 0 };
+  /** The response whose chunks are arriving: when its first came, the audio since (ms), its worst lateness. */
+  #arrival: { responseId: string; t0: number; ms: number; late: number } | null = null;
+  /** The worst lateness of each of the last {@link LATENESS_RESPONSES} responses (ms). */
+  readonly #lateness: number[] = [];
 
   constructor(deps: AudioPlayoutDeps) {
     this.#d = deps;
@@ -138,7 +161,40 @@ export class AudioPlayout implements ClockDriven {
     if (this.#resampled.length < need) this.#resampled = new Int16Array(Math.max(need, 2 * AUDIO_BLOCK));
     const n = this.#resampler.into(pcm, this.#resampled);
     this.queue.push(responseId, this.#resampled.subarray(0, n));
-    this.pump(performance.now());
+    const now = performance.now();
+    this.#arrived(responseId, pcm.length * 1000 / this.#d.engineRate, now);
+    this.pump(now);
+  }
+
+  /**
+   * A chunk of `ms` of a response's audio arrived at `now`: how late it is against its response's first
+   * chunk and the audio between (an engine speaking in real time sends each chunk as it is spoken; one
+   * ahead of real time is never late).
+   */
+  #arrived(responseId: string, ms: number, now: number): void {
+    const a = this.#arrival;
+    if (a && a.responseId === responseId) {
+      a.late = Math.max(a.late, now - (a.t0 + a.ms));
+      a.ms += ms;
+      return;
+    }
+    if (a) {
+      this.#lateness.push(a.late);
+      if (this.#lateness.length > LATENESS_RESPONSES) this.#lateness.shift();
+    }
+    this.#arrival = { responseId, t0: now, ms, late: 0 };
+  }
+
+  /**
+   * How far ahead of the clock a response's first speech goes at least over a paced transport (ms): the
+   * worst lateness of the engine's chunks in its last {@link LATENESS_RESPONSES} responses, plus
+   * {@link OPEN_SILENCE_LEAD_PACED_MS} (when silence is written for a chunk that has not come), so that a chunk
+   * as late as that still comes in time; up to {@link MAX_SPEECH_LEAD_PACED_MS}. An engine that sends ahead of
+   * real time is never late: 15 ms.
+   */
+  speechLeadMs(): number {
+    const late = this.#lateness.length ? Math.max(0, ...this.#lateness) : 0;
+    return Math.min(MAX_SPEECH_LEAD_PACED_MS, OPEN_SILENCE_LEAD_PACED_MS + late);
   }
 
   tick(now: number): void {
@@ -189,6 +245,11 @@ export class AudioPlayout implements ClockDriven {
     const nowS = clock.sampleAt(now);
     const gate = this.#d.clients() > 0;
     const silenceLead = AUDIO_BLOCK + (tick && this.#d.paced ? clock.samplesPerFrame : 0);
+    /** Over a paced transport, where a response's first speech starting now goes (silence pads up to it). */
+    let startAt = -Infinity;
+    if (gate && this.#d.paced && this.queue.length > 0 && !this.queue.headHeld(this.#d.hold)) {
+      if (this.queue.headResponse() !== this.#placedResponse) startAt = this.#speechStart(nowS);
+    }
     // Blocks are written in place in the ring (no allocation per block) and encoded from it after the
     // timeline knows them; at most the ring's blocks less one per call, so none is overwritten first.
     const ring = this.#ring;
@@ -198,7 +259,8 @@ export class AudioPlayout implements ClockDriven {
       const head = avail > 0 ? this.queue.headResponse() : null;
       const starts = head !== null && head !== this.#placedResponse;
       let kind: "whole" | "first" | "late" | "silence";
-      if (avail >= AUDIO_BLOCK || (avail > 0 && this.queue.settled)) {
+      if (starts && this.#written < startAt) kind = "silence";
+      else if (avail >= AUDIO_BLOCK || (avail > 0 && this.queue.settled)) {
         if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
         kind = "whole";
       } else if (avail > 0 && starts) {
@@ -255,6 +317,40 @@ export class AudioPlayout implements ClockDriven {
     for (let p = from; p < this.#written; p += AUDIO_BLOCK) {
       this.#opusEnc.encode(ring.block(p, AUDIO_BLOCK), this.#onPacket);
     }
+  }
+
+  /**
+   * Where a response's first speech goes over a paced transport: the first block at least
+   * {@link speechLeadMs} ahead of the clock that lies in the second half of a frame (see
+   * {@link afterMidFrame}). Silence written beyond it and not sent yet is taken back, so the speech goes there
+   * instead of after it — only what nothing has used: packets the transport still holds, that libopus did not
+   * code (repeats of the silent packet: its state is as before them, so the stream goes on exactly as if they
+   * had never been made), on frames whose face is not decided yet (a sound's mouth is the frame whose start
+   * is nearest it: that frame must not have been rendered). Silence written short of it is padded up to it
+   * (the lead is what the engine's next chunks may be late by).
+   */
+  #speechStart(nowS: number): number {
+    const clock = this.#d.clock;
+    const spf = clock.samplesPerFrame;
+    const written = this.#written;
+    const target = afterMidFrame(nowS + this.speechLeadMs() * AUDIO_RATE / 1000, spf);
+    const at = afterMidFrame(
+      Math.max(
+        target,
+        (clock.nextFrame - 0.5) * spf,
+        written - this.#opusEnc.repeatRun * AUDIO_BLOCK,
+        this.#d.unsentFrom?.() ?? Infinity,
+      ),
+      spf,
+    );
+    if (at >= written || !this.#opusEnc.retract((written - at) / AUDIO_BLOCK)) return target;
+    this.#d.retract!(at);
+    this.stats.audioRetracted += (written - at) / AUDIO_BLOCK;
+    this.#written = at;
+    this.#audioPts = at;
+    this.#heldAt = -1;
+    this.#d.face.timeline.rewind(at);
+    return target;
   }
 
   /**
@@ -319,4 +415,25 @@ export class AudioPlayout implements ClockDriven {
     this.queue.clear();
     this.#opusEnc.close();
   }
+}
+
+/** How many blocks {@link afterMidFrame} looks at. */
+const AFTER_MID_FRAME_BLOCKS = 6;
+
+/**
+ * The first audio block at or after timeline sample `s` that starts in the second half of a video frame
+ * (`spf` samples a frame), or the first block at or after `s` when no block does (50 fps: every block starts
+ * mid-frame). A response's first speech placed there has its mouth at the next frame's start, after the
+ * sound by at most half a frame (10 ms at 25 fps), never before it: over the SFU the browser shows the
+ * picture about that much ahead of the sound as the page hears it, and an onset a quarter frame either side
+ * of a frame's start (any block) made its mouth vs sound |p95| 26 ms against 14 (docs/media-plane.md, SFU
+ * "Timing"). At most {@link AFTER_MID_FRAME_BLOCKS} blocks on (a frame at 25 fps is two blocks; at 30 fps
+ * one block in five starts before a frame's middle and after the one before it: up to two blocks on).
+ */
+export function afterMidFrame(s: number, spf: number): number {
+  const first = AUDIO_GRID_OFFSET + Math.ceil((s - AUDIO_GRID_OFFSET) / AUDIO_BLOCK) * AUDIO_BLOCK;
+  for (let k = 0, b = first; k < AFTER_MID_FRAME_BLOCKS; k++, b += AUDIO_BLOCK) {
+    if (b % spf > spf / 2) return b;
+  }
+  return first;
 }

@@ -115,6 +115,22 @@ export class MediaFanout {
     for (const s of this.#subscribers) s.audio(packet);
   }
 
+  /**
+   * The `pts` from which every audio packet given out is still unsent at every subscriber (so it can be taken
+   * back: {@link retractAudio}); `Infinity` when some subscriber holds none, or sends at once.
+   */
+  audioUnsentFrom(): number {
+    if (!this.#configured || this.#closed || this.#subscribers.size === 0) return Infinity;
+    let from = -Infinity;
+    for (const s of this.#subscribers) from = Math.max(from, s.audioUnsentFrom?.() ?? Infinity);
+    return from;
+  }
+
+  /** Takes back the audio packets from `pts` on: every subscriber drops them unsent (see {@link audioUnsentFrom}). */
+  retractAudio(pts: number): void {
+    for (const s of this.#subscribers) s.retractAudio?.(pts);
+  }
+
   /** An animation message to every subscriber. */
   animation(message: AnimationMessage): void {
     if (this.#closed) return;

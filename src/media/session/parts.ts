@@ -75,6 +75,8 @@ export function buildParts(deps: SessionMediaDeps, hooks: PartsHooks): SessionPa
     bitrate: deps.audioBitrate,
     backend: deps.audioEncoder,
     packet: (p) => fanout.audio(p),
+    unsentFrom: () => fanout.audioUnsentFrom(),
+    retract: (pts) => fanout.retractAudio(pts),
     reportPlayed: (id, ms, interrupted) => {
       try {
         deps.connection.reportPlayed(id, ms, interrupted);

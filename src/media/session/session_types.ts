@@ -97,6 +97,11 @@ export interface SessionMediaStats {
   audioBlocks: number;
   /** Blocks written with less speech than due because the engine's audio came late. */
   audioUnderruns: number;
+  /**
+   * Silent blocks taken back unsent over a paced transport: a response's first speech took their place
+   * (`audio_playout.ts`).
+   */
+  audioRetracted: number;
   /** Speech samples dropped by barge-in. */
   interruptDroppedSamples: number;
   /** Speech samples dropped because more than 30 s was queued. */

@@ -120,6 +120,14 @@ export interface MediaSubscriber {
   video(frame: EncodedVideoFrame): void;
   /** An encoded audio packet, as soon as it is out of the encoder (it may be ahead of the clock). */
   audio(packet: EncodedAudioPacket): void;
+  /**
+   * A subscriber that holds audio packets before sending them (a paced one): the `pts` of the first packet it
+   * holds unsent — every later one it was given is unsent too — or `Infinity` when it holds none. Without
+   * it, packets are taken to leave at once and none can be taken back.
+   */
+  audioUnsentFrom?(): number;
+  /** Drops the audio packets held unsent from `pts` on (they are taken back: see {@link audioUnsentFrom}). */
+  retractAudio?(pts: number): void;
   /** An animation message (the animation track). */
   animation(message: AnimationMessage): void;
   /** The video encoder stopped: frames kept for joiners are dropped. */

@@ -252,6 +252,19 @@ export class WebRtcSfuTransport implements MediaTransport {
     this.#paceAudio();
   }
 
+  audioUnsentFrom(): number {
+    return this.#closed || !this.#config || !this.#audioQueue.length
+      ? Infinity
+      : this.#audioQueue[0].packet.pts;
+  }
+
+  retractAudio(pts: number): void {
+    const q = this.#audioQueue;
+    let n = q.length;
+    while (n > 0 && q[n - 1].packet.pts >= pts) n--;
+    q.length = n;
+  }
+
   /** Sends the audio that is due (paced to the media clock) and wakes up for the next packet. */
   #paceAudio = (): void => {
     clearTimeout(this.#audioTimer);
