@@ -427,8 +427,8 @@ const AFTER_MID_FRAME_BLOCKS = 6;
  * sound by at most half a frame (10 ms at 25 fps), never before it: over the SFU the browser shows the
  * picture about that much ahead of the sound as the page hears it, and an onset a quarter frame either side
  * of a frame's start (any block) made its mouth vs sound |p95| 26 ms against 14 (docs/media-plane.md, SFU
- * "Timing"). At most {@link AFTER_MID_FRAME_BLOCKS} blocks on (a frame at 25 fps is two blocks; at 30 fps
- * one block in five starts before a frame's middle and after the one before it: up to two blocks on).
+ * "Timing"). At most {@link AFTER_MID_FRAME_BLOCKS} blocks on: at 25 fps every other block qualifies; at
+ * 30 fps the blocks' phases in the frame cycle, and up to two in a row do not.
  */
 export function afterMidFrame(s: number, spf: number): number {
   const first = AUDIO_GRID_OFFSET + Math.ceil((s - AUDIO_GRID_OFFSET) / AUDIO_BLOCK) * AUDIO_BLOCK;
