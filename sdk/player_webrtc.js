@@ -132,8 +132,10 @@ export function createWebRtcPlayer(options) {
   let audioDelay = null;
   let reported = { stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
   let connectAt = started;
-  /** Resolves the wait of the answer being applied for the service's `started` (null: none waiting). */
-  /** @type {((value?: unknown) => void) | null} */
+  /**
+   * Resolves the wait of the answer being applied for the service's `started` (null: none waiting).
+   * @type {((value?: unknown) => void) | null}
+   */
   let awaitingStart = null;
   /** @type {number | null} */
   let connectionFirstFrameMs = null;

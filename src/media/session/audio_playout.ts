@@ -247,9 +247,10 @@ export class AudioPlayout implements ClockDriven {
     const silenceLead = AUDIO_BLOCK + (tick && this.#d.paced ? clock.samplesPerFrame : 0);
     /** Over a paced transport, where a response's first speech starting now goes (silence pads up to it). */
     let startAt = -Infinity;
-    if (gate && this.#d.paced && this.queue.length > 0 && !this.queue.headHeld(this.#d.hold)) {
-      if (this.queue.headResponse() !== this.#placedResponse) startAt = this.#speechStart(nowS);
-    }
+    if (
+      gate && this.#d.paced && this.queue.length > 0 && !this.queue.headHeld(this.#d.hold) &&
+      this.queue.headResponse() !== this.#placedResponse
+    ) startAt = this.#speechStart(nowS);
     // Blocks are written in place in the ring (no allocation per block) and encoded from it after the
     // timeline knows them; at most the ring's blocks less one per call, so none is overwritten first.
     const ring = this.#ring;

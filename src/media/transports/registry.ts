@@ -77,8 +77,9 @@ export interface TransportImplementation<S extends MediaServer | null = MediaSer
   /**
    * Whether the transport sends the session's audio paced to the media clock (the SFU's RTP leaves when it
    * is due), rather than as soon as it is encoded. The audio playout then writes silence a little ahead
-   * while a response is still speaking, and a clock tick tops silence up to last until the next frame
-   * (`../session/audio_playout.ts`).
+   * while a response is still speaking, a clock tick tops silence up to last until the next frame, and a
+   * response's first speech takes the place of the silence the transport still holds unsent (its
+   * `audioUnsentFrom` / `retractAudio`; `../session/audio_playout.ts`).
    */
   readonly paced: boolean;
   /**
