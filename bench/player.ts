@@ -117,6 +117,8 @@ export interface PathResults {
   bursts_detail?: BurstDetail[];
   /** MSE and WebRTC: the steady run's figures corrected by the page's tap's output lag. */
   tap_corrected?: TapCorrected;
+  /** WebRTC: the player's receivers over the steady run. */
+  receiver?: ReceiverFigures;
 }
 
 /**
@@ -143,6 +145,8 @@ export interface SteadyResults {
   bursts_detail?: BurstDetail[];
   /** MSE and WebRTC: the figures above corrected by the page's tap's output lag. */
   tap_corrected?: TapCorrected;
+  /** WebRTC: the player's receivers over the steady run. */
+  receiver?: ReceiverFigures;
 }
 
 /**
@@ -165,6 +169,61 @@ export interface TapCorrected {
   element_output_lag_ms: number | null;
   mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
   reported_vs_shown_ms: ReportedVsShown;
+}
+
+/**
+ * WebRTC: what the player's receivers did over the steady run, from its PeerConnection's `inbound-rtp`
+ * statistics read by the page every 250 ms. The jitter buffer's figures are the p50 over the windows of the
+ * mean time a sample (audio) or frame (video) waited in it and of its target; the audio's counters are the
+ * differences from the run's first window to its last, in ms of audio at 48 kHz.
+ */
+export interface ReceiverFigures {
+  audio_jitter_buffer_ms: number | null;
+  audio_target_ms: number | null;
+  video_jitter_buffer_ms: number | null;
+  video_target_ms: number | null;
+  /** Audio concealed (played without its packet: loss or lateness) and concealment events. */
+  audio_concealed_ms: number | null;
+  audio_concealment_events: number | null;
+  /** Audio time-stretched: samples inserted to slow the playout down, removed to speed it up. */
+  audio_inserted_ms: number | null;
+  audio_removed_ms: number | null;
+}
+
+/** One 250 ms window of a receiver's statistics, as the page records it. */
+export interface ReceiverWindow {
+  /** Epoch ms. */
+  at: number;
+  kind: "audio" | "video";
+  jitterBufferMs: number | null;
+  targetMs: number | null;
+  counters: Record<"concealed" | "events" | "inserted" | "removed" | "received", number | null> | null;
+}
+
+/** {@link ReceiverFigures} from the windows of the steady run. */
+export function receiverFigures(windows: ReceiverWindow[]): ReceiverFigures {
+  const of = (kind: string, key: "jitterBufferMs" | "targetMs") => {
+    const xs = windows.filter((w) => w.kind === kind).map((w) => w[key]).filter((x): x is number =>
+      x !== null
+    );
+    const p = figures(xs).p50;
+    return p === null ? null : r1(p);
+  };
+  const audio = windows.filter((w) => w.kind === "audio" && w.counters);
+  const diff = (key: "concealed" | "events" | "inserted" | "removed", perMs: number) => {
+    const a = audio[0]?.counters?.[key], b = audio.at(-1)?.counters?.[key];
+    return typeof a === "number" && typeof b === "number" ? r1((b - a) / perMs) : null;
+  };
+  return {
+    audio_jitter_buffer_ms: of("audio", "jitterBufferMs"),
+    audio_target_ms: of("audio", "targetMs"),
+    video_jitter_buffer_ms: of("video", "jitterBufferMs"),
+    video_target_ms: of("video", "targetMs"),
+    audio_concealed_ms: diff("concealed", 48),
+    audio_concealment_events: diff("events", 1),
+    audio_inserted_ms: diff("inserted", 48),
+    audio_removed_ms: diff("removed", 48),
+  };
 }
 
 /** A 2 s stall and what followed. */
@@ -437,6 +496,38 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   // sample emitted to its playout).
   g.tapLags = [];
   g.playoutDelays = [];
+  // WebRTC: each 250 ms window of the receivers' statistics — per kind, the mean time a sample or frame
+  // waited in the jitter buffer and the buffer's target over the window, and the audio's cumulative
+  // concealment and time-stretching counters (the difference over the steady run is reported).
+  g.receiverWindows = [];
+  const receiverPrev = {};
+  const receiverWindow = (st) => {
+    const p = receiverPrev[st.kind];
+    const n = p ? st.jitterBufferEmittedCount - p.emitted : 0;
+    if (n > 0) {
+      const per = (now, before) => typeof now === "number" ? (now - before) / n * 1000 : null;
+      g.receiverWindows.push({
+        at: performance.timeOrigin + performance.now(),
+        kind: st.kind,
+        jitterBufferMs: per(st.jitterBufferDelay, p.delay),
+        targetMs: per(st.jitterBufferTargetDelay, p.target),
+        counters: st.kind === "audio"
+          ? {
+            concealed: st.concealedSamples ?? null,
+            events: st.concealmentEvents ?? null,
+            inserted: st.insertedSamplesForDeceleration ?? null,
+            removed: st.removedSamplesForAcceleration ?? null,
+            received: st.totalSamplesReceived ?? null,
+          }
+          : null,
+      });
+    }
+    receiverPrev[st.kind] = {
+      emitted: st.jitterBufferEmittedCount,
+      delay: st.jitterBufferDelay,
+      target: st.jitterBufferTargetDelay,
+    };
+  };
   g.sampleLags = async () => {
     let prev = null;
     for (;;) { // until the page closes
@@ -445,6 +536,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
       const pc = g.peerConnections?.at(-1);
       if (pc && pc.connectionState === "connected") {
         for (const st of (await pc.getStats()).values()) {
+          if (st.type === "inbound-rtp") receiverWindow(st);
           if (st.type !== "media-playout") continue;
           if (prev && st.totalSamplesCount > prev.totalSamplesCount) {
             g.playoutDelays.push((st.totalPlayoutDelay - prev.totalPlayoutDelay) /
@@ -635,6 +727,8 @@ interface Steady {
   bursts: number;
   /** MSE and WebRTC: the page's tap's output lag and the element's own (p50 ms; see {@link TapCorrected}). */
   tap?: { lag: number | null; elementLag: number | null };
+  /** WebRTC: the receivers' statistics over the steady run (see {@link ReceiverFigures}). */
+  receiver?: ReceiverFigures;
   /** Per burst (with `--detail`): its onset heard and the frames shown around it. */
   details: BurstDetail[];
 }
@@ -720,6 +814,7 @@ async function steady(
     const stats = await page.evaluate(`globalThis.player.stats()`) as Record<string, unknown>;
     const tapLags = await page.evaluate(`globalThis.tapLags ?? []`) as number[];
     const playoutDelays = await page.evaluate(`globalThis.playoutDelays ?? []`) as number[];
+    const windows = await page.evaluate(`globalThis.receiverWindows ?? []`) as ReceiverWindow[];
     await sleep(2500); // the player's next report reaches the service
     const metrics = await api(svc, "GET", `/v1/sessions/${s.id}/metrics`).catch(() => null);
     const sent = engine.sessions.get(s.id)!.sent;
@@ -738,6 +833,7 @@ async function steady(
       stats,
       metrics,
       ...(tap ? { tap } : {}),
+      ...(path === "webrtc_sfu" ? { receiver: receiverFigures(windows.filter((w) => w.at >= from)) } : {}),
     };
   } finally {
     await context.close();
@@ -969,6 +1065,7 @@ function steadyResults(
     service_metrics: st.metrics,
     load_average: loadavg(),
     ...(detail ? { bursts_detail: st.details } : {}),
+    ...(st.receiver ? { receiver: st.receiver } : {}),
     ...(st.tap
       ? {
         tap_corrected: {
@@ -1106,6 +1203,21 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
         return r.tap_corrected ? `${c(r.tap_corrected)}; ${c(r.realtime_engine?.tap_corrected)}` : "–";
       },
       "an estimate: see TapCorrected",
+    ),
+    row(
+      "WebRTC receivers: audio jitter buffer / its target, ms; audio concealed, ms (events); stretched in / out, ms; video jitter buffer / target, ms; the same, real-time engine",
+      (r) => {
+        const c = (x: ReceiverFigures | undefined) =>
+          x
+            ? `${x.audio_jitter_buffer_ms ?? "–"} / ${x.audio_target_ms ?? "–"}; ${
+              x.audio_concealed_ms ?? "–"
+            } (${x.audio_concealment_events ?? "–"}); ${x.audio_inserted_ms ?? "–"} / ${
+              x.audio_removed_ms ?? "–"
+            }; ${x.video_jitter_buffer_ms ?? "–"} / ${x.video_target_ms ?? "–"}`
+            : "–";
+        return r.receiver ? `${c(r.receiver)}; ${c(r.realtime_engine?.receiver)}` : "–";
+      },
+      "the page reading the player's statistics",
     ),
     row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
   ].join("\n");
