@@ -61,6 +61,13 @@ const MAX_LOWER_MS = 150;
 const FAR_BEHIND_MS = 300;
 /** The anchor rises after this many adjustments in a row found it too small, by at most this much (ms). */
 const RAISE_AFTER = 2;
+/**
+ * A raise that only the animation track needs waits for a quiet moment in the sound this many adjustments in
+ * a row at most (~2 s; see {@link raiseNow}).
+ */
+const RAISE_IN_SOUND_AFTER = 8;
+/** A raise larger than this (ms) jumps (inserts silence); a smaller one is slewed (played slower). */
+const JUMP_ABOVE_MS = 12;
 const MAX_RAISE_MS = 100;
 /** Quantiles of the lateness the anchor must cover (a later frame is skipped, a later sound is silence). */
 const VIDEO_QUANTILE = 0.9;
@@ -115,6 +122,30 @@ const median = (/** @type {number[]} */ xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 };
+
+/**
+ * Whether the anchor is raised now, by `by` ms, when the media come later than it allows (its `adjust`
+ * found it too small `wanted` times in a row). While settling, at once. Afterwards after
+ * {@link RAISE_AFTER} findings (a moment of lateness — the page or the network busy — is skipped like a
+ * stall); a raise above {@link JUMP_ABOVE_MS} jumps, inserting that much silence, so one that neither the
+ * sound nor the picture needs — only the video-free player's animation track is late — waits for a quiet
+ * moment in the sound, for {@link RAISE_IN_SOUND_AFTER} findings at most: silence inserted in speech is
+ * heard as a gap, a mouth drawn a few ms late is not seen (a late video frame is skipped or shown late: its
+ * raise does not wait). Measured on the canvas player (`bench:player --paths canvas`, 6 Dec): its raises
+ * came from the animation track's lateness and 0–3 of them per 20-burst session jumped in speech; waiting,
+ * none did, at the same sync and sound latency (docs/media-plane.md).
+ *
+ * @param {{ settling: boolean; wanted: number; by: number; mediaNeeds: boolean; quiet: () => boolean }} o
+ *   `mediaNeeds`: the sound's or the picture's own lateness needs the raise; `quiet`: the sound is quiet
+ *   where the silence would go (asked only when it matters).
+ * @returns {boolean}
+ */
+export function raiseNow(o) {
+  if (o.settling) return true;
+  if (o.wanted < RAISE_AFTER) return false;
+  if (o.by <= JUMP_ABOVE_MS || o.mediaNeeds || o.wanted >= RAISE_IN_SOUND_AFTER) return true;
+  return o.quiet();
+}
 
 /**
  * A sliding window of (time, value) measures.
@@ -415,6 +446,12 @@ export function createWebCodecsSink(options) {
     if (n !== null) parts.push(n + animationAheadMs);
     if (!parts.length) return;
     const target = Math.max(...parts) + GUARD_MS;
+    /** What the sound and the picture need, without the animation track. */
+    const mediaTarget = a === null && v === null ? null : Math.max(
+      a === null ? -Infinity : a + clock.renderAheadMs(),
+      v === null ? -Infinity : v + display.maxDelay(),
+    ) +
+      GUARD_MS;
     const current = anchor();
     if (current === null) {
       clock.setAnchor(target, true);
@@ -422,12 +459,19 @@ export function createWebCodecsSink(options) {
     }
     if (target > current + 1) {
       // Media comes later than the anchor allows. A moment of it (the page or the network busy) is
-      // skipped like a stall; if it lasts, play later (silence is inserted), by steps.
+      // skipped like a stall; if it lasts, play later (silence is inserted — where the sound is quiet
+      // when only the animation track is late), by steps.
       raiseWanted++;
-      if (settling || raiseWanted >= RAISE_AFTER) {
-        const next = Math.min(target, current + MAX_RAISE_MS);
-        clock.setAnchor(next, next - current > 12);
-      }
+      const next = Math.min(target, current + MAX_RAISE_MS);
+      const from = clock.now();
+      const raise = raiseNow({
+        settling,
+        wanted: raiseWanted,
+        by: next - current,
+        mediaNeeds: mediaTarget !== null && mediaTarget > current + 1,
+        quiet: () => quiet(from, from + next - current + 20),
+      });
+      if (raise) clock.setAnchor(next, next - current > JUMP_ABOVE_MS);
       return;
     }
     raiseWanted = 0;
