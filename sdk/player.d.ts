@@ -194,7 +194,10 @@ export interface PlayerStats {
   lastCatchUpMs: number | null;
   /** Media skipped so far, ms. */
   skippedMs: number;
-  /** Sound played as silence because it came late, ms (WebCodecs). */
+  /**
+   * Audio played as silence because it was not there in time, ms (WebCodecs): units that came late — the
+   * silence between sounds among them — the start-up's, and the silence inserted when the anchor rises.
+   */
   audioUnderrunMs: number;
   /** Sound decoded so far, ms (WebCodecs; null where the browser decodes it). */
   audioDecodedMs: number | null;

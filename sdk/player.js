@@ -149,7 +149,9 @@ import { createClockSync, startReporting } from "./player_report.js";
  * @property {number} catchUps Times the player skipped late media to get back to the live edge.
  * @property {number | null} lastCatchUpMs End of the last stall → playing at the live edge again.
  * @property {number} skippedMs Media skipped so far (ms).
- * @property {number} audioUnderrunMs Sound played as silence because it came late (ms).
+ * @property {number} audioUnderrunMs Audio played as silence because it was not there in time (ms): units
+ *   that came late — the silence between sounds among them — the start-up's, and the silence inserted when
+ *   the anchor rises.
  * @property {number | null} audioDecodedMs WebCodecs: sound decoded so far (ms); null where the browser
  *   decodes it (Media Source Extensions, WebRTC).
  * @property {number | null} anchorMs WebCodecs: how far behind the server's media clock the sound plays.
