@@ -197,7 +197,7 @@ export interface ReceiverWindow {
   kind: "audio" | "video";
   jitterBufferMs: number | null;
   targetMs: number | null;
-  counters: Record<"concealed" | "events" | "inserted" | "removed" | "received", number | null> | null;
+  counters: Record<"concealed" | "events" | "inserted" | "removed", number | null> | null;
 }
 
 /** {@link ReceiverFigures} from the windows of the steady run. */
@@ -517,7 +517,6 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
             events: st.concealmentEvents ?? null,
             inserted: st.insertedSamplesForDeceleration ?? null,
             removed: st.removedSamplesForAcceleration ?? null,
-            received: st.totalSamplesReceived ?? null,
           }
           : null,
       });

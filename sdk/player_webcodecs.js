@@ -441,17 +441,13 @@ export function createWebCodecsSink(options) {
     const parts = [];
     if (v !== null) parts.push(v + display.maxDelay());
     if (a !== null) parts.push(a + clock.renderAheadMs());
+    /** What the sound and the picture need, without the animation track. */
+    const mediaTarget = parts.length ? Math.max(...parts) + GUARD_MS : null;
     // Video-free: a stamp of the animation track must be in before the picture of its instant is drawn.
     const n = animationNeed.quantile(VIDEO_QUANTILE, since);
     if (n !== null) parts.push(n + animationAheadMs);
     if (!parts.length) return;
     const target = Math.max(...parts) + GUARD_MS;
-    /** What the sound and the picture need, without the animation track. */
-    const mediaTarget = a === null && v === null ? null : Math.max(
-      a === null ? -Infinity : a + clock.renderAheadMs(),
-      v === null ? -Infinity : v + display.maxDelay(),
-    ) +
-      GUARD_MS;
     const current = anchor();
     if (current === null) {
       clock.setAnchor(target, true);
