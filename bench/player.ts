@@ -119,6 +119,8 @@ export interface PathResults {
   tap_corrected?: TapCorrected;
   /** WebRTC: the player's receivers over the steady run. */
   receiver?: ReceiverFigures;
+  /** WebCodecs and canvas: the sound lost while the player started. */
+  start_up_sound_lost_ms?: StartUpLoss;
 }
 
 /**
@@ -147,6 +149,8 @@ export interface SteadyResults {
   tap_corrected?: TapCorrected;
   /** WebRTC: the player's receivers over the steady run. */
   receiver?: ReceiverFigures;
+  /** WebCodecs and canvas: the sound lost while the player started. */
+  start_up_sound_lost_ms?: StartUpLoss;
 }
 
 /**
@@ -224,6 +228,25 @@ export function receiverFigures(windows: ReceiverWindow[]): ReceiverFigures {
     audio_inserted_ms: diff("inserted", 48),
     audio_removed_ms: diff("removed", 48),
   };
+}
+
+/**
+ * The sound a WebCodecs or canvas player lost while it started (its `stats()` 3 s after its first picture,
+ * before the steady run's first burst: ms): played as silence because it was not decoded in time
+ * (`audioUnderrunMs`) and skipped as its anchor settled (`skippedMs`). The session is quiet then, so nobody
+ * hears it here; a viewer joining a talking avatar loses that much of its speech.
+ */
+export interface StartUpLoss {
+  underrun: number | null;
+  skipped: number | null;
+  total: number | null;
+}
+
+/** The start-up loss from a player's `stats()` (null fields where it has none). */
+export function startUpLoss(stats: Record<string, unknown> | null): StartUpLoss {
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+  const underrun = n(stats?.audioUnderrunMs), skipped = n(stats?.skippedMs);
+  return { underrun, skipped, total: underrun === null || skipped === null ? null : underrun + skipped };
 }
 
 /** A 2 s stall and what followed. */
@@ -728,6 +751,8 @@ interface Steady {
   tap?: { lag: number | null; elementLag: number | null };
   /** WebRTC: the receivers' statistics over the steady run (see {@link ReceiverFigures}). */
   receiver?: ReceiverFigures;
+  /** WebCodecs and canvas: the sound lost while the player started (see {@link StartUpLoss}). */
+  startUp?: StartUpLoss;
   /** Per burst (with `--detail`): its onset heard and the frames shown around it. */
   details: BurstDetail[];
 }
@@ -805,6 +830,9 @@ async function steady(
     await firstShown(page);
     if (path !== "webcodecs" && path !== "canvas") await page.evaluate(`void globalThis.sampleLags()`);
     await sleep(3000); // past the start-up
+    const startUp = path === "webcodecs" || path === "canvas"
+      ? startUpLoss(await page.evaluate(`globalThis.player.stats()`) as Record<string, unknown>)
+      : undefined;
     const from = Date.now();
     await engine.talk(s.id, { burstMs: 400, gapMs: 600, bursts, sound: "vowel", spreadMs: spread });
     await sleep(1500);
@@ -832,6 +860,7 @@ async function steady(
       stats,
       metrics,
       ...(tap ? { tap } : {}),
+      ...(startUp ? { startUp } : {}),
       ...(path === "webrtc_sfu" ? { receiver: receiverFigures(windows.filter((w) => w.at >= from)) } : {}),
     };
   } finally {
@@ -1065,6 +1094,7 @@ function steadyResults(
     load_average: loadavg(),
     ...(detail ? { bursts_detail: st.details } : {}),
     ...(st.receiver ? { receiver: st.receiver } : {}),
+    ...(st.startUp ? { start_up_sound_lost_ms: st.startUp } : {}),
     ...(st.tap
       ? {
         tap_corrected: {
@@ -1217,6 +1247,17 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
         return r.receiver ? `${c(r.receiver)}; ${c(r.realtime_engine?.receiver)}` : "–";
       },
       "the page reading the player's statistics",
+    ),
+    row(
+      "sound lost while the player started, ms: played as silence + skipped; the same, real-time engine",
+      (r) => {
+        const c = (x: StartUpLoss | undefined) =>
+          x ? `${x.total ?? "–"} (${x.underrun ?? "–"} + ${x.skipped ?? "–"})` : "–";
+        return r.start_up_sound_lost_ms
+          ? `${c(r.start_up_sound_lost_ms)}; ${c(r.realtime_engine?.start_up_sound_lost_ms)}`
+          : "–";
+      },
+      "StartUpLoss: a viewer joining speech loses this much",
     ),
     row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
   ].join("\n");

@@ -41,6 +41,21 @@ const FPS = 25;
 const KEEP_MS = 2000;
 
 /**
+ * How long to leave the page's main thread to the rest of the page after rasterising one layer of the art
+ * that the first picture did not need, which took `workMs` (ms): twice that, at most 100 ms — so the art
+ * takes a third of the main thread at most while the player starts. An SVG layer takes 10–30 ms of it to
+ * decode, rasterise and crop, and the ~20 of the rest back to back held it for ~0.4 s just as the sound
+ * started: the audio decoder's outputs (delivered there) came 100–150 ms behind the sound's arrival, and
+ * the player played 40–141 ms of its start as silence (200–560 once its first anchor no longer counted the
+ * join burst). Paced, 0–29 ms; the rest is in within ~1 s (docs/media-plane.md, "The player's clock").
+ * Exported for its test.
+ * @param {number} workMs
+ */
+export function restPauseMs(workMs) {
+  return Math.min(100, Math.max(0, 2 * workMs));
+}
+
+/**
  * @typedef {object} AvatarDrawer
  * @property {(animation: { art_path?: string; bg_id?: string }) => void} configure The hello's `animation`: loads the art (once).
  * @property {(msg: { type: string; t_ms: number } & Record<string, any>) => void} push An animation message.
@@ -192,7 +207,9 @@ export function createAvatarDrawer(options) {
       ),
     ];
     for (const [svg, a, b] of rest) {
+      const started = performance.now();
       const l = await layer(svg, w, h);
+      await new Promise((r) => setTimeout(r, restPauseMs(performance.now() - started)));
       if (closed || art !== next) {
         l?.b.close();
         return;

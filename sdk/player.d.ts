@@ -192,7 +192,10 @@ export interface PlayerStats {
   catchUps: number;
   /** End of the last stall → playing at the live edge again, ms (WebCodecs; null otherwise). */
   lastCatchUpMs: number | null;
-  /** Media skipped so far, ms. */
+  /**
+   * Media skipped so far, ms: late media after a stall, and (WebCodecs) sound skipped where the anchor
+   * falls — its start-up settling's among it.
+   */
   skippedMs: number;
   /**
    * Audio played as silence because it was not there in time, ms (WebCodecs): units that came late — the

@@ -148,7 +148,8 @@ import { createClockSync, startReporting } from "./player_report.js";
  * @property {number} stalls Times the media stopped arriving.
  * @property {number} catchUps Times the player skipped late media to get back to the live edge.
  * @property {number | null} lastCatchUpMs End of the last stall → playing at the live edge again.
- * @property {number} skippedMs Media skipped so far (ms).
+ * @property {number} skippedMs Media skipped so far (ms): late media after a stall, and (WebCodecs) sound
+ *   skipped where the anchor falls — its start-up settling's among it.
  * @property {number} audioUnderrunMs Audio played as silence because it was not there in time (ms): units
  *   that came late — the silence between sounds among them — the start-up's, and the silence inserted when
  *   the anchor rises.

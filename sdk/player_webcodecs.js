@@ -76,6 +76,8 @@ const AUDIO_QUANTILE = 0.95;
 const ONSET_LEVEL = 0.01;
 /** ...after this much silence (ms). */
 const ONSET_QUIET_MS = 120;
+/** Sound of the join burst stamped up to this long (ms) before the join is decoded (it may still play). */
+const JOIN_DECODE_MS = 60;
 /** A frame due longer ago than this (ms) is not shown. */
 const MAX_LATE_MS = 80;
 /** Samples of each measure kept between two reports. */
@@ -115,6 +117,22 @@ export function webCodecsSupported() {
  * @property {(path: string) => Promise<any>} [fetchArt] Fetches the avatar's art document (a path of the
  *   service's origin, from the `hello`): its mouth box is where the frames' mouth is read.
  */
+
+/**
+ * How late a unit stamped `t` (timeline ms) came for the anchor to cover — reaching the player at page time
+ * `at`: `at − t` —, or null when it is not measured: a unit of the join burst (stamped before the join,
+ * `joinT`), or one that came while playback catches up after a stall (before `measureFrom`). The burst — the
+ * video since the keyframe, the sound that is not past (from {@link JOIN_DECODE_MS} before the join on, still
+ * decoded and played if in time) — arrives at once, late by nature: its units within 60 ms of the join were
+ * measured until 6 Dec and set the first anchor 60–85 ms later than the live ones needed, and the settling
+ * then skipped that much sound in 3–5 jumps (docs/media-plane.md, "The player's clock"). Exported for its
+ * test.
+ * @param {number} t @param {number} at @param {number} joinT @param {number} measureFrom
+ * @returns {number | null}
+ */
+export function lateness(t, at, joinT, measureFrom) {
+  return t >= joinT && at >= measureFrom ? at - t : null;
+}
 
 /** Nearest-rank median of a list (null when empty). */
 const median = (/** @type {number[]} */ xs) => {
@@ -279,7 +297,7 @@ export function createWebCodecsSink(options) {
   // Clock and latency state (page time, ms).
   /** Page time of timeline 0 as the server's hello says (one-way delay included). */
   let skew = /** @type {number | null} */ (null);
-  /** The timeline instant at the latest join (older frames are the join burst). */
+  /** The timeline instant at the latest join (older units are the join burst). */
   let joinT = -Infinity;
   const display = createDisplayModel();
   const videoNeed = new Window();
@@ -480,7 +498,7 @@ export function createWebCodecsSink(options) {
       const far = excess > FAR_BEHIND_MS;
       if (settling || far || (now - lastLower > 500 && quiet(from, from + step + 20))) {
         clock.setAnchor(current - step, true);
-        if (!settling) counters.skippedMs += step;
+        counters.skippedMs += step;
         lastLower = now;
       }
     }
@@ -620,9 +638,11 @@ export function createWebCodecsSink(options) {
     counters.framesDecoded++;
     const now = performance.now();
     const t = frame.timestamp / 1000;
-    if (t >= joinT - 60 && now >= measureFrom) videoNeed.add(now, now - t);
-    if (t >= joinT - 60 && settleUntil === Infinity) settleUntil = now + SETTLE_MS;
-    if (anchor() === null && t >= joinT - 60) adjustAnchor(now);
+    const late = lateness(t, now, joinT, measureFrom);
+    if (late !== null) videoNeed.add(now, late);
+    // (the first live frame starts the settling and sets the anchor)
+    if (t >= joinT && settleUntil === Infinity) settleUntil = now + SETTLE_MS;
+    if (anchor() === null && t >= joinT) adjustAnchor(now);
     // Keep them in order (they come in order; a reconnect may repeat a few).
     if (frames.length && frames[frames.length - 1].timestamp >= frame.timestamp) {
       frame.close();
@@ -664,9 +684,10 @@ export function createWebCodecsSink(options) {
       } else {
         if (!audioDecoder || audioDecoder.state !== "configured") continue;
         // Sound from before the join (the start of the GOP) is past: not worth decoding.
-        if (s.time + s.duration < joinT - 60) continue;
-        if (s.time >= joinT - 60 && arrivedAt >= measureFrom) {
-          audioNeed.add(arrivedAt, arrivedAt - s.time);
+        if (s.time + s.duration < joinT - JOIN_DECODE_MS) continue;
+        const late = lateness(s.time, arrivedAt, joinT, measureFrom);
+        if (late !== null) {
+          audioNeed.add(arrivedAt, late);
           // Without a picture the sound alone sets the anchor (from its first live unit on).
           if (!video && settleUntil === Infinity) settleUntil = arrivedAt + SETTLE_MS;
         }
@@ -979,7 +1000,8 @@ export function createWebCodecsSink(options) {
      */
     animationArrived(tMs, arrivedAt, aheadMs) {
       animationAheadMs = aheadMs;
-      if (tMs >= joinT - 60 && arrivedAt >= measureFrom) animationNeed.add(arrivedAt, arrivedAt - tMs);
+      const late = lateness(tMs, arrivedAt, joinT, measureFrom);
+      if (late !== null) animationNeed.add(arrivedAt, late);
     },
     /** The timeline instant (ms) heard now, once the audio clock is anchored; else null. */
     timelineNow() {
