@@ -56,6 +56,8 @@ const RECOVERY_IGNORE_MS = 300;
 const RECOVERY_IGNORE_MAX_MS = 2000;
 /** The anchor is lowered only by at least this much (ms), in a quiet moment. */
 const LOWER_STEP_MS = 8;
+/** ...at most this often once settled (ms)... */
+const LOWER_EVERY_MS = 500;
 /** ...and by at most this much at a time (ms), unless it is this far behind. */
 const MAX_LOWER_MS = 150;
 const FAR_BEHIND_MS = 300;
@@ -162,6 +164,25 @@ export function raiseNow(o) {
   if (o.settling) return true;
   if (o.wanted < RAISE_AFTER) return false;
   if (o.by <= JUMP_ABOVE_MS || o.mediaNeeds || o.wanted >= RAISE_IN_SOUND_AFTER) return true;
+  return o.quiet();
+}
+
+/**
+ * Whether the anchor is lowered now, skipping sound, when there is room to spare: where the sound is quiet
+ * (the skip is not heard) — while settling in any quiet moment, afterwards every {@link LOWER_EVERY_MS} at
+ * most —, or at once when it is far behind (catching up beats waiting for a pause). Until 6 Dec the settling
+ * (the first 1.5 s) lowered at once: a viewer joining a talking avatar had the first anchor's excess — the
+ * start-up's late units, 22–58 ms in 1–4 jumps per session (measured, `bench:player --paths
+ * canvas,webcodecs`) — skipped out of the speech (1–3 falls inside speech in 3 of 4 sessions of a run joining
+ * speech); now that speech plays whole, as much later, until its first pause (none in 4).
+ *
+ * @param {{ settling: boolean; far: boolean; sinceLastLower: number; quiet: () => boolean }} o `quiet`: the
+ *   sound is quiet where the skip would go (asked only when it matters).
+ * @returns {boolean}
+ */
+export function lowerNow(o) {
+  if (o.far) return true;
+  if (!o.settling && o.sinceLastLower <= LOWER_EVERY_MS) return false;
   return o.quiet();
 }
 
@@ -490,13 +511,18 @@ export function createWebCodecsSink(options) {
     }
     raiseWanted = 0;
     if (target < current - LOWER_STEP_MS) {
-      // Room to spare: lower it — while settling at once; later where the sound is quiet (the skip is
-      // not heard), by steps, or at once when far behind (catching up beats waiting for a pause).
+      // Room to spare: lower it where the sound is quiet (while settling all of it, later by steps), or
+      // at once when far behind.
       const excess = current - target - 2;
       const step = settling ? excess : Math.min(excess, MAX_LOWER_MS);
       const from = clock.now();
-      const far = excess > FAR_BEHIND_MS;
-      if (settling || far || (now - lastLower > 500 && quiet(from, from + step + 20))) {
+      const lower = lowerNow({
+        settling,
+        far: excess > FAR_BEHIND_MS,
+        sinceLastLower: now - lastLower,
+        quiet: () => quiet(from, from + step + 20),
+      });
+      if (lower) {
         clock.setAnchor(current - step, true);
         counters.skippedMs += step;
         lastLower = now;
