@@ -22,7 +22,7 @@
 const PROCESSOR = "avatar-playout";
 
 /** Jumps shorter than this (ms) are slewed instead (absorbs drift and measurement noise). */
-const SLEW_BELOW_MS = 12;
+export const SLEW_BELOW_MS = 12;
 /** Largest speed change while slewing (fraction). */
 const MAX_SLEW = 0.002;
 /** Fade-in after a jump (ms). */

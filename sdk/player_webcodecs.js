@@ -27,7 +27,7 @@
  *
  * @module
  */
-import { createAudioClock } from "./player_clock.js";
+import { createAudioClock, SLEW_BELOW_MS } from "./player_clock.js";
 import { createAvMeter } from "./player_av.js";
 import { createDisplayModel } from "./player_display.js";
 import {
@@ -63,14 +63,12 @@ const MAX_LOWER_MS = 150;
 const FAR_BEHIND_MS = 300;
 /** The anchor rises after this many adjustments in a row found it too small, by at most this much (ms). */
 const RAISE_AFTER = 2;
+const MAX_RAISE_MS = 100;
 /**
  * A raise that only the animation track needs waits for a quiet moment in the sound this many adjustments in
  * a row at most (~2 s; see {@link raiseNow}).
  */
 const RAISE_IN_SOUND_AFTER = 8;
-/** A raise larger than this (ms) jumps (inserts silence); a smaller one is slewed (played slower). */
-const JUMP_ABOVE_MS = 12;
-const MAX_RAISE_MS = 100;
 /** Quantiles of the lateness the anchor must cover (a later frame is skipped, a later sound is silence). */
 const VIDEO_QUANTILE = 0.9;
 const AUDIO_QUANTILE = 0.95;
@@ -147,8 +145,8 @@ const median = (/** @type {number[]} */ xs) => {
  * Whether the anchor is raised now, by `by` ms, when the media come later than it allows (its `adjust`
  * found it too small `wanted` times in a row). While settling, at once. Afterwards after
  * {@link RAISE_AFTER} findings (a moment of lateness — the page or the network busy — is skipped like a
- * stall); a raise above {@link JUMP_ABOVE_MS} jumps, inserting that much silence, so one that neither the
- * sound nor the picture needs — only the video-free player's animation track is late — waits for a quiet
+ * stall); a raise above {@link SLEW_BELOW_MS} (the clock's: smaller ones are slewed) jumps, inserting that
+ * much silence, so one that neither the sound nor the picture needs — only the video-free player's animation track is late — waits for a quiet
  * moment in the sound, for {@link RAISE_IN_SOUND_AFTER} findings at most: silence inserted in speech is
  * heard as a gap, a mouth drawn a few ms late is not seen (a late video frame is skipped or shown late: its
  * raise does not wait). Measured on the canvas player (`bench:player --paths canvas`, 6 Dec): its raises
@@ -163,7 +161,7 @@ const median = (/** @type {number[]} */ xs) => {
 export function raiseNow(o) {
   if (o.settling) return true;
   if (o.wanted < RAISE_AFTER) return false;
-  if (o.by <= JUMP_ABOVE_MS || o.mediaNeeds || o.wanted >= RAISE_IN_SOUND_AFTER) return true;
+  if (o.by <= SLEW_BELOW_MS || o.mediaNeeds || o.wanted >= RAISE_IN_SOUND_AFTER) return true;
   return o.quiet();
 }
 
@@ -506,7 +504,7 @@ export function createWebCodecsSink(options) {
         mediaNeeds: mediaTarget !== null && mediaTarget > current + 1,
         quiet: () => quiet(from, from + next - current + 20),
       });
-      if (raise) clock.setAnchor(next, next - current > JUMP_ABOVE_MS);
+      if (raise) clock.setAnchor(next, next - current > SLEW_BELOW_MS);
       return;
     }
     raiseWanted = 0;
