@@ -221,13 +221,19 @@ Deno.test("video-free player: the sound waits for the animation track (its stamp
         const { createPlayer } = await import("/sdk/player.js");
         g.player = createPlayer({ canvas, streamMetadata, clientToken, microphone: false });
       }, { streamMetadata: s.stream_metadata, clientToken: s.client_token });
-      // The greeting's visemes come 150 ms late: past the start-up, the sound is held at least that long after
-      // its instant (measured: 175 ms; without the animation's part −40 … +35 ms, as with visemes on time).
-      await page.waitForFunction("globalThis.player.stats().audioDecodedMs > 2500", undefined, {
-        timeout: DEADLINE_MS,
-      });
+      // The greeting's visemes come 150 ms late: the sound comes to be held at least that long after its
+      // instant (measured, alone or with the cores busy: 173–259 ms by 0.6 s of sound; without the animation's
+      // part −40 … +35 ms, as with visemes on time). Waited for, not read at a set moment: read at 2.5 s of
+      // sound it was 104 once in a full CI run (6 Dec) — most likely the late stamps measured only after the
+      // start-up's settling, and a raise that only the animation track needs waits for a quiet moment in the
+      // sound, up to 2 s (`raiseNow`). Past the start-up: while settling, a busy page's own lateness can lift
+      // the anchor above 150 ms for a moment (seen: 230 ms at 0.6 s of sound, 180 after).
+      const past = "globalThis.player.stats().audioDecodedMs > 2500";
+      await page.waitForFunction(past, undefined, { timeout: DEADLINE_MS });
+      const covered = "globalThis.player.stats().anchorMs > 150";
+      await page.waitForFunction(covered, undefined, { timeout: DEADLINE_MS });
       const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
-      assert.ok(stats.anchorMs > 150 && stats.anchorMs < 500, `the sound plays ${stats.anchorMs} ms behind`);
+      assert.ok(stats.anchorMs < 500, `the sound plays ${stats.anchorMs} ms behind`);
       assert.deepEqual(errors, []);
       await page.evaluate("globalThis.player.close()");
     },
