@@ -53,7 +53,11 @@
  * `video_free_browser.ts` times Chromium's from it, 2.7 ms after the draw); its frames carry no stamp, so no
  * frame latency, and its reported offset shares the draw-time assumption (no check of the report there).
  *
- * Options: `--browser chromium|firefox`, `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu,canvas`,
+ * `--device`: the browser plays to a PulseAudio null sink (Chromium too) and the bench records it
+ * (`device_tap.ts`): each burst's sound is also timed when the sound server took it from the browser, outside
+ * the browser, whatever path it took there (results' `device`; see {@link DeviceFigures}).
+ *
+ * Options: `--browser chromium|firefox`, `--device`, `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu,canvas`,
  * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
  * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
  * which announces each turn 60 ms ahead and sends each chunk at the start of its audio, and with the strictly
@@ -71,6 +75,7 @@ import { launchChromium } from "../testing/browser.ts";
 import { launchFirefox, type SoundServer, startSoundServer } from "../testing/firefox.ts";
 import { type JanusProcess, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine, startRealtimeBenchEngine } from "./engine.ts";
+import { type DeviceTap, startDeviceTap } from "./device_tap.ts";
 import { ONSET_TAP } from "./onset_tap.ts";
 
 type PathName = "webcodecs" | "mse" | "webrtc_sfu" | "canvas";
@@ -121,6 +126,23 @@ export interface PathResults {
   receiver?: ReceiverFigures;
   /** WebCodecs and canvas: the sound lost while the player started. */
   start_up_sound_lost_ms?: StartUpLoss;
+  /** `--device`: the steady run's sound as the sound device took it (see {@link DeviceFigures}). */
+  device?: DeviceFigures;
+}
+
+/**
+ * `--device`: the browser plays to a PulseAudio null sink, and the bench records the sink (`device_tap.ts`):
+ * each burst's onset timed when the sound server took it from the browser — outside the browser, whichever
+ * path the sound took in it (the page's tap hears WebRTC's and MSE's sound through a path of its own, and
+ * times every onset by the browser's own account of its output). A sound card's buffer after the server is
+ * not counted.
+ */
+export interface DeviceFigures {
+  engine_chunk_to_sound_ms: Figures;
+  /** The first open-mouthed frame shown (the page's expected display time) − the burst's onset at the device. */
+  mouth_vs_sound_ms: Figures & { abs_p95: number | null; mean: number | null };
+  /** Per burst, the page tap's onset − the device's (p50 etc., ms): how much later the page says it is heard. */
+  page_minus_device_ms: Figures;
 }
 
 /**
@@ -151,6 +173,8 @@ export interface SteadyResults {
   receiver?: ReceiverFigures;
   /** WebCodecs and canvas: the sound lost while the player started. */
   start_up_sound_lost_ms?: StartUpLoss;
+  /** `--device`: the sound as the sound device took it. */
+  device?: DeviceFigures;
 }
 
 /**
@@ -666,6 +690,8 @@ interface Page {
 /** A browser the bench opens fresh pages in, one at a time: Playwright's Chromium or Puppeteer's Firefox. */
 interface Browser {
   name: BrowserName;
+  /** `--device`: the tap at its sound device (a PulseAudio null sink). */
+  device: DeviceTap | null;
   /** A page in a fresh context (no cache, no state), at `url`. */
   open(url: string): Promise<{ page: Page; close(): Promise<void> }>;
   close(): Promise<void>;
@@ -674,18 +700,48 @@ interface Browser {
 /** The browsers `--browser` names. */
 type BrowserName = "chromium" | "firefox";
 
+/** The device tap on `sound`; if it cannot start, the browser (`close`) and the sound server are stopped. */
+async function tapOrClose(sound: SoundServer, close: () => Promise<void>): Promise<DeviceTap> {
+  try {
+    return startDeviceTap(sound);
+  } catch (err) {
+    await close().catch(() => {});
+    await sound.stop();
+    throw err;
+  }
+}
+
 /**
  * Launches the bench's browser: Debian's Chromium (Playwright) or Debian's Firefox ESR (Puppeteer over
  * WebDriver BiDi; sound without a gesture, played to a PulseAudio null sink: see testing/firefox.ts). The
- * two drivers open pages alike, each through its own API.
+ * two drivers open pages alike, each through its own API. `device`: Chromium plays to a null sink too, and
+ * the bench records the sink ({@link DeviceFigures}).
  */
-async function launchBrowser(name: BrowserName): Promise<Browser> {
+async function launchBrowser(name: BrowserName, device: boolean): Promise<Browser> {
   const debug = Deno.env.get("BENCH_DEBUG");
   const pageError = (e: unknown) => console.error(`bench player: page error: ${e}`);
+  const needSound = async () => {
+    const sound = await startSoundServer();
+    if (!sound) {
+      throw new Error(
+        `${name === "firefox" ? "--browser firefox" : "--device"} plays to a PulseAudio null sink: ` +
+          "apt-get install -y pulseaudio",
+      );
+    }
+    return sound;
+  };
   if (name === "chromium") {
-    const b = await launchChromium({ media: true, webrtc: true });
+    const sound = device ? await needSound() : null;
+    const b = await launchChromium({ media: true, webrtc: true, ...(sound ? { sound } : {}) }).catch(
+      async (err) => {
+        await sound?.stop();
+        throw err;
+      },
+    );
+    const tap = sound ? await tapOrClose(sound, () => b.close()) : null;
     return {
       name,
+      device: tap,
       async open(url) {
         const context = await b.newContext();
         const page = await context.newPage();
@@ -694,20 +750,23 @@ async function launchBrowser(name: BrowserName): Promise<Browser> {
         await page.goto(url);
         return { page: { evaluate: (s) => page.evaluate(s) }, close: () => context.close() };
       },
-      close: () => b.close(),
+      async close() {
+        await b.close();
+        await tap?.stop();
+        await sound?.stop();
+      },
     };
   }
   // Firefox plays to a real-time sound server (its mock device runs ~3 % slow: see SoundServer).
-  const sound: SoundServer | null = await startSoundServer();
-  if (!sound) {
-    throw new Error("--browser firefox plays to a PulseAudio null sink: apt-get install -y pulseaudio");
-  }
+  const sound: SoundServer = await needSound();
   const b = await launchFirefox({ autoplay: "allowed", sound }).catch(async (err) => {
     await sound.stop();
     throw err;
   });
+  const tap = device ? await tapOrClose(sound, () => b.close()) : null;
   return {
     name,
+    device: tap,
     async open(url) {
       const context = await b.createBrowserContext();
       const page = await context.newPage();
@@ -718,6 +777,7 @@ async function launchBrowser(name: BrowserName): Promise<Browser> {
     },
     async close() {
       await b.close();
+      await tap?.stop();
       await sound.stop();
     },
   };
@@ -753,6 +813,8 @@ interface Steady {
   receiver?: ReceiverFigures;
   /** WebCodecs and canvas: the sound lost while the player started (see {@link StartUpLoss}). */
   startUp?: StartUpLoss;
+  /** `--device`: the same bursts' onsets at the sound device (see {@link DeviceFigures}). */
+  device?: { audio: number[]; av: number[]; pageMinusDevice: number[] };
   /** Per burst (with `--detail`): its onset heard and the frames shown around it. */
   details: BurstDetail[];
 }
@@ -813,6 +875,27 @@ function analyse(
   return { audio, frames: lat, av, bursts: starts.length, details };
 }
 
+/**
+ * `--device`: the steady run's bursts measured with their onsets at the sound device, and per burst the page
+ * tap's onset − the device's.
+ */
+export function deviceSteady(
+  sent: { index: number; sentAt: number }[],
+  pageOnsets: number[],
+  deviceOnsets: number[],
+  frames: PageFrame[],
+  from: number,
+): { audio: number[]; av: number[]; pageMinusDevice: number[] } {
+  const { audio, av } = analyse(sent, deviceOnsets, frames, from);
+  const pageMinusDevice: number[] = [];
+  for (const s of sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt)) {
+    const p = pageOnsets.find((t) => t >= s && t < s + 900);
+    const d = deviceOnsets.find((t) => t >= s && t < s + 900);
+    if (p !== undefined && d !== undefined) pageMinusDevice.push(p - d);
+  }
+  return { audio, av, pageMinusDevice };
+}
+
 /** The steady run: one session talking bursts; the page's probes. */
 async function steady(
   path: PathName,
@@ -848,15 +931,23 @@ async function steady(
     if (Deno.env.get("BENCH_DBG")) {
       await Deno.writeTextFile(
         Deno.env.get("BENCH_DBG")! + `-${path}.json`,
-        JSON.stringify({ onsets, frames, dbg: await page.evaluate(`globalThis.__dbg ?? []`), sent }),
+        JSON.stringify({
+          onsets,
+          frames,
+          dbg: await page.evaluate(`globalThis.__dbg ?? []`),
+          sent,
+          ...(browser.device ? { deviceOnsets: browser.device.onsets() } : {}),
+        }),
       );
     }
     // (Firefox: the estimate's element lags are Chromium's; there the raw figures only)
     const tap = path === "webcodecs" || path === "canvas" || browser.name === "firefox"
       ? undefined
       : { lag: figures(tapLags).p50, elementLag: path === "mse" ? 0 : figures(playoutDelays).p50 };
+    const device = browser.device ? deviceSteady(sent, onsets, browser.device.onsets(), frames, from) : null;
     return {
       ...analyse(sent, onsets, frames, from),
+      ...(device ? { device } : {}),
       stats,
       metrics,
       ...(tap ? { tap } : {}),
@@ -1060,6 +1151,15 @@ async function driftRun(
 
 // ---------------------------------------------------------------- main
 
+/** \|offset\| p95 and the mean of mouth-vs-sound offsets (ms, one decimal; null when none). */
+function spread(av: number[]): { abs_p95: number | null; mean: number | null } {
+  const abs = pct(av.map(Math.abs), 95);
+  return {
+    abs_p95: abs === null ? null : r1(abs),
+    mean: av.length ? r1(av.reduce((a, b) => a + b, 0) / av.length) : null,
+  };
+}
+
 /** A steady run's figures. */
 function steadyResults(
   st: Awaited<ReturnType<typeof steady>>,
@@ -1068,8 +1168,7 @@ function steadyResults(
   const reported = (st.metrics as { av_offset_ms?: { p50?: number | null; count?: number } } | null)
     ?.av_offset_ms;
   const offsets = (av: number[]) => {
-    const abs = pct(av.map(Math.abs), 95);
-    const mean = av.length ? r1(av.reduce((a, b) => a + b, 0) / av.length) : null;
+    const { abs_p95: abs, mean } = spread(av);
     const shown = figures(av).p50;
     const rp = reported?.p50 ?? null;
     return {
@@ -1079,7 +1178,7 @@ function steadyResults(
         shown_p50: shown,
         difference: rp === null || shown === null ? null : r1(rp - shown),
       },
-      mouth_vs_sound_ms: { ...figures(av), abs_p95: abs === null ? null : r1(abs), mean },
+      mouth_vs_sound_ms: { ...figures(av), abs_p95: abs, mean },
     };
   };
   const lag = st.tap && st.tap.lag !== null && st.tap.elementLag !== null
@@ -1095,6 +1194,15 @@ function steadyResults(
     ...(detail ? { bursts_detail: st.details } : {}),
     ...(st.receiver ? { receiver: st.receiver } : {}),
     ...(st.startUp ? { start_up_sound_lost_ms: st.startUp } : {}),
+    ...(st.device
+      ? {
+        device: {
+          engine_chunk_to_sound_ms: figures(st.device.audio),
+          mouth_vs_sound_ms: { ...figures(st.device.av), ...spread(st.device.av) },
+          page_minus_device_ms: figures(st.device.pageMinusDevice),
+        },
+      }
+      : {}),
     ...(st.tap
       ? {
         tap_corrected: {
@@ -1259,6 +1367,21 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
       },
       "StartUpLoss: a viewer joining speech loses this much",
     ),
+    row(
+      "--device: engine chunk → sound at the device p50 / p99; mouth vs sound \\|p95\\|; mean; page tap − device p50, ms; the same, real-time engine",
+      (r) => {
+        const c = (x: DeviceFigures | undefined) =>
+          x
+            ? `${f(x.engine_chunk_to_sound_ms, "p50")} / ${f(x.engine_chunk_to_sound_ms, "p99")}; ${
+              x.mouth_vs_sound_ms.abs_p95 ?? "–"
+            }; ${x.mouth_vs_sound_ms.mean ?? "–"}; ${
+              f(x.page_minus_device_ms, "p50")
+            } (${x.engine_chunk_to_sound_ms.samples})`
+            : "–";
+        return r.device ? `${c(r.device)}; ${c(r.realtime_engine?.device)}` : "–";
+      },
+      "the sound as a PulseAudio null sink took it (DeviceFigures)",
+    ),
     row("load average (1, 5, 15 min) after the path", (r) => r.load_average, ""),
   ].join("\n");
 }
@@ -1277,6 +1400,7 @@ if (import.meta.main) {
       "fixed-phase": { type: "boolean", default: false },
       "realtime-engine": { type: "boolean", default: false },
       browser: { type: "string", default: "chromium" },
+      device: { type: "boolean", default: false },
     },
   }).values;
   const browserName = args.browser as BrowserName;
@@ -1325,7 +1449,7 @@ if (import.meta.main) {
   let drift: unknown = null;
   try {
     svc = await startService(dir, core, janus, ca);
-    browser = await launchBrowser(browserName);
+    browser = await launchBrowser(browserName, args.device);
     const box = await mouthBox(512);
     for (const path of paths) {
       console.log(`bench player: ${path} …`);

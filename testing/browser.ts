@@ -5,6 +5,7 @@
  * @module
  */
 import { type Browser, chromium } from "playwright-core";
+import type { SoundServer } from "./firefox.ts";
 
 /** Where Debian installs Chromium. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -17,7 +18,7 @@ export const CHROMIUM = "/usr/bin/chromium";
  * for it is refused, as when a user says no). `webrtc: true` also offers plain host ICE candidates (no mDNS
  * names, loopback allowed), which an SFU on the same host needs. `microphoneWav` makes the fake microphone say
  * that WAV file, over and over (Chromium's own fake device beeps, which an engine's VAD may never take for a
- * turn).
+ * turn). `sound` plays its sound to that server (a PulseAudio null sink), unmuted (Playwright mutes a headless Chromium's sound otherwise).
  */
 export async function launchChromium(
   options: {
@@ -26,11 +27,15 @@ export async function launchChromium(
     webrtc?: boolean;
     autoplay?: "allowed" | "gesture";
     microphoneWav?: string;
+    sound?: SoundServer;
   } = {},
 ): Promise<Browser> {
   return await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
+    ...(options.sound
+      ? { env: { ...Deno.env.toObject(), ...options.sound.env }, ignoreDefaultArgs: ["--mute-audio"] }
+      : {}),
     args: [
       "--no-sandbox",
       "--disable-gpu",
