@@ -399,8 +399,8 @@ export function createWebCodecsSink(options) {
       if (avRecent.length > AV_RECENT) avRecent.shift();
     }
   };
-  /** Frames written to the page: timestamp (µs) → page time written, and when it was due (timeline ms). */
-  /** @type {Map<number, { at: number; due: number }>} */
+  /** Frames written to the page: timestamp (µs) → page time written, the refresh it waited for, when it was due (timeline ms). */
+  /** @type {Map<number, { at: number; refreshAt: number; due: number }>} */
   const written = new Map();
   let lastPresentedTs = -1;
   /** The timestamp of the latest frame seen shown (µs). */
@@ -777,7 +777,7 @@ export function createWebCodecsSink(options) {
     if (!presenter.write(pick)) return;
     lastPresentedTs = ts;
     counters.framesPresented++;
-    written.set(ts, { at: now, due });
+    written.set(ts, { at: now, refreshAt: display.refreshAfter(now), due });
     if (written.size > 100) written.delete(/** @type {number} */ (written.keys().next().value));
     if (recoveringSince !== null && a !== null && c && ts / 1000 + a >= now - 40) {
       // On time again after a stall.
@@ -847,7 +847,7 @@ export function createWebCodecsSink(options) {
       }
       if (w !== undefined) {
         lastShownTs = ts;
-        display.shown(w.at, shownAt);
+        display.shown(w.refreshAt, shownAt);
         const t = ts / 1000;
         const latency = skew === null ? null : shownAt - (t + skew);
         readMouth(v, shownAt);
