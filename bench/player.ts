@@ -58,7 +58,8 @@
  * whatever path it took there (results' `device`; see {@link DeviceFigures}). Not with Firefox: both runs
  * tried hung Puppeteer (a `page.evaluate` that never returned, its known hang on a PulseAudio sink).
  *
- * Options: `--browser chromium|firefox`, `--device`, `--quick` (fewer samples), `--paths webcodecs,mse,webrtc_sfu,canvas`,
+ * Options: `--browser chromium|firefox`, `--device`, `--quick` (fewer samples),
+ * `--paths webcodecs,mse,webrtc_sfu,canvas`,
  * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
  * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
  * which announces each turn 60 ms ahead and sends each chunk at the start of its audio, and with the strictly

@@ -399,7 +399,10 @@ export function createWebCodecsSink(options) {
       if (avRecent.length > AV_RECENT) avRecent.shift();
     }
   };
-  /** Frames written to the page: timestamp (µs) → page time written, the refresh it waited for, when it was due (timeline ms). */
+  /**
+   * Frames written to the page: timestamp (µs) → page time written, the refresh it waited for (as the display
+   * model knew it then), when it was due (timeline ms).
+   */
   /** @type {Map<number, { at: number; refreshAt: number; due: number }>} */
   const written = new Map();
   let lastPresentedTs = -1;

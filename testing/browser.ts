@@ -18,7 +18,8 @@ export const CHROMIUM = "/usr/bin/chromium";
  * for it is refused, as when a user says no). `webrtc: true` also offers plain host ICE candidates (no mDNS
  * names, loopback allowed), which an SFU on the same host needs. `microphoneWav` makes the fake microphone say
  * that WAV file, over and over (Chromium's own fake device beeps, which an engine's VAD may never take for a
- * turn). `sound` plays its sound to that server (a PulseAudio null sink), unmuted (Playwright mutes a headless Chromium's sound otherwise).
+ * turn). `sound` plays its sound to that server (a PulseAudio null sink), unmuted (Playwright mutes a
+ * headless Chromium's sound otherwise).
  */
 export async function launchChromium(
   options: {

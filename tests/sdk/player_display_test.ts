@@ -34,11 +34,12 @@ interface Rule {
 
 /**
  * Plays 200 frames (40 ms apart, one in five shown up to 20 ms off its place, as at a sound's start), each
- * decoded 35–60 ms before it is due (a refresh more when drawn in callbacks only) at a random moment between refreshes; the player looks at its frames in
- * each refresh's callback and, unless `onDecode` is false (a canvas stream, Firefox: frames are drawn in
- * refresh callbacks only), when a frame is decoded. A callback reads the page's clock `callbackAt` ms after
- * its refresh's timestamp (Chromium: after it; Firefox, whose clock is coarsened to 1 ms, up to a ms before
- * it). Returns each frame's shown − due (ms), after the first 20.
+ * decoded 35–60 ms before it is due (a refresh more when drawn in callbacks only) at a random moment between
+ * refreshes; the player looks at its frames in each refresh's callback and, unless `onDecode` is false (a
+ * canvas stream, Firefox: frames are drawn in refresh callbacks only), when a frame is decoded. A callback
+ * reads the page's clock `callbackAt` ms after its refresh's timestamp (Chromium: after it; Firefox, whose
+ * clock is coarsened to 1 ms, up to a ms before or after it). Returns each frame's shown − due (ms), after
+ * the first 20.
  */
 function play(
   rule: Rule,
