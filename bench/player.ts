@@ -833,6 +833,12 @@ export interface BurstDetail {
   frames: [number, number, number, number][];
 }
 
+/** When each burst of the run began: its first chunk sent (epoch ms), from `from` on. */
+const burstStarts = (sent: { index: number; sentAt: number }[], from: number) =>
+  sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt);
+/** A burst's onset: the first heard within 900 ms of its start (a burst is 400 ms, then 600 of quiet). */
+const onsetOf = (onsets: number[], start: number) => onsets.find((t) => t >= start && t < start + 900);
+
 /** Matches bursts to onsets heard and open mouths shown. */
 function analyse(
   sent: { index: number; sentAt: number }[],
@@ -840,7 +846,7 @@ function analyse(
   frames: PageFrame[],
   from: number,
 ): Steady {
-  const starts = sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt);
+  const starts = burstStarts(sent, from);
   const audio: number[] = [];
   const av: number[] = [];
   const details: BurstDetail[] = [];
@@ -849,7 +855,7 @@ function analyse(
   const closed = darks.length ? Math.min(...darks) : 0;
   const open = darks.length ? (closed + Math.max(...darks)) / 2 : Infinity;
   for (const s of starts) {
-    const onset = onsets.find((t) => t >= s && t < s + 900);
+    const onset = onsetOf(onsets, s);
     if (onset === undefined) continue;
     audio.push(onset - s);
     // The first shown frame with the mouth open (and the next one too) after the burst was sent.
@@ -888,9 +894,8 @@ export function deviceSteady(
 ): { audio: number[]; av: number[]; pageMinusDevice: number[] } {
   const { audio, av } = analyse(sent, deviceOnsets, frames, from);
   const pageMinusDevice: number[] = [];
-  for (const s of sent.filter((c) => c.index === 0 && c.sentAt >= from).map((c) => c.sentAt)) {
-    const p = pageOnsets.find((t) => t >= s && t < s + 900);
-    const d = deviceOnsets.find((t) => t >= s && t < s + 900);
+  for (const s of burstStarts(sent, from)) {
+    const p = onsetOf(pageOnsets, s), d = onsetOf(deviceOnsets, s);
     if (p !== undefined && d !== undefined) pageMinusDevice.push(p - d);
   }
   return { audio, av, pageMinusDevice };
