@@ -45,6 +45,17 @@ export const SILENCE_SETTLE = 1;
 /** A packet this small (bytes) is a silent frame. */
 const SILENT_PACKET_MAX = 8;
 
+/**
+ * The Opus DTX frame standing for a repeat of the silent packet `silent`: its TOC byte alone, a packet of one
+ * frame of zero bytes (RFC 6716, 3.2.1: a frame of length 0 is discontinuous transmission). libopus decodes
+ * it as a lost frame, which after a silent frame is silence; WebRTC's receiver (NetEQ) takes a packet of two
+ * bytes or less for DTX and plays comfort noise without stretching time — so a viewer's jitter buffer does
+ * not grow during the silence before anything is said (docs/media-plane.md, SFU "Timing").
+ */
+export function dtxFrame(silent: Uint8Array): Uint8Array {
+  return silent.subarray(0, 1);
+}
+
 /** libopus `OPUS_SET_MAX_BANDWIDTH`. */
 const SET_MAX_BANDWIDTH = 4004;
 /**
@@ -131,8 +142,12 @@ export class OpusEncoder {
     return { channels: 1, preSkip: OPUS_PRE_SKIP, inputSampleRate: 48000, outputGain: 0 };
   }
 
-  /** Encodes `pcm`; calls `out` with each whole packet (a multiple of 960 samples is encoded at once). */
-  encode(pcm: Int16Array, out: (packet: Uint8Array, samples: number) => void): void {
+  /**
+   * Encodes `pcm`; calls `out` with each whole packet (a multiple of 960 samples is encoded at once) and
+   * whether it is a repeat of the settled silent packet (libopus did not code it; a receiver may be sent an
+   * Opus DTX frame in its place: {@link dtxFrame}).
+   */
+  encode(pcm: Int16Array, out: (packet: Uint8Array, samples: number, repeat: boolean) => void): void {
     if (this.#closed) return;
     let i = 0;
     while (i < pcm.length) {
@@ -142,7 +157,8 @@ export class OpusEncoder {
       i += n;
       if (this.#fill === OPUS_FRAME) {
         this.#fill = 0;
-        out(this.#packet(), OPUS_FRAME);
+        const packet = this.#packet();
+        out(packet, OPUS_FRAME, this.#repeatRun > 0);
       }
     }
   }

@@ -8,10 +8,11 @@
 import assert from "node:assert/strict";
 import { SessionFace } from "../../src/media/lipsync/session_face.ts";
 import {
-  afterMidFrame,
   AUDIO_BLOCK,
   AudioPlayout,
+  blockStart,
   MAX_SPEECH_LEAD_PACED_MS,
+  onsetAt,
   OPEN_SILENCE_LEAD_PACED_MS,
 } from "../../src/media/session/audio_playout.ts";
 import { MediaFanout } from "../../src/media/session/fanout.ts";
@@ -88,7 +89,7 @@ function assertContiguous(sender: PacedSender): void {
 
 Deno.test("audio playout: over a paced transport a response's first speech takes the place of the silence written ahead and not sent, never of what was sent", () => {
   // With nothing sent ahead of time, the speech takes the silence's place; with the sender 28 ms ahead, the
-  // silence left unsent has no block in a frame's second half: nothing is taken back.
+  // silence left unsent holds no frame's instant: nothing is taken back.
   let retracted = 0;
   for (const sentAheadMs of [0, 28]) {
     const { clock, playout, sender, placed } = setup(true, 30);
@@ -103,9 +104,9 @@ Deno.test("audio playout: over a paced transport a response's first speech takes
       playout.push(chunk(0), "r1");
       const after = performance.now();
       assert.equal(placed.length, 1, "the first chunk was placed at once");
-      // The speech's first sample, and the block it starts in (a first chunk short of a block ends it).
+      // The speech's first sample, and the block it starts in (silence before it in that block).
       const { at } = placed[0];
-      const block = AUDIO_BLOCK / 2 + Math.floor((at - AUDIO_BLOCK / 2) / AUDIO_BLOCK) * AUDIO_BLOCK;
+      const block = blockStart(at);
       assertContiguous(sender);
       assert.ok(block >= sentUntil, "nothing sent was taken back");
       assert.ok(sender.sent.every((p) => p.pts < block && p.data.length <= 8), "what was sent is silence");
@@ -113,11 +114,12 @@ Deno.test("audio playout: over a paced transport a response's first speech takes
         sender.held.find((p) => p.pts === block)!.data.length > 8,
         "the speech's packet is where it plays",
       );
-      // The first block past the lead and what was sent, in a frame's second half — when that is before the
-      // silence's end; else the speech goes after the silence.
+      assert.equal(at % 1920, 0, "on a frame's instant: its mouth opens in the frame shown as it sounds");
+      // The first frame instant past the lead and what was sent — when its block is before the silence's
+      // end; else the speech goes after the silence.
       const expected = (ms: number) =>
-        afterMidFrame(Math.max(clock.sampleAt(ms) + OPEN_SILENCE_LEAD_PACED_MS * 48, sentUntil), 1920);
-      if (expected(before) >= written) {
+        onsetAt(Math.max(clock.sampleAt(ms) + OPEN_SILENCE_LEAD_PACED_MS * 48, sentUntil), 1920);
+      if (blockStart(expected(before)) >= written) {
         assert.equal(block, written, "no block to take back: the speech goes after the silence");
         assert.equal(playout.stats.audioRetracted, 0);
         continue;
@@ -128,16 +130,36 @@ Deno.test("audio playout: over a paced transport a response's first speech takes
       );
       assert.ok(playout.stats.audioRetracted >= 1);
       assert.ok(
-        block >= expected(before) && block <= expected(after),
-        "on the first block past the lead in a frame's second half",
+        at >= expected(before) && at <= expected(after),
+        "on the first frame instant past the lead",
       );
-      assert.ok(block % 1920 > 960, "in a frame's second half: its mouth comes at the next frame's start");
       retracted++;
     } finally {
       playout.close();
     }
   }
   assert.equal(retracted, 1, "the speech took the silence's place with nothing sent ahead");
+});
+
+Deno.test("audio playout: over a paced transport that holds nothing back, the speech goes after the silence written, on a frame's instant", () => {
+  const { clock, playout, sender, placed } = setup(true, 30);
+  try {
+    const t = performance.now();
+    playout.tick(t);
+    const written = playout.written;
+    sender.flush(clock.sampleAt(t) / 48 + 1000); // all of it sent: nothing can be taken back
+    assert.equal(sender.unsentFrom(), Infinity);
+    playout.push(chunk(0), "r1");
+    assert.equal(placed.length, 1, "the first chunk was placed at once");
+    const { at } = placed[0];
+    assert.ok(at >= written && at < written + 1920, `placed at ${at}, the silence written to ${written}`);
+    assert.equal(at % 1920, 0, "on a frame's instant");
+    assert.ok(at >= clock.sampleAt(t) + OPEN_SILENCE_LEAD_PACED_MS * 48, "past the lead");
+    assert.equal(playout.stats.audioRetracted, 0);
+    assertContiguous(sender);
+  } finally {
+    playout.close();
+  }
 });
 
 Deno.test("audio playout: without a paced transport nothing is taken back: the speech goes after the silence written", () => {
@@ -214,15 +236,15 @@ Deno.test("audio playout: the fan-out takes audio back only where every subscrib
   assert.equal(fanout.audioUnsentFrom(), Infinity);
 });
 
-Deno.test("audio playout: a first speech's block lies in a frame's second half (its mouth at the next frame's start, never before its sound)", () => {
-  // 25 fps: frames of 1920 samples, blocks of 960 starting at 480: 480 is in frame 0's first half, 1440 in its second.
-  assert.equal(afterMidFrame(0, 1920), 1440);
-  assert.equal(afterMidFrame(1440, 1920), 1440);
-  assert.equal(afterMidFrame(1441, 1920), 3360);
-  assert.equal(afterMidFrame(2000, 1920), 3360);
-  // 30 fps (1600): 480 is before mid-frame (800), 1440 after; 2400 (frame 1 at 1600–3200) before its 2400 mid.
-  assert.equal(afterMidFrame(500, 1600), 1440);
-  assert.equal(afterMidFrame(1500, 1600), 4320, "2400 is frame 1's middle, 3360 in frame 2's first half");
-  // 50 fps (960): every block starts mid-frame, none after: the first block.
-  assert.equal(afterMidFrame(500, 960), 1440);
+Deno.test("audio playout: a first speech over a paced transport starts on a frame's instant, inside the block that holds it", () => {
+  // 25 fps: frames of 1920 samples; blocks of 960 start at 480, so a frame's instant is mid-block.
+  assert.equal(onsetAt(0, 1920), 0);
+  assert.equal(onsetAt(1, 1920), 1920);
+  assert.equal(onsetAt(1920, 1920), 1920);
+  assert.equal(onsetAt(2000, 1920), 3840);
+  assert.equal(onsetAt(1601, 1600), 3200, "30 fps");
+  assert.equal(blockStart(1920), 1440);
+  assert.equal(blockStart(1440), 1440);
+  assert.equal(blockStart(1439), 480);
+  assert.equal(blockStart(3840), 3360);
 });

@@ -1,11 +1,13 @@
 /**
  * The in-process Opus encoder, both backends (the system's libopus through FFI, libopus in WebAssembly): 20 ms
  * packets that decode back to the sound (2.5 ms pre-skip), and digital silence repeated as one settled 3-byte
- * packet instead of being encoded again (the sound after it decodes as well as before).
+ * packet instead of being encoded again (the sound after it decodes as well as before) — or sent as Opus DTX
+ * frames in its place, which decode as silence too.
  */
 import assert from "node:assert/strict";
 import { OpusDecoder } from "opus-decoder";
 import {
+  dtxFrame,
   OPUS_FRAME,
   OPUS_PRE_SKIP,
   type OpusBackend,
@@ -43,12 +45,16 @@ async function roundTrip(backend: OpusBackend): Promise<void> {
     if (j < 48000 || j >= 96000) pcm[j] = Math.round(8000 * Math.sin(j * 2 * Math.PI * 300 / 48000));
   }
   const packets: Uint8Array[] = [];
+  const repeats: number[] = [];
   for (let at = 0; at < pcm.length; at += 1000) {
-    enc.encode(pcm.subarray(at, Math.min(pcm.length, at + 1000)), (p, n) => {
+    enc.encode(pcm.subarray(at, Math.min(pcm.length, at + 1000)), (p, n, repeat) => {
       assert.equal(n, OPUS_FRAME);
+      if (repeat) repeats.push(packets.length);
       packets.push(p);
     });
   }
+  // Marked as repeats: the silence's packets after its first (coded) one, and nothing else.
+  assert.deepEqual(repeats, Array.from({ length: 50 - SILENCE_SETTLE }, (_, k) => 50 + SILENCE_SETTLE + k));
   assert.equal(packets.length, pcm.length / OPUS_FRAME);
   // The silence: its first frame encoded (after the reset: a 3-byte silent frame), then that packet repeated.
   assert.equal(enc.stats.repeated, 50 - SILENCE_SETTLE, JSON.stringify(enc.stats));
@@ -63,11 +69,26 @@ async function roundTrip(backend: OpusBackend): Promise<void> {
   assert.ok(tocs.slice(102).every((c) => c >= 24 && c <= 27), `after the silence: ${tocs.slice(102)}`);
   enc.close();
 
+  // Decoded as sent over the WebSocket (the repeats themselves), and over the SFU (DTX frames in their place).
+  for (const dtx of [false, true]) {
+    await decodes(
+      pcm,
+      dtx ? packets.map((p, i) => repeats.includes(i) ? dtxFrame(p) : p) : packets,
+    );
+  }
+}
+
+async function decodes(pcm: Int16Array, packets: Uint8Array[]): Promise<void> {
   const dec = new OpusDecoder({ channels: 1, sampleRate: 48000, preSkip: 0 });
   await dec.ready;
   const out = new Float32Array(pcm.length + OPUS_FRAME);
-  packets.forEach((p, i) => out.set(dec.decodeFrame(p).channelData[0], i * OPUS_FRAME));
+  packets.forEach((p, i) => {
+    const d = dec.decodeFrame(p);
+    assert.equal(d.samplesDecoded, OPUS_FRAME, `packet ${i} (${p.length} bytes) decodes to 20 ms`);
+    out.set(d.channelData[0], i * OPUS_FRAME);
+  });
   dec.free();
+  const dtx = packets.filter((p) => p.length === 1).length;
   const snr = (from: number, to: number) => {
     let e = 0, s = 0;
     for (let j = from; j < to; j++) {
@@ -83,12 +104,12 @@ async function roundTrip(backend: OpusBackend): Promise<void> {
   // as without the reset).
   let loud = 0;
   for (let j = 48000 + 2 * OPUS_PRE_SKIP; j < 96000; j++) loud = Math.max(loud, Math.abs(out[j]));
-  assert.ok(loud < 1e-4, `the silence decodes silent (${loud})`);
+  assert.ok(loud < 1e-4, `the silence decodes silent (${loud}; ${dtx} DTX frames)`);
   // The tone's first 20 ms after the silence decode as well as the rest (the encoder starts clean, as the
   // decoder does).
   assert.ok(
     snr(96000, 96960) > 15,
-    `the tone's first frame after the silence: ${snr(96000, 96960).toFixed(1)} dB`,
+    `the tone's first frame after the silence: ${snr(96000, 96960).toFixed(1)} dB (${dtx} DTX frames)`,
   );
 }
 

@@ -16,11 +16,11 @@
  *
  * Over a paced transport (the SFU: each packet held until 10 ms before it is due) the silence is written
  * further ahead (to last past the next frame's tick), and a response's first speech does not wait behind it:
- * it takes the place of the silence not sent yet, from the first block {@link AudioPlayout.speechLeadMs}
- * ahead of the clock (15 ms, more when the engine's chunks have come late) that starts in a frame's second
- * half ({@link afterMidFrame}), the packets of that silence dropped unsent (they are repeats of the silent
- * packet, which libopus never saw: the stream goes on exactly as if they had not been made;
- * {@link OpusEncoder.retract}).
+ * it takes the place of the silence not sent yet: it starts on the first instant of a frame
+ * {@link AudioPlayout.speechLeadMs} ahead of the clock (15 ms, more when the engine's chunks have come late;
+ * {@link onsetAt}), inside the block that holds it, the packets of that silence dropped unsent (they are
+ * repeats of the silent packet, which libopus never saw: the stream goes on exactly as if they had not been
+ * made; {@link OpusEncoder.retract}). The SFU sends those repeats as Opus DTX frames (`dtxFrame`).
  *
  * Speech waits in the queue while no client is connected (nobody would hear it), then plays. The lead
  * rules are all in {@link AudioPlayout.pump}: an onset-aware lead is a change there and in
@@ -260,8 +260,10 @@ export class AudioPlayout implements ClockDriven {
       const head = avail > 0 ? this.queue.headResponse() : null;
       const starts = head !== null && head !== this.#placedResponse;
       let kind: "whole" | "first" | "late" | "silence";
-      if (starts && this.#written < startAt) kind = "silence";
-      else if (avail >= AUDIO_BLOCK || (avail > 0 && this.queue.settled)) {
+      /** Silence before a response's first speech in this block (it starts at `startAt`). */
+      const skip = starts ? Math.max(0, startAt - this.#written) : 0;
+      if (skip >= AUDIO_BLOCK) kind = "silence";
+      else if (avail >= AUDIO_BLOCK - skip || (avail > 0 && this.queue.settled)) {
         if (this.#written + AUDIO_BLOCK > nowS + MAX_LEAD_BLOCKS * AUDIO_BLOCK) break;
         kind = "whole";
       } else if (avail > 0 && starts) {
@@ -290,10 +292,12 @@ export class AudioPlayout implements ClockDriven {
       let speech = 0;
       /** Where in the block the speech starts. */
       let at = 0;
-      if (kind === "whole") speech = this.queue.take(block, 0, AUDIO_BLOCK, this.#placed);
-      else if (kind === "first") {
-        // A response's first audio, less than a block: it ends the block (silence before it), so it
-        // plays without waiting for the rest of a block and the blocks after it stay whole.
+      if (kind === "whole") {
+        at = skip;
+        speech = this.queue.take(block, at, AUDIO_BLOCK - at, this.#placed);
+      } else if (kind === "first") {
+        // A response's first audio, less than the rest of a block: it ends the block (silence before it), so
+        // it plays without waiting for the rest of a block and the blocks after it stay whole.
         at = AUDIO_BLOCK - avail;
         speech = this.queue.take(block, at, avail, this.#placed);
       } else if (kind === "late") {
@@ -321,37 +325,39 @@ export class AudioPlayout implements ClockDriven {
   }
 
   /**
-   * Where a response's first speech goes over a paced transport: the first block at least
-   * {@link speechLeadMs} ahead of the clock that lies in the second half of a frame (see
-   * {@link afterMidFrame}). Silence written beyond it and not sent yet is taken back, so the speech goes there
-   * instead of after it — only what nothing has used: packets the transport still holds, that libopus did not
-   * code (repeats of the silent packet: its state is as before them, so the stream goes on exactly as if they
-   * had never been made), on frames whose face is not decided yet (a sound's mouth is the frame whose start
-   * is nearest it: that frame must not have been rendered). Silence written short of it is padded up to it
-   * (the lead is what the engine's next chunks may be late by).
+   * Where a response's first speech goes over a paced transport (a timeline sample, not necessarily on the
+   * block grid): the first instant of a frame ({@link onsetAt}) at least {@link speechLeadMs} ahead of the
+   * clock. Silence written beyond the block holding it and not sent yet is taken back, so the speech goes
+   * there instead of after it — only what nothing has used: packets the transport still holds, that libopus
+   * did not code (repeats of the silent packet: its state is as before them, so the stream goes on exactly as
+   * if they had never been made), on frames whose face is not decided yet (a sound's mouth is the frame whose
+   * instant is nearest it: that frame must not have been rendered). Silence written short of it is padded up
+   * to it (the lead is what the engine's next chunks may be late by); the block holding it is silence up to
+   * it ({@link AudioPlayout.pump}).
    */
   #speechStart(nowS: number): number {
     const clock = this.#d.clock;
     const spf = clock.samplesPerFrame;
     const written = this.#written;
-    const target = afterMidFrame(nowS + this.speechLeadMs() * AUDIO_RATE / 1000, spf);
-    const at = afterMidFrame(
-      Math.max(
-        target,
-        (clock.nextFrame - 0.5) * spf,
-        written - this.#opusEnc.repeatRun * AUDIO_BLOCK,
-        this.#d.unsentFrom?.() ?? Infinity,
-      ),
-      spf,
+    const earliest = Math.max(nowS + this.speechLeadMs() * AUDIO_RATE / 1000, (clock.nextFrame - 0.5) * spf);
+    /** From here on what is written may be taken back (`written` or beyond: nothing may). */
+    const retractable = Math.max(
+      written - this.#opusEnc.repeatRun * AUDIO_BLOCK,
+      this.#d.unsentFrom?.() ?? Infinity,
     );
-    if (at >= written || !this.#opusEnc.retract((written - at) / AUDIO_BLOCK)) return target;
+    const start = onsetAt(Math.max(earliest, Math.min(retractable, written)), spf);
+    const at = blockStart(start);
+    if (at >= written) return start;
+    if (!this.#opusEnc.retract((written - at) / AUDIO_BLOCK)) {
+      return onsetAt(Math.max(earliest, written), spf);
+    }
     this.#d.retract!(at);
     this.stats.audioRetracted += (written - at) / AUDIO_BLOCK;
     this.#written = at;
     this.#audioPts = at;
     this.#heldAt = -1;
     this.#d.face.timeline.rewind(at);
-    return target;
+    return start;
   }
 
   /**
@@ -404,10 +410,10 @@ export class AudioPlayout implements ClockDriven {
   #placed = (id: string, from: number, outAt: number, n: number): void =>
     this.#d.face.placed(id, from, this.#written + outAt, n);
 
-  #onPacket = (data: Uint8Array, samples: number): void => {
+  #onPacket = (data: Uint8Array, samples: number, repeat: boolean): void => {
     const pts = this.#audioPts;
     this.#audioPts += samples;
-    this.#d.packet({ pts, samples, data });
+    this.#d.packet(repeat ? { pts, samples, data, repeat } : { pts, samples, data });
   };
 
   /** The session stops: the queue is dropped and the encoder released. */
@@ -418,23 +424,21 @@ export class AudioPlayout implements ClockDriven {
   }
 }
 
-/** How many blocks {@link afterMidFrame} looks at. */
-const AFTER_MID_FRAME_BLOCKS = 6;
-
 /**
- * The first audio block at or after timeline sample `s` that starts in the second half of a video frame
- * (`spf` samples a frame), or the first block at or after `s` when no block does (50 fps: every block starts
- * mid-frame). A response's first speech placed there has its mouth at the next frame's start, after the
- * sound by at most half a frame (10 ms at 25 fps), never before it: over the SFU the browser shows the
- * picture about that much ahead of the sound as the page hears it, and an onset a quarter frame either side
- * of a frame's start (any block) made its mouth vs sound |p95| 26 ms against 14 (docs/media-plane.md, SFU
- * "Timing"). At most {@link AFTER_MID_FRAME_BLOCKS} blocks on: at 25 fps every other block qualifies; at
- * 30 fps the blocks' phases in the frame cycle, and up to two in a row do not.
+ * Where over a paced transport a response's first speech starts in a video frame, as a fraction of the frame
+ * after its instant (0: on it). A sound's mouth is the frame whose instant is nearest the sound's start, so
+ * an onset on a frame's instant opens the mouth with the sound; the browser then shows the two within a few
+ * ms of each other (docs/media-plane.md, SFU "Timing").
  */
-export function afterMidFrame(s: number, spf: number): number {
-  const first = AUDIO_GRID_OFFSET + Math.ceil((s - AUDIO_GRID_OFFSET) / AUDIO_BLOCK) * AUDIO_BLOCK;
-  for (let k = 0, b = first; k < AFTER_MID_FRAME_BLOCKS; k++, b += AUDIO_BLOCK) {
-    if (b % spf > spf / 2) return b;
-  }
-  return first;
+export const SPEECH_ONSET_PHASE = 0;
+
+/** The first timeline sample at or after `s` that lies {@link SPEECH_ONSET_PHASE} into a video frame of `spf` samples. */
+export function onsetAt(s: number, spf: number): number {
+  const phase = Math.round(SPEECH_ONSET_PHASE * spf);
+  return Math.ceil((s - phase) / spf) * spf + phase;
+}
+
+/** The start of the audio block that holds timeline sample `s` (blocks start on {@link AUDIO_GRID_OFFSET}). */
+export function blockStart(s: number): number {
+  return AUDIO_GRID_OFFSET + Math.floor((s - AUDIO_GRID_OFFSET) / AUDIO_BLOCK) * AUDIO_BLOCK;
 }

@@ -58,6 +58,11 @@ export interface EncodedAudioPacket {
   samples: number;
   /** One Opus packet. */
   data: Uint8Array;
+  /**
+   * A repeat of the settled silent packet (digital silence the encoder did not code): a transport may send an
+   * Opus DTX frame instead (`dtxFrame`, `opus_encoder.ts`).
+   */
+  repeat?: boolean;
 }
 
 /** Control messages for clients (both transports deliver them as JSON text). */

@@ -35,6 +35,7 @@ import type {
 } from "../transport.ts";
 import { type JanusConnection, JanusError, type JanusHandle, type Jsep } from "./janus.ts";
 import { VISEMES } from "../../lipsync/visemes.ts";
+import { dtxFrame } from "../../opus_encoder.ts";
 import { AnimationChannel } from "./animation_channel.ts";
 import { MicReceiver } from "./mic.ts";
 import { avcCParameterSets, packetizeH264 } from "./rtp.ts";
@@ -274,7 +275,9 @@ export class WebRtcSfuTransport implements MediaTransport {
     const o = this.#objects;
     while (this.#audioQueue.length && this.#audioQueue[0].due <= now + AUDIO_LEAD_MS) {
       const { packet, due } = this.#audioQueue.shift()!;
-      if (o) this.#send(o.audio.packet(packet.pts, false, packet.data), o.mountpoint.audioPort);
+      // Silence the encoder repeats goes as DTX frames (see dtxFrame): NetEQ does not stretch time over them.
+      const data = packet.repeat ? dtxFrame(packet.data) : packet.data;
+      if (o) this.#send(o.audio.packet(packet.pts, false, data), o.mountpoint.audioPort);
       this.#lag("audio", now - due);
     }
     if (this.#audioQueue.length) {
