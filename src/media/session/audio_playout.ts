@@ -425,18 +425,14 @@ export class AudioPlayout implements ClockDriven {
 }
 
 /**
- * Where over a paced transport a response's first speech starts in a video frame, as a fraction of the frame
- * after its instant (0: on it). A sound's mouth is the frame whose instant is nearest the sound's start, so
- * an onset on a frame's instant opens the mouth in the frame shown as the sound starts (measured over the SFU:
- * mouth vs sound means −11…+4.6 ms in 10 sessions; the first half of a frame −17…−3, its second half
- * +15…+21: docs/media-plane.md, SFU "Timing").
+ * The first instant of a video frame (`spf` samples a frame) at or after timeline sample `s`: where over a
+ * paced transport a response's first speech starts. A sound's mouth is the frame whose instant is nearest the
+ * sound's start, so an onset on a frame's instant opens the mouth in the frame shown as the sound starts
+ * (measured over the SFU: mouth vs sound means −11…+4.6 ms in 10 sessions; with the onset in a frame's first
+ * half −17…−3, in its second half +15…+21: docs/media-plane.md, SFU "Timing").
  */
-export const SPEECH_ONSET_PHASE = 0;
-
-/** The first timeline sample at or after `s` that lies {@link SPEECH_ONSET_PHASE} into a video frame of `spf` samples. */
 export function onsetAt(s: number, spf: number): number {
-  const phase = Math.round(SPEECH_ONSET_PHASE * spf);
-  return Math.ceil((s - phase) / spf) * spf + phase;
+  return Math.ceil(s / spf) * spf;
 }
 
 /** The start of the audio block that holds timeline sample `s` (blocks start on {@link AUDIO_GRID_OFFSET}). */
