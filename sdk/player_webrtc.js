@@ -29,6 +29,7 @@ import { createToolCalls } from "./tool_calls.js";
 import { dtlsServer } from "./player_webrtc_sdp.js";
 import { createClockSync, startReporting } from "./player_report.js";
 import { createAvatarDrawer } from "./avatar_canvas.js";
+import { createAudioDelayMeter } from "./player_webrtc_delay.js";
 import {
   ANIMATION_CHANNEL_LABEL,
   ANIMATION_CHANNEL_OPTIONS,
@@ -131,9 +132,13 @@ export function createWebRtcPlayer(options) {
   let latencySamples = [];
   /** @type {number[]} */
   let avSamples = [];
-  /** The audio path's delay after the service (jitter buffer and playout, ms), from the RTC statistics. */
-  /** @type {number | null} */
+  /**
+   * The audio path's delay after the service (jitter buffer, decoded audio waiting, playout, ms), from the
+   * RTC statistics (`./player_webrtc_delay.js`).
+   * @type {number | null}
+   */
   let audioDelay = null;
+  const audioDelayMeter = createAudioDelayMeter();
   let reported = { stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
   let connectAt = started;
   /**
@@ -233,6 +238,7 @@ export function createWebRtcPlayer(options) {
     viewer = pc;
     old?.close();
     bytesBefore = counters.bytesReceived; // counters survive a PeerConnection being replaced
+    audioDelayMeter.reset();
     const stream = new MediaStream();
     pc.ontrack = (e) => {
       if (e.track.kind === "video" && "jitterBufferTarget" in e.receiver) {
@@ -498,6 +504,7 @@ export function createWebRtcPlayer(options) {
         let bytes = 0;
         /** @type {Record<string, number>} */
         const now = {};
+        let audio = null, playout = null;
         for (const s of (await viewer.getStats()).values()) {
           if (s.type === "inbound-rtp") {
             bytes += s.bytesReceived ?? 0;
@@ -506,21 +513,17 @@ export function createWebRtcPlayer(options) {
               now.freezeMs = (s.totalFreezesDuration ?? 0) * 1000;
               now.videoDropped = s.framesDropped ?? 0;
             } else if (s.kind === "audio") {
-              now.jb = s.jitterBufferDelay ?? 0;
-              now.jbCount = s.jitterBufferEmittedCount ?? 0;
+              audio = s;
             }
           } else if (s.type === "media-playout") {
-            now.playout = s.totalPlayoutDelay ?? 0;
-            now.playoutCount = s.totalSamplesCount ?? 0;
+            playout = s;
           }
         }
         counters.bytesReceived = bytesBefore + bytes;
         const d = (/** @type {string} */ k) => (now[k] ?? 0) - (prev[k] ?? 0);
-        if (d("jbCount") > 0) {
-          // The sound's delay after arriving: its jitter buffer, then its playout to the device.
-          const playout = d("playoutCount") > 0 ? d("playout") / d("playoutCount") * 1000 : 0;
-          audioDelay = d("jb") / d("jbCount") * 1000 + playout;
-        }
+        // The sound's delay after arriving: its jitter buffer, its decoded audio waiting, its playout.
+        const delay = audio ? audioDelayMeter.update(audio, playout) : null;
+        if (delay !== null) audioDelay = delay;
         if (d("freezes") > 0) {
           counters.stalls += d("freezes");
           counters.stallMs += d("freezeMs");

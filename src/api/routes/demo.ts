@@ -55,6 +55,7 @@ export const PLAYER_FILES: readonly string[] = [
   "avatar_canvas.js",
   "avatar_damage.js",
   "player_webrtc_animation.js",
+  "player_webrtc_delay.js",
   "player_webrtc_sdp.js",
 ];
 
