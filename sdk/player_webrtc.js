@@ -49,8 +49,13 @@ const FINAL_CLOSES = new Set([1000, 1003, 1011, 4403, 4404, 4429]);
  * answer anyway (a service that does not send it), ms.
  */
 const START_WAIT_MS = 1000;
-/** How often the RTC statistics behind `stats()` are refreshed, ms. */
-const STATS_PERIOD_MS = 1000;
+/**
+ * How often the RTC statistics behind `stats()` and the sound's delay are refreshed, ms. Not a multiple of
+ * 20: the decoded audio waiting (`./player_webrtc_delay.js`) is 0 or 10 ms by which half of a 20 ms packet's
+ * output a read falls in, and reads 1,000 ms apart kept falling in the same half (runs of one value, 6 Dec:
+ * a session's mean off by up to 5 ms); 1,010 ms apart they take the halves in turn.
+ */
+const STATS_PERIOD_MS = 1010;
 /**
  * The video receiver's jitter buffer target (ms; `RTCRtpReceiver.jitterBufferTarget`, a floor under the
  * browser's own estimate). Left to itself, Chromium's video jitter buffer raised its target in steps during a
