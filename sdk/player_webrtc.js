@@ -29,7 +29,7 @@ import { createToolCalls } from "./tool_calls.js";
 import { dtlsServer } from "./player_webrtc_sdp.js";
 import { createClockSync, startReporting } from "./player_report.js";
 import { createAvatarDrawer } from "./avatar_canvas.js";
-import { createAudioDelayMeter } from "./player_webrtc_delay.js";
+import { createAudioDelayMeter, nextVideoTarget } from "./player_webrtc_delay.js";
 import {
   ANIMATION_CHANNEL_LABEL,
   ANIMATION_CHANNEL_OPTIONS,
@@ -69,7 +69,8 @@ const STATS_PERIOD_MS = 1010;
  * the service sends its silence as Opus DTX (6 Dec evening; docs/media-plane.md, SFU "Timing") the sound
  * waits 10–20 ms in its jitter buffer instead of 30–40, and 34 ms held the picture ~20 ms behind it: 24 ms
  * (four sessions of 20 bursts with 24 and 20, alternating: means −4.9…+0.2 and −7.6…−1.1, |p95| 7.3–11.4
- * and 7.2–19.3, one session with 20 drifting from +4 to −20; none with 24).
+ * and 7.2–19.3, one session with 20 drifting from +4 to −20; none with 24). The start value: the player moves
+ * it when its picture and sound are more than 20 ms apart (`nextVideoTarget`, `./player_webrtc_delay.js`).
  */
 const VIDEO_JITTER_TARGET_MS = 24;
 /** Video-free: how long after a `requestAnimationFrame` callback its drawing is on screen (one refresh). */
@@ -144,6 +145,12 @@ export function createWebRtcPlayer(options) {
    */
   let audioDelay = null;
   const audioDelayMeter = createAudioDelayMeter();
+  /** The video receiver, whose jitter buffer target brings the picture back to its sound, and that target (ms). */
+  /** @type {RTCRtpReceiver | null} */
+  let videoReceiver = null;
+  let videoTarget = VIDEO_JITTER_TARGET_MS;
+  /** When the target last moved (page ms): the pictures after it say where it put them. */
+  let steeredAt = 0;
   let reported = { stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
   let connectAt = started;
   /**
@@ -248,6 +255,9 @@ export function createWebRtcPlayer(options) {
     pc.ontrack = (e) => {
       if (e.track.kind === "video" && "jitterBufferTarget" in e.receiver) {
         e.receiver.jitterBufferTarget = VIDEO_JITTER_TARGET_MS;
+        videoReceiver = e.receiver;
+        videoTarget = VIDEO_JITTER_TARGET_MS;
+        steeredAt = performance.now();
       }
       stream.addTrack(e.track);
       if (video.srcObject !== stream) video.srcObject = stream;
@@ -529,6 +539,7 @@ export function createWebRtcPlayer(options) {
         // The sound's delay after arriving: its jitter buffer, its decoded audio waiting, its playout.
         const delay = audio ? audioDelayMeter.update(audio, playout) : null;
         if (delay !== null) audioDelay = delay;
+        steerVideo();
         if (d("freezes") > 0) {
           counters.stalls += d("freezes");
           counters.stallMs += d("freezeMs");
@@ -544,6 +555,18 @@ export function createWebRtcPlayer(options) {
         counters.micFramesSent = micBefore + sent;
       }
     } catch { /* a PeerConnection closed meanwhile */ }
+  };
+  /** Video: the picture brought back to its sound when they are far apart (`nextVideoTarget`). */
+  const steerVideo = () => {
+    if (!videoReceiver || audioDelay === null) return;
+    // (a picture shown within 200 ms of the last step may still be on the old target)
+    const since = steeredAt + 200;
+    const offsets = recent.flatMap((r) => (r[0] > since && r[2] !== null ? [r[2]] : []));
+    const next = nextVideoTarget(videoTarget, offsets);
+    if (next === videoTarget) return;
+    videoTarget = next;
+    /** @type {any} */ (videoReceiver).jitterBufferTarget = next;
+    steeredAt = performance.now();
   };
   const statsTimer = setInterval(() => void pollStats(), STATS_PERIOD_MS);
   /** Where the session's media clock is on the page's clock (answers also carry the service's send times). */

@@ -27,6 +27,9 @@
  * 3. **the playout**: from NetEQ's output to the device, as Chromium estimates it (`media-playout`:
  *    `totalPlayoutDelay / totalSamplesCount` over the last window).
  *
+ * And {@link nextVideoTarget}: the video receiver's target that brings the picture back to that sound when
+ * the two are far apart.
+ *
  * Pure (it reads plain statistics objects): `./player_webrtc.js` feeds it.
  *
  * @module
@@ -136,4 +139,40 @@ function countedMs(a) {
     ? /** @type {number} */ (a.totalSamplesDuration) * 1000 / out
     : DEFAULT_SAMPLE_MS;
   return samples * sampleMs;
+}
+
+/**
+ * The player moves the picture only when its median offset is past this, ms: more than half a frame, where
+ * the browser's synchroniser has left the streams apart (below, Chromium's own figures usually hold them
+ * closer than this, and the estimate is good to a few ms: nothing to gain there).
+ */
+export const STEER_DEADBAND_MS = 20;
+/** The part of the offset taken off in one step (the rest at the next reads: no overshoot on noise). */
+const STEER_GAIN = 0.5;
+/** The video jitter buffer's target is kept within this, ms. */
+const STEER_MAX_MS = 400;
+/** Pictures needed since the last step before another. */
+export const STEER_MIN_PICTURES = 15;
+
+/**
+ * The video receiver's next `jitterBufferTarget` (ms) to bring the picture back to its sound when they are
+ * far apart: the player's mouth-vs-sound estimates of the pictures shown since the last step (a picture's
+ * delay − its sound's, from the statistics above; + the mouth is late) move the target against their median
+ * by half of it, when the median is past {@link STEER_DEADBAND_MS}. Chromium's A/V synchroniser leaves
+ * streams alone while they differ by less than 30 ms (`kMinDeltaMs`, `stream_synchronization.cc`) and, with
+ * the sound played through a PulseAudio sink, left the mouth 24–100 ms ahead of it (6 Dec, `bench:player
+ * --device`: the sound waited 83–210 ms in its jitter buffer). A target of 0 leaves the browser its own
+ * estimate.
+ *
+ * @param {number} current The target set now, ms.
+ * @param {number[]} offsets Mouth vs sound of the pictures shown since the last step, ms.
+ * @returns {number} The target to set (the same when nothing is to change).
+ */
+export function nextVideoTarget(current, offsets) {
+  if (offsets.length < STEER_MIN_PICTURES) return current;
+  const sorted = [...offsets].sort((a, b) => a - b);
+  const median = sorted[sorted.length >> 1];
+  if (Math.abs(median) <= STEER_DEADBAND_MS) return current;
+  const next = Math.round(current - median * STEER_GAIN);
+  return Math.min(STEER_MAX_MS, Math.max(0, next));
 }

@@ -1,9 +1,15 @@
 /**
  * The WebRTC player's audio delay from the receiver's statistics (`sdk/player_webrtc_delay.js`): the jitter
- * buffer's wait, the decoded audio not yet played out (counted from the counters), the playout.
+ * buffer's wait, the decoded audio not yet played out (counted from the counters), the playout; and the
+ * video target that brings the picture back to its sound.
  */
 import assert from "node:assert/strict";
-import { createAudioDelayMeter } from "../../sdk/player_webrtc_delay.js";
+import {
+  createAudioDelayMeter,
+  nextVideoTarget,
+  STEER_DEADBAND_MS,
+  STEER_MIN_PICTURES,
+} from "../../sdk/player_webrtc_delay.js";
 
 const RATE = 48_000;
 
@@ -102,4 +108,21 @@ Deno.test("a new PeerConnection starts the windows again", () => {
   const b = stats(2, 0, 40);
   const delay = m.update(b.audio, b.playout);
   assert.ok(delay !== null && Math.abs(delay - 70) < 0.01, `delay ${delay}`);
+});
+
+Deno.test("the picture is brought back to its sound only when they are far apart", () => {
+  const many = (ms: number, n = STEER_MIN_PICTURES) => Array.from({ length: n }, (_, i) => ms + (i % 3) - 1);
+  // Within the dead band: the browser's own synchronisation is left alone.
+  assert.equal(nextVideoTarget(24, many(STEER_DEADBAND_MS - 2)), 24);
+  assert.equal(nextVideoTarget(24, many(-STEER_DEADBAND_MS + 2)), 24);
+  // The mouth 60 ms ahead of its sound (a sound server holding the audio): the picture waits half of it more.
+  assert.equal(nextVideoTarget(24, many(-60)), 54);
+  // ...and a late mouth lowers the target, never below 0 (the browser's own estimate).
+  assert.equal(nextVideoTarget(24, many(40)), 4);
+  assert.equal(nextVideoTarget(10, many(90)), 0);
+  assert.equal(nextVideoTarget(390, many(-100)), 400);
+  // Too few pictures since the last step: nothing yet.
+  assert.equal(nextVideoTarget(24, many(-60, STEER_MIN_PICTURES - 1)), 24);
+  // The median, not the mean: a few stray pictures do not move it.
+  assert.equal(nextVideoTarget(24, [...many(0), -500, -500]), 24);
 });
