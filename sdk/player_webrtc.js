@@ -251,6 +251,7 @@ export function createWebRtcPlayer(options) {
     old?.close();
     bytesBefore = counters.bytesReceived; // counters survive a PeerConnection being replaced
     audioDelayMeter.reset();
+    videoReceiver = null; // (the new connection's, once its track comes)
     const stream = new MediaStream();
     pc.ontrack = (e) => {
       if (e.track.kind === "video" && "jitterBufferTarget" in e.receiver) {

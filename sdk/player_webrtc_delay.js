@@ -160,8 +160,8 @@ export const STEER_MIN_PICTURES = 15;
  * delay − its sound's, from the statistics above; + the mouth is late) move the target against their median
  * by half of it, when the median is past {@link STEER_DEADBAND_MS}. Chromium's A/V synchroniser leaves
  * streams alone while they differ by less than 30 ms (`kMinDeltaMs`, `stream_synchronization.cc`) and, with
- * the sound played through a PulseAudio sink, left the mouth 24–100 ms ahead of it (6 Dec, `bench:player
- * --device`: the sound waited 83–210 ms in its jitter buffer). A target of 0 leaves the browser its own
+ * the sound played through a PulseAudio sink, left the mouth 10–101 ms ahead of it (6 Dec, `bench:player
+ * --device`: the sound waited 55–210 ms in its jitter buffer). A target of 0 leaves the browser its own
  * estimate.
  *
  * @param {number} current The target set now, ms.
