@@ -145,10 +145,9 @@ export function createWebRtcPlayer(options) {
    */
   let audioDelay = null;
   const audioDelayMeter = createAudioDelayMeter();
-  /** The video receiver, whose jitter buffer target brings the picture back to its sound, and that target (ms). */
+  /** The video receiver, whose jitter buffer target brings the picture back to its sound. */
   /** @type {RTCRtpReceiver | null} */
   let videoReceiver = null;
-  let videoTarget = VIDEO_JITTER_TARGET_MS;
   /** When the target last moved (page ms): the pictures after it say where it put them. */
   let steeredAt = 0;
   let reported = { stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
@@ -257,7 +256,6 @@ export function createWebRtcPlayer(options) {
       if (e.track.kind === "video" && "jitterBufferTarget" in e.receiver) {
         e.receiver.jitterBufferTarget = VIDEO_JITTER_TARGET_MS;
         videoReceiver = e.receiver;
-        videoTarget = VIDEO_JITTER_TARGET_MS;
         steeredAt = performance.now();
       }
       stream.addTrack(e.track);
@@ -563,10 +561,11 @@ export function createWebRtcPlayer(options) {
     // (a picture shown within 200 ms of the last step may still be on the old target)
     const since = steeredAt + 200;
     const offsets = recent.flatMap((r) => (r[0] > since && r[2] !== null ? [r[2]] : []));
-    const next = nextVideoTarget(videoTarget, offsets);
-    if (next === videoTarget) return;
-    videoTarget = next;
-    /** @type {any} */ (videoReceiver).jitterBufferTarget = next;
+    const receiver = /** @type {any} */ (videoReceiver);
+    const current = receiver.jitterBufferTarget ?? VIDEO_JITTER_TARGET_MS;
+    const next = nextVideoTarget(current, offsets);
+    if (next === current) return;
+    receiver.jitterBufferTarget = next;
     steeredAt = performance.now();
   };
   const statsTimer = setInterval(() => void pollStats(), STATS_PERIOD_MS);

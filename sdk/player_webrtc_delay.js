@@ -81,12 +81,10 @@ export function createAudioDelayMeter() {
   /** The count (ms) when the sync buffer was last known empty; null: none yet. */
   /** @type {number | null} */
   let anchor = null;
-  /** @type {number | null} */
-  let lastHeld = null;
   /** @type {number[]} */
   const held = [];
   return {
-    heldMs: () => lastHeld,
+    heldMs: () => held.at(-1) ?? null,
     update(audio, playout) {
       const now = {
         jb: audio.jitterBufferDelay ?? 0,
@@ -103,8 +101,7 @@ export function createAudioDelayMeter() {
           anchor = count;
         }
         if (count - anchor > HELD_MAX_MS) anchor = count; // (counters that no longer add up)
-        lastHeld = count - anchor;
-        held.push(lastHeld);
+        held.push(count - anchor);
         if (held.length > HELD_READS) held.shift();
       }
       if (!before || now.emitted <= before.emitted) return null;
@@ -117,7 +114,6 @@ export function createAudioDelayMeter() {
     reset() {
       prev = null;
       anchor = null;
-      lastHeld = null;
       held.length = 0;
     },
   };
