@@ -388,10 +388,14 @@ Deno.test("sfu browser: a viewer joining right after the create gets its first f
       await page.waitForFunction(`globalThis.firstIndex !== null`, undefined, { timeout: 30_000 });
       const first = await page.evaluate(`globalThis.firstIndex`) as number;
       assert.ok(first < 250, `the first frame shown is frame ${first}: not the cached opening keyframe (0)`);
-      // The callback draws the element's current picture, which may already be the next frame or two on a
-      // busy machine (seen once in CI: 1). Frames 1 and 2 are predicted from 0 and nothing here answers a
-      // keyframe request, so showing either one means the cached opening keyframe arrived.
-      assert.ok(first <= 2, `the first frame shown is frame ${first}: not the opening keyframe Janus cached`);
+      // The callback draws the element's current picture, which on a busy machine may already be a few
+      // frames on (seen in CI: 1, and 4 with the whole suite running). Frames 1–249 are predicted and nothing
+      // here answers a keyframe request, so showing any of them means the cached opening keyframe arrived;
+      // within the first second is what a joiner that got it sees.
+      assert.ok(
+        first < 25,
+        `the first frame shown is frame ${first}: not within a second of the cached keyframe`,
+      );
     });
     assert.equal((await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key })).status, 200);
   }, { renderer: await indexStampingRenderer(), gopFrames: 250 });
