@@ -134,6 +134,25 @@ export function lateness(t, at, joinT, measureFrom) {
   return t >= joinT && at >= measureFrom ? at - t : null;
 }
 
+/**
+ * What a player does when media comes again after a stall at page time `arrivedAt`: from when lateness is
+ * measured again ({@link lateness}'s `measureFrom`) and since when it is catching up (`recoveringSince`).
+ * Playing on its clock (`anchored`), it skips what is past until it shows a frame on time again, and the
+ * backlog's lateness is left out until then (at most {@link RECOVERY_IGNORE_MAX_MS}). Before the anchor is
+ * set (a gap between the join burst and the live media) nothing is behind — the newest frame is shown at
+ * once — and a catch-up, seen only against the anchor, never ends: only the backlog's own arrival
+ * ({@link RECOVERY_IGNORE_MS}) is left out of what sets the anchor. (Until 7 Dec it waited the 2 s there, the
+ * sound off for as long: seen on a machine whose first media came 0.6 s after the join burst.) Exported for
+ * its test.
+ * @param {number} arrivedAt @param {boolean} anchored
+ * @returns {{ measureFrom: number; recoveringSince: number | null }}
+ */
+export function afterStall(arrivedAt, anchored) {
+  return anchored
+    ? { measureFrom: arrivedAt + RECOVERY_IGNORE_MAX_MS, recoveringSince: arrivedAt }
+    : { measureFrom: arrivedAt + RECOVERY_IGNORE_MS, recoveringSince: null };
+}
+
 /** Nearest-rank median of a list (null when empty). */
 const median = (/** @type {number[]} */ xs) => {
   if (!xs.length) return null;
@@ -996,8 +1015,7 @@ export function createWebCodecsSink(options) {
         stalled = false;
         counters.stalls++;
         counters.stallMs += Math.round(arrivedAt - stallStart);
-        measureFrom = arrivedAt + RECOVERY_IGNORE_MAX_MS;
-        recoveringSince = arrivedAt;
+        ({ measureFrom, recoveringSince } = afterStall(arrivedAt, anchor() !== null));
       }
       lastMediaAt = arrivedAt;
       try {
