@@ -198,6 +198,11 @@ export interface PlayerStats {
    */
   skippedMs: number;
   /**
+   * Of `skippedMs`, the sound that was loud, ms (WebCodecs; 0 otherwise): speech this viewer did not hear
+   * because it came too late to play, or was skipped to catch up (the anchor's falls go where it is quiet).
+   */
+  speechSkippedMs: number;
+  /**
    * Audio played as silence because it was not there in time, ms (WebCodecs): units that came late — the
    * silence between sounds among them — the start-up's, and the silence inserted when the anchor rises.
    */

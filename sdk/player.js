@@ -150,6 +150,9 @@ import { createClockSync, startReporting } from "./player_report.js";
  * @property {number | null} lastCatchUpMs End of the last stall → playing at the live edge again.
  * @property {number} skippedMs Media skipped so far (ms): late media after a stall, and (WebCodecs) sound
  *   skipped where the anchor falls — its start-up settling's among it.
+ * @property {number} speechSkippedMs Of `skippedMs`, the sound that was loud (ms; WebCodecs, 0 otherwise):
+ *   speech this viewer did not hear because it came too late to play, or was skipped to catch up (the
+ *   anchor's falls go where the sound is quiet).
  * @property {number} audioUnderrunMs Audio played as silence because it was not there in time (ms): units
  *   that came late — the silence between sounds among them — the start-up's, and the silence inserted when
  *   the anchor rises.
@@ -783,6 +786,7 @@ function createFmp4Player(options) {
  * @property {number} catchUps
  * @property {number | null} lastCatchUpMs
  * @property {number} skippedMs
+ * @property {number} speechSkippedMs
  * @property {number} audioUnderrunMs
  * @property {number | null} audioDecodedMs
  * @property {number | null} anchorMs
@@ -1036,6 +1040,7 @@ function createMseSink({ video, events, options }) {
         catchUps: counters.catchUps,
         lastCatchUpMs: null,
         skippedMs: Math.round(counters.skippedMs),
+        speechSkippedMs: 0,
         audioUnderrunMs: 0,
         audioDecodedMs: null,
         anchorMs: null,

@@ -78,6 +78,12 @@ const ONSET_LEVEL = 0.01;
 const ONSET_QUIET_MS = 120;
 /** Sound of the join burst stamped up to this long (ms) before the join is decoded (it may still play). */
 const JOIN_DECODE_MS = 60;
+/**
+ * While settling, a sound that reaches the clock late raises the anchor to at most this far behind the
+ * service's clock (`anchorMs`, ms): room for a busy start-up, short of {@link FAR_BEHIND_MS} above a usual
+ * anchor (50–90 ms), so that lowering it again waits for a quiet moment instead of skipping speech at once.
+ */
+const MAX_SETTLING_ANCHOR_MS = 250;
 /** A frame due longer ago than this (ms) is not shown. */
 const MAX_LATE_MS = 80;
 /** Samples of each measure kept between two reports. */
@@ -182,6 +188,26 @@ export function raiseNow(o) {
   if (o.wanted < RAISE_AFTER) return false;
   if (o.by <= SLEW_BELOW_MS || o.mediaNeeds || o.wanted >= RAISE_IN_SOUND_AFTER) return true;
   return o.quiet();
+}
+
+/**
+ * While the anchor settles, the anchor a sound needs that reaches the clock — decoded and handed over — at
+ * page time `now`, stamped `t`, played `renderAheadMs` before it is heard: the new anchor when the current one
+ * (`anchor`) is too small for it, else null. The anchor follows how late the sound *arrives*; in the first
+ * moments the page also holds the decoder's outputs (the decoders, the audio context, a video-free player's
+ * art start up on the same thread), and the start-up's sound reached the clock 100–200 ms after its instant
+ * where the anchor allowed 75–90: it was skipped as past or played as silence — a viewer joining a talking
+ * avatar missed 170–300 ms of its words with the video-free player (skipped + played as silence, p50 per
+ * run; up to 570), 8–21 with the video one (measured, `bench:player` `talking_joins`, 7 Dec). Raised instead (to at most `ceiling`: the page time of the
+ * service's timeline 0 + {@link MAX_SETTLING_ANCHOR_MS}), the words play whole, that much later, until the
+ * anchor is lowered in their first pause. Exported for its test.
+ * @param {number} anchor @param {number} t @param {number} now @param {number} renderAheadMs
+ * @param {number} ceiling
+ * @returns {number | null}
+ */
+export function settlingRaise(anchor, t, now, renderAheadMs, ceiling) {
+  const next = Math.min(now - t + renderAheadMs + GUARD_MS, ceiling);
+  return next > anchor + 1 ? next : null;
 }
 
 /**
@@ -340,6 +366,8 @@ export function createWebCodecsSink(options) {
   const display = createDisplayModel();
   const videoNeed = new Window();
   const audioNeed = new Window();
+  /** While settling: how late the sound reaches the clock, decoded (see {@link settlingRaise}). */
+  const clockNeed = new Window();
   /** Video-free: how late the animation track's stamps arrive (arrival − stamp), and how far ahead they are drawn. */
   const animationNeed = new Window();
   let animationAheadMs = 0;
@@ -387,6 +415,8 @@ export function createWebCodecsSink(options) {
     stallMs: 0,
     catchUps: 0,
     skippedMs: 0,
+    /** Of it, sound that was loud (speech not heard). */
+    speechSkippedMs: 0,
     /** @type {number | null} */
     lastCatchUpMs: null,
   };
@@ -489,17 +519,24 @@ export function createWebCodecsSink(options) {
   /** The anchor, once set. */
   const anchor = () => clock?.anchor() ?? null;
 
+  /** The most the settling raises the anchor to for its sound (see {@link settlingRaise}). */
+  const settlingCeiling = () => skew === null ? Infinity : skew + MAX_SETTLING_ANCHOR_MS;
+
   /** Sets the anchor from the lateness measured so far (first time, or when more is needed). */
   const adjustAnchor = (/** @type {number} */ now) => {
     if (!clock) return;
     const settling = now < settleUntil;
+    const current = anchor();
     // While settling, the last moments only; afterwards nothing from the (busy) start-up.
     const since = settling ? now - SETTLE_WINDOW_MS : settleUntil - SETTLE_WINDOW_MS;
     const v = videoNeed.quantile(VIDEO_QUANTILE, since);
     const a = audioNeed.quantile(AUDIO_QUANTILE, since);
+    // (while settling, also how late the sound reaches the clock: the start-up holds its decoded sound)
+    const d = (settling || current === null) ? clockNeed.quantile(AUDIO_QUANTILE, since) : null;
     const parts = [];
     if (v !== null) parts.push(v + display.maxDelay());
     if (a !== null) parts.push(a + clock.renderAheadMs());
+    if (d !== null) parts.push(Math.min(d + clock.renderAheadMs(), settlingCeiling() - GUARD_MS));
     /** What the sound and the picture need, without the animation track. */
     const mediaTarget = parts.length ? Math.max(...parts) + GUARD_MS : null;
     // Video-free: a stamp of the animation track must be in before the picture of its instant is drawn.
@@ -507,7 +544,6 @@ export function createWebCodecsSink(options) {
     if (n !== null) parts.push(n + animationAheadMs);
     if (!parts.length) return;
     const target = Math.max(...parts) + GUARD_MS;
-    const current = anchor();
     if (current === null) {
       clock.setAnchor(target, true);
       return;
@@ -545,9 +581,19 @@ export function createWebCodecsSink(options) {
       if (lower) {
         clock.setAnchor(current - step, true);
         counters.skippedMs += step;
+        counters.speechSkippedMs += loudMs(from, from + step);
         lastLower = now;
       }
     }
+  };
+
+  /** How much of the decoded audio in [from, to) (timeline ms) is loud (ms). */
+  const loudMs = (/** @type {number} */ from, /** @type {number} */ to) => {
+    let ms = 0;
+    for (const [s, e, rms] of loudness) {
+      if (rms > 0.01) ms += Math.max(0, Math.min(e, to) - Math.max(s, from));
+    }
+    return ms;
   };
 
   /** Whether the decoded audio in [from, to) (timeline ms) is quiet (or absent). */
@@ -665,11 +711,23 @@ export function createWebCodecsSink(options) {
 
   const pushAudio = (/** @type {number} */ t, /** @type {Float32Array} */ pcm) => {
     const c = /** @type {import("./player_clock.js").AudioClock} */ (clock);
+    const now = performance.now();
+    if (t >= joinT && now >= measureFrom && (now < settleUntil || anchor() === null)) {
+      // The start-up's sound is raised for, not skipped (settlingRaise); before the first anchor (a clock
+      // that started after the settling), it is what sets it.
+      clockNeed.add(now, now - t);
+      const current = anchor();
+      const raised = current === null
+        ? null
+        : settlingRaise(current, t, now, c.renderAheadMs(), settlingCeiling());
+      if (raised !== null) c.setAnchor(raised, raised - /** @type {number} */ (current) > SLEW_BELOW_MS);
+    }
     const a = anchor();
     // Audio already past is skipped (never played late).
     if (a !== null && t + pcm.length / 48 < c.now()) {
       // (skipped media is counted on the sound, which is continuous)
       counters.skippedMs += pcm.length / 48;
+      counters.speechSkippedMs += loudMs(t, t + pcm.length / 48);
       return;
     }
     c.push(t, pcm);
@@ -910,6 +968,8 @@ export function createWebCodecsSink(options) {
   const adjustAnchorThrottled = (/** @type {number} */ now) => {
     // (with a picture the first live frame sets the anchor; without one, the first adjustment here)
     if (now - lastAdjust < (now < settleUntil ? 100 : 250) || (anchor() === null && video)) return;
+    // Video-free, the first anchor waits for the first live sound to reach the clock (settlingRaise).
+    if (anchor() === null && !video && !clockNeed.items.length) return;
     lastAdjust = now;
     adjustAnchor(now);
   };
@@ -1095,6 +1155,7 @@ export function createWebCodecsSink(options) {
         catchUps: counters.catchUps,
         lastCatchUpMs: counters.lastCatchUpMs,
         skippedMs: Math.round(counters.skippedMs),
+        speechSkippedMs: Math.round(counters.speechSkippedMs),
         audioUnderrunMs: Math.round(a?.underrunMs ?? 0),
         audioDecodedMs: Math.round(counters.audioDecodedMs),
         anchorMs: skew === null || anchor() === null

@@ -674,6 +674,7 @@ export function createWebRtcPlayer(options) {
         catchUps: 0,
         lastCatchUpMs: null,
         skippedMs: 0,
+        speechSkippedMs: 0,
         audioUnderrunMs: 0,
         audioDecodedMs: null,
         anchorMs: null,

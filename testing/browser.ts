@@ -75,5 +75,6 @@ export const PLAYER_STATS_KEYS: readonly string[] = [
   "playback",
   "reconnects",
   "skippedMs",
+  "speechSkippedMs",
   "stalls",
 ];
