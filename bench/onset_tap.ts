@@ -3,7 +3,7 @@
  * page script (a string, evaluated in the page before the bench's own) that defines
  * `globalThis.onsetTap(onsets)`. It makes an `AudioContext` (48 kHz, "interactive") with a gain node `tap`
  * that plays to the speakers and feeds an AudioWorklet detecting each onset — a sample above −40 dBFS after
- * 150 ms of quiet — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
+ * 150 ms of quiet (the context's start and no input count as quiet) — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
  * output timestamps (`getOutputTimestamp()`, read every 10 ms, the 10th percentile of the last 2 s's;
  * Firefox's moved to when the sample is heard). Resolves with
  * `{ actx, onset, tap }`: give `actx` and `tap` to a player as its `audioContext` / `audioOutput`, or connect
@@ -14,8 +14,12 @@
 export const ONSET_TAP = `
 globalThis.onsetTap = async (onsets) => {
   const actx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
-  const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = 0; }" +
-    " process(inputs) { const x = inputs[0] && inputs[0][0]; if (!x) return true;" +
+  const code = "class Onset extends AudioWorkletProcessor { constructor() { super(); this.quiet = sampleRate; }" +
+    " process(inputs) { const x = inputs[0] && inputs[0][0];" +
+    // (the context's start and no input — before a player's sound is connected: Chromium gives a node without
+    // an active source no channels — are quiet: a viewer joining speech had its first sound heard only after
+    // a pause)
+    " if (!x) { this.quiet += 128; return true; }" +
     " for (let i = 0; i < x.length; i++) { const loud = Math.abs(x[i]) > 0.01;" +
     " if (loud && this.quiet >= sampleRate * 0.15) this.port.postMessage(currentFrame + i);" +
     " this.quiet = loud ? 0 : this.quiet + 1; } return true; } } registerProcessor('onset', Onset);";

@@ -24,7 +24,8 @@
  *    its stages' medians (the socket, the decoder, the element: `connect_stages_p50_ms`). The page awaits
  *    its first frame in a promise: `page.waitForFunction` loads Playwright's injected script into the page,
  *    which held its main thread 20-30 ms during the connect measured (until 5 Dec, every figure of this line
- *    carried that);
+ *    carried that); and viewers joining the avatar while it talks (`--talking-joins N`, default 6): their
+ *    first frame, their first sound heard, the speech lost as the player started ({@link TalkingJoins});
  * 5. a 2 s network stall (`websocket_fmp4` paths: the page connects through a TCP proxy that holds the
  *    service's bytes for 2 s): time from the end of the stall to the first frame back within 150 ms of the
  *    latency before it, whether any frame is shown later than that afterwards, and what `stats()` says.
@@ -60,7 +61,7 @@
  *
  * Options: `--browser chromium|firefox`, `--device`, `--quick` (fewer samples),
  * `--paths webcodecs,mse,webrtc_sfu,canvas`,
- * `--connects N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
+ * `--connects N`, `--talking-joins N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
  * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
  * which announces each turn 60 ms ahead and sends each chunk at the start of its audio, and with the strictly
  * real-time engine of `testing/realtime_engine.ts`, which sends each chunk once spoken and announces nothing
@@ -114,6 +115,8 @@ export interface PathResults {
   realtime_engine?: SteadyResults;
   /** webrtc_sfu: connects right after the create (the first viewer, from Janus's cached keyframe). */
   first_viewer_first_frame_ms?: Figures;
+  /** Viewers joining an avatar that is talking (see {@link TalkingJoins}). */
+  talking_joins?: TalkingJoins;
   stall?: StallResult | null;
   /** The player's own stats at the end of the steady run (what it reports to the service). */
   player_stats: Record<string, unknown> | null;
@@ -257,10 +260,12 @@ export function receiverFigures(windows: ReceiverWindow[]): ReceiverFigures {
 }
 
 /**
- * The sound a WebCodecs or canvas player lost while it started (its `stats()` 3 s after its first picture,
- * before the steady run's first burst: ms): played as silence because it was not decoded in time
- * (`audioUnderrunMs`) and skipped as its anchor settled (`skippedMs`). The session is quiet then, so nobody
- * hears it here; a viewer joining a talking avatar loses that much of its speech.
+ * The sound a WebCodecs or canvas player played as silence or skipped while it started on a quiet avatar (its
+ * `stats()` 3 s after its first picture, before the steady run's first burst: ms): played as silence because
+ * it was not decoded in time (`audioUnderrunMs`) and skipped as its anchor settled (`skippedMs`). The session
+ * is quiet then, so nobody hears it; since 7 Dec most of it is the start-up's raise of the anchor lowered
+ * again in the quiet (the player's `settlingRaise`). What a viewer joining speech misses is
+ * {@link TalkingJoins}.
  */
 export interface StartUpLoss {
   underrun: number | null;
@@ -273,6 +278,25 @@ export function startUpLoss(stats: Record<string, unknown> | null): StartUpLoss 
   const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
   const underrun = n(stats?.audioUnderrunMs), skipped = n(stats?.skippedMs);
   return { underrun, skipped, total: underrun === null || skipped === null ? null : underrun + skipped };
+}
+
+/**
+ * Viewers joining an avatar in the middle of its speech (running speech, 3 s turns 200 ms apart; each viewer
+ * connects 0.4–1.4 s into a turn, in a fresh context): createPlayer → its first frame shown, and → its first
+ * sound heard (the page's tap: the first sample above −40 dBFS), and for the WebCodecs and canvas players what
+ * of the speech it did not play as it started (`stats()` 2.5 s after the first frame): the speech it skipped
+ * (`speechSkippedMs`: loud sound that came too late to play) and the sound it played as silence
+ * (`audioUnderrunMs`: not decoded in time, or silence inserted where its anchor rose). The other connects of a
+ * run join a quiet avatar, where the encoder's pictures are cheap and nothing is lost that anyone would hear.
+ */
+export interface TalkingJoins {
+  first_frame_ms: Figures;
+  first_sound_ms: Figures;
+  /** null: the player has no such statistics (MSE, WebRTC). */
+  speech_skipped_ms: Figures | null;
+  played_as_silence_ms: Figures | null;
+  /** The player's anchor 2.5 s after its first frame (WebCodecs, canvas: `anchorMs`), ms. */
+  anchor_ms: Figures | null;
 }
 
 /** A 2 s stall and what followed. */
@@ -972,9 +996,19 @@ async function connects(
   engine: BenchEngine,
   browser: Browser,
   n: number,
+  nTalking: number,
   box: unknown,
-): Promise<{ any: number[]; firstViewer: number[]; stages: Record<string, number[]> }> {
+): Promise<
+  { any: number[]; firstViewer: number[]; stages: Record<string, number[]>; talking: TalkingJoins | null }
+> {
   const anyTimes: number[] = [];
+  const talking = {
+    firstFrame: [] as number[],
+    firstSound: [] as number[],
+    skipped: [] as number[],
+    silence: [] as number[],
+    anchor: [] as number[],
+  };
   const stages: Record<string, number[]> = {};
   const firstViewer: number[] = [];
   const measure = async (s: Session) => {
@@ -1005,6 +1039,28 @@ async function connects(
       await context.close();
     }
   };
+  // A viewer joining mid-speech: its first frame, its first sound heard (within 3 s), the speech it lost.
+  const joinTalking = async (s: Session) => {
+    const { context, page } = await newPage(browser, svc.url);
+    try {
+      await startProbe(page, s, path, box, 512);
+      await firstShown(page);
+      const firstFrame = await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
+      await sleep(2500);
+      const firstSound = await page.evaluate(
+        `globalThis.onsets.length ? globalThis.onsets[0] - globalThis.createdAt : null`,
+      ) as number | null;
+      const stats = path === "webcodecs" || path === "canvas"
+        ? await page.evaluate(`globalThis.player.stats()`) as Record<string, number | null>
+        : null;
+      return { firstFrame, firstSound, stats };
+    } catch (err) {
+      console.error(`bench player: ${path} join while talking failed: ${err}`);
+      return null;
+    } finally {
+      await context.close();
+    }
+  };
   const sessions: Session[] = [];
   try {
     for (let i = 0; i < 2; i++) {
@@ -1022,10 +1078,46 @@ async function connects(
       const t = await measure(s);
       if (t !== null) anyTimes.push(t);
     }
+    for (let i = 0; i < nTalking; i++) {
+      const s = await refresh(svc, sessions[i % sessions.length]);
+      const talk = engine.talk(s.id, { burstMs: 3000, gapMs: 200, bursts: 2, sound: "speech" });
+      try {
+        await sleep(400 + Math.random() * 1000);
+        const j = await joinTalking(s);
+        if (j) {
+          talking.firstFrame.push(j.firstFrame);
+          if (j.firstSound !== null) talking.firstSound.push(j.firstSound);
+          if (j.stats) {
+            talking.skipped.push(j.stats.speechSkippedMs ?? NaN);
+            talking.silence.push(j.stats.audioUnderrunMs ?? NaN);
+            if (typeof j.stats.anchorMs === "number") talking.anchor.push(j.stats.anchorMs);
+          }
+        }
+      } finally {
+        await talk;
+      }
+    }
   } finally {
     for (const s of sessions) await endSession(svc, s.id);
   }
-  return { any: anyTimes, firstViewer, stages };
+  return {
+    any: anyTimes,
+    firstViewer,
+    stages,
+    talking: talking.firstFrame.length
+      ? {
+        first_frame_ms: figures(talking.firstFrame),
+        first_sound_ms: figures(talking.firstSound),
+        ...(path === "webcodecs" || path === "canvas"
+          ? {
+            speech_skipped_ms: figures(talking.skipped),
+            played_as_silence_ms: figures(talking.silence),
+            anchor_ms: figures(talking.anchor),
+          }
+          : { speech_skipped_ms: null, played_as_silence_ms: null, anchor_ms: null }),
+      }
+      : null,
+  };
 }
 
 /** A 2 s stall of the service's bytes (websocket_fmp4), through the proxy. */
@@ -1284,6 +1376,18 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
       "≤ 150 (the SFU's first bound, ≤ 500)",
     ),
     row(
+      "viewer joining mid-speech: connect → first frame / first sound heard p50 ms; speech skipped, played as silence p50 / max ms; anchor p50 ms",
+      (r) => {
+        const j = r.talking_joins;
+        if (!j) return "–";
+        const pm = (x: Figures | null) => x ? `${f(x, "p50")} / ${x.max ?? "–"}` : "–";
+        return `${f(j.first_frame_ms, "p50")} / ${f(j.first_sound_ms, "p50")}; ${pm(j.speech_skipped_ms)}, ${
+          pm(j.played_as_silence_ms)
+        }; ${j.anchor_ms ? f(j.anchor_ms, "p50") : "–"} (${j.first_frame_ms.samples})`;
+      },
+      "≤ 150 (the first frame)",
+    ),
+    row(
       "2 s stall: back at the live edge after / late frames after / latency before → after ms",
       (r) =>
         r.stall
@@ -1362,7 +1466,7 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
       "the page reading the player's statistics",
     ),
     row(
-      "sound lost while the player started, ms: played as silence + skipped; the same, real-time engine",
+      "a quiet start: played as silence + skipped, ms; the same, real-time engine",
       (r) => {
         const c = (x: StartUpLoss | undefined) =>
           x ? `${x.total ?? "–"} (${x.underrun ?? "–"} + ${x.skipped ?? "–"})` : "–";
@@ -1370,7 +1474,7 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
           ? `${c(r.start_up_sound_lost_ms)}; ${c(r.realtime_engine?.start_up_sound_lost_ms)}`
           : "–";
       },
-      "StartUpLoss: a viewer joining speech loses this much",
+      "StartUpLoss (silence: unheard; speech: the joins' row)",
     ),
     row(
       "--device: engine chunk → sound at the device p50 / p99; mouth vs sound \\|p95\\|; mean; page tap − device p50, ms; the same, real-time engine",
@@ -1398,6 +1502,7 @@ if (import.meta.main) {
       quick: { type: "boolean", default: false },
       paths: { type: "string" },
       connects: { type: "string" },
+      "talking-joins": { type: "string" },
       bursts: { type: "string" },
       core: { type: "string" },
       "drift-minutes": { type: "string", default: "0" },
@@ -1434,6 +1539,7 @@ if (import.meta.main) {
     }
   }
   const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
+  const nTalkingJoins = Number(args["talking-joins"] ?? (args.quick ? 2 : 6));
   const nBursts = Number(args.bursts ?? (args.quick ? 10 : 30));
   const driftMinutes = Number(args["drift-minutes"]);
   // Bursts at every phase of the frames and refreshes (see TalkPattern.spreadMs); --fixed-phase: 1 s apart.
@@ -1465,7 +1571,7 @@ if (import.meta.main) {
     const box = await mouthBox(512);
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
-      const c = await connects(path, svc, engine, browser, nConnects, box);
+      const c = await connects(path, svc, engine, browser, nConnects, nTalkingJoins, box);
       const st = await steady(path, svc, engine, browser, nBursts, box, spread);
       // (the stall run reads the frames' stamps: video paths over websocket_fmp4)
       const stall = path === "webrtc_sfu" || path === "canvas"
@@ -1485,6 +1591,7 @@ if (import.meta.main) {
           ),
         ),
         ...(path === "webrtc_sfu" ? { first_viewer_first_frame_ms: figures(c.firstViewer) } : {}),
+        ...(c.talking ? { talking_joins: c.talking } : {}),
         stall,
         ...(rt ? { realtime_engine: rt } : {}),
       };
