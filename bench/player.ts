@@ -25,7 +25,8 @@
  *    its first frame in a promise: `page.waitForFunction` loads Playwright's injected script into the page,
  *    which held its main thread 20-30 ms during the connect measured (until 5 Dec, every figure of this line
  *    carried that); and viewers joining the avatar while it talks (`--talking-joins N`, default 6): their
- *    first frame, their first sound heard, the speech lost as the player started ({@link TalkingJoins});
+ *    first frame, their first sound heard, the speech skipped and played as silence as the player started
+ *    ({@link TalkingJoins});
  * 5. a 2 s network stall (`websocket_fmp4` paths: the page connects through a TCP proxy that holds the
  *    service's bytes for 2 s): time from the end of the stall to the first frame back within 150 ms of the
  *    latency before it, whether any frame is shown later than that afterwards, and what `stats()` says.
@@ -1039,7 +1040,8 @@ async function connects(
       await context.close();
     }
   };
-  // A viewer joining mid-speech: its first frame, its first sound heard (within 3 s), the speech it lost.
+  // A viewer joining mid-speech: its first frame, its first sound heard (by 2.5 s after that frame), what of
+  // the speech its player skipped or played as silence.
   const joinTalking = async (s: Session) => {
     const { context, page } = await newPage(browser, svc.url);
     try {
@@ -1088,9 +1090,10 @@ async function connects(
           talking.firstFrame.push(j.firstFrame);
           if (j.firstSound !== null) talking.firstSound.push(j.firstSound);
           if (j.stats) {
-            talking.skipped.push(j.stats.speechSkippedMs ?? NaN);
-            talking.silence.push(j.stats.audioUnderrunMs ?? NaN);
-            if (typeof j.stats.anchorMs === "number") talking.anchor.push(j.stats.anchorMs);
+            const { speechSkippedMs, audioUnderrunMs, anchorMs } = j.stats;
+            if (typeof speechSkippedMs === "number") talking.skipped.push(speechSkippedMs);
+            if (typeof audioUnderrunMs === "number") talking.silence.push(audioUnderrunMs);
+            if (typeof anchorMs === "number") talking.anchor.push(anchorMs);
           }
         }
       } finally {
@@ -1540,6 +1543,9 @@ if (import.meta.main) {
   }
   const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
   const nTalkingJoins = Number(args["talking-joins"] ?? (args.quick ? 2 : 6));
+  if (!Number.isInteger(nTalkingJoins) || nTalkingJoins < 0) {
+    throw new Error(`--talking-joins: a whole number of viewers, 0 or more, not ${args["talking-joins"]}`);
+  }
   const nBursts = Number(args.bursts ?? (args.quick ? 10 : 30));
   const driftMinutes = Number(args["drift-minutes"]);
   // Bursts at every phase of the frames and refreshes (see TalkPattern.spreadMs); --fixed-phase: 1 s apart.
