@@ -282,8 +282,9 @@ export function startUpLoss(stats: Record<string, unknown> | null): StartUpLoss 
 }
 
 /**
- * Viewers joining an avatar in the middle of its speech (running speech, 3 s turns 200 ms apart; each viewer
- * connects 0.4–1.4 s into a turn, in a fresh context): createPlayer → its first frame shown, and → its first
+ * Viewers joining an avatar in the middle of its speech (running speech, 3 s turns 200 ms apart, from the
+ * strictly real-time engine with `--realtime-engine`, else the bench engine; each viewer connects 0.4–1.4 s
+ * into a turn, in a fresh context): createPlayer → its first frame shown, and → its first
  * sound heard (the page's tap: the first sample above −40 dBFS), and for the WebCodecs and canvas players what
  * of the speech it did not play as it started (`stats()` 2.5 s after the first frame): the speech it skipped
  * (`speechSkippedMs`: loud sound that came too late to play) and the sound it played as silence
@@ -998,6 +999,7 @@ async function connects(
   browser: Browser,
   n: number,
   nTalking: number,
+  joinEngine: BenchEngine,
   box: unknown,
 ): Promise<
   { any: number[]; firstViewer: number[]; stages: Record<string, number[]>; talking: TalkingJoins | null }
@@ -1012,17 +1014,19 @@ async function connects(
   };
   const stages: Record<string, number[]> = {};
   const firstViewer: number[] = [];
-  const measure = async (s: Session) => {
+  /**
+   * A viewer in a fresh context: createPlayer → its first frame shown (ms), then `then` reads what else is
+   * wanted from the page; null when it failed (said on stderr, with the page's state under `BENCH_DEBUG`).
+   */
+  const visit = async <T>(s: Session, what: string, then: (page: Page) => Promise<T>) => {
     const { context, page } = await newPage(browser, svc.url);
     try {
       await startProbe(page, s, path, box, 512);
       await firstShown(page);
-      const marks = await page.evaluate(`globalThis.marks`) as Record<string, number>;
-      const createdAt = await page.evaluate(`globalThis.createdAt`) as number;
-      for (const [k, at] of Object.entries(marks)) (stages[k] ??= []).push(at - createdAt);
-      return await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
+      const firstFrame = await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
+      return { firstFrame, ...await then(page) };
     } catch (err) {
-      console.error(`bench player: ${path} connect failed: ${err}`);
+      console.error(`bench player: ${path} ${what} failed: ${err}`);
       if (Deno.env.get("BENCH_DEBUG")) {
         console.error(
           await page.evaluate(`(async () => JSON.stringify({
@@ -1040,14 +1044,18 @@ async function connects(
       await context.close();
     }
   };
+  /** A connect: its first frame, and its stages recorded. */
+  const measure = async (s: Session) =>
+    (await visit(s, "connect", async (page) => {
+      const marks = await page.evaluate(`globalThis.marks`) as Record<string, number>;
+      const createdAt = await page.evaluate(`globalThis.createdAt`) as number;
+      for (const [k, at] of Object.entries(marks)) (stages[k] ??= []).push(at - createdAt);
+      return {};
+    }))?.firstFrame ?? null;
   // A viewer joining mid-speech: its first frame, its first sound heard (by 2.5 s after that frame), what of
   // the speech its player skipped or played as silence.
-  const joinTalking = async (s: Session) => {
-    const { context, page } = await newPage(browser, svc.url);
-    try {
-      await startProbe(page, s, path, box, 512);
-      await firstShown(page);
-      const firstFrame = await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
+  const joinTalking = (s: Session) =>
+    visit(s, "join while talking", async (page) => {
       await sleep(2500);
       const firstSound = await page.evaluate(
         `globalThis.onsets.length ? globalThis.onsets[0] - globalThis.createdAt : null`,
@@ -1055,14 +1063,8 @@ async function connects(
       const stats = path === "webcodecs" || path === "canvas"
         ? await page.evaluate(`globalThis.player.stats()`) as Record<string, number | null>
         : null;
-      return { firstFrame, firstSound, stats };
-    } catch (err) {
-      console.error(`bench player: ${path} join while talking failed: ${err}`);
-      return null;
-    } finally {
-      await context.close();
-    }
-  };
+      return { firstSound, stats };
+    });
   const sessions: Session[] = [];
   try {
     for (let i = 0; i < 2; i++) {
@@ -1080,9 +1082,11 @@ async function connects(
       const t = await measure(s);
       if (t !== null) anyTimes.push(t);
     }
+    // (on the strictly real-time engine when the run has one: no audio ahead of its time to hide a late start)
+    if (nTalking > 0) sessions.push(await createSession(svc, joinEngine, path));
     for (let i = 0; i < nTalking; i++) {
-      const s = await refresh(svc, sessions[i % sessions.length]);
-      const talk = engine.talk(s.id, { burstMs: 3000, gapMs: 200, bursts: 2, sound: "speech" });
+      const s = await refresh(svc, sessions[sessions.length - 1]);
+      const talk = joinEngine.talk(s.id, { burstMs: 3000, gapMs: 200, bursts: 2, sound: "speech" });
       try {
         await sleep(400 + Math.random() * 1000);
         const j = await joinTalking(s);
@@ -1577,7 +1581,7 @@ if (import.meta.main) {
     const box = await mouthBox(512);
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
-      const c = await connects(path, svc, engine, browser, nConnects, nTalkingJoins, box);
+      const c = await connects(path, svc, engine, browser, nConnects, nTalkingJoins, realtime ?? engine, box);
       const st = await steady(path, svc, engine, browser, nBursts, box, spread);
       // (the stall run reads the frames' stamps: video paths over websocket_fmp4)
       const stall = path === "webrtc_sfu" || path === "canvas"

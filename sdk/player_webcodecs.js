@@ -597,10 +597,7 @@ export function createWebCodecsSink(options) {
   };
 
   /** Whether the decoded audio in [from, to) (timeline ms) is quiet (or absent). */
-  const quiet = (/** @type {number} */ from, /** @type {number} */ to) => {
-    for (const [s, e, rms] of loudness) if (e > from && s < to && rms > 0.01) return false;
-    return true;
-  };
+  const quiet = (/** @type {number} */ from, /** @type {number} */ to) => loudMs(from, to) === 0;
 
   // ---- decoding ----
 
