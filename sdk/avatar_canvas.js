@@ -5,9 +5,10 @@
  * track (`viseme`, `face`, `head` messages stamped on the audio's media timeline), at the timeline instant
  * the player's audio clock says is being heard. `./player.js` uses it when given a `canvas`.
  *
- * Every layer is rasterised once, at the canvas's pixel size, and kept as an `ImageBitmap` cropped to what
- * it covers (the background and the body, which never move, as one); a frame is four or five `drawImage`
- * calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the head
+ * The art comes in the hello (`animation.art`) when it is small, else from `art_path`. The first picture is
+ * the avatar at rest rasterised in one piece ({@link restPictureSvg}); then every layer is rasterised once,
+ * at the canvas's pixel size, and kept as an `ImageBitmap` cropped to what it covers (the background and
+ * the body, which never move, as one); a frame is four or five `drawImage` calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the head
  * moves, at every refresh while the mouth cross-fades (so a viseme shows within a refresh of its time). The
  * cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
  * (as the server's renderer draws each frame from the audio around its instant). A mouth opening from
@@ -42,7 +43,7 @@ const KEEP_MS = 2000;
 
 /**
  * How long to leave the page's main thread to the rest of the page after rasterising one layer of the art
- * that the first picture did not need, which took `workMs` (ms): twice that, at most 100 ms — so the art
+ * (all come after the first picture), which took `workMs` (ms): twice that, at most 100 ms — so the art
  * takes a third of the main thread at most while the player starts. An SVG layer takes 10–30 ms of it to
  * decode, rasterise and crop, and the ~20 of the rest back to back held it for ~0.4 s just as the sound
  * started: the audio decoder's outputs (delivered there) came 100–150 ms behind the sound's arrival, and
@@ -56,8 +57,42 @@ export function restPauseMs(workMs) {
 }
 
 /**
+ * The avatar at rest — `layers`, whole SVG documents on the 512×512 view box, in drawing order — as one SVG
+ * document, so the first picture costs one SVG decode instead of one per layer (Chromium: ≈ 8 ms against ≈ 25
+ * for the five layers of a stock avatar in an idle page; 20–26 ms against 60–106 in a player starting up).
+ * The layers are nested as they are when no id is defined in two of them and none has a `<style>` element
+ * (in one document an id and a style sheet reach every layer: a reference could resolve to another layer's
+ * definition); otherwise each is an `<image>` of its own document (≈ 17 ms idle), drawn exactly as apart.
+ * Ids are read from the service's serialisation (attributes in double quotes); a text that merely looks
+ * like an id can only choose the second form. Exported for its test.
+ * @param {string[]} layers
+ * @returns {string}
+ */
+export function restPictureSvg(layers) {
+  const seen = new Set();
+  let apart = false;
+  for (const svg of layers) {
+    if (/<style[\s>]/i.test(svg)) apart = true;
+    const ids = new Set(Array.from(svg.matchAll(/\sid="([^"]*)"/g), (m) => m[1]));
+    for (const id of ids) {
+      if (seen.has(id)) apart = true;
+      seen.add(id);
+    }
+  }
+  const inner = apart
+    ? layers.map((svg) =>
+      `<image x="0" y="0" width="512" height="512" href="data:image/svg+xml;charset=utf-8,${
+        encodeURIComponent(svg)
+      }"/>`
+    ).join("")
+    : layers.join("");
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512" viewBox="0 0 512 512">${inner}</svg>`;
+}
+
+/**
  * @typedef {object} AvatarDrawer
- * @property {(animation: { art_path?: string; bg_id?: string }) => void} configure The hello's `animation`: loads the art (once).
+ * @property {(animation: { art_path?: string; art?: unknown; bg_id?: string }) => void} configure The hello's
+ *   `animation`: loads the art (once) — the document it carries (`art`), else the one at `art_path`.
  * @property {(msg: { type: string; t_ms: number } & Record<string, any>) => void} push An animation message.
  * @property {(tMs: number) => void} interrupt Barge-in: visemes stamped after `tMs` are dropped.
  * @property {(tMs: number) => boolean} draw Draws the avatar at timeline instant `tMs`; true once drawn.
@@ -82,6 +117,7 @@ export function createAvatarDrawer(options) {
   canvas.addEventListener?.("contextrestored", () => {
     drawn = null;
     lastKey = "";
+    restDrawn = false;
   });
   /** @typedef {{ still: Layer | null; head: Layer | null; eyes: Record<string, Record<string, Layer | null>>; mouths: Record<string, Layer | null>; scale: number }} Art */
   /** @type {Art | null} */
@@ -89,6 +125,15 @@ export function createAvatarDrawer(options) {
   /** @type {Promise<void> | null} */
   let loading = null;
   let closed = false;
+  /**
+   * The avatar at rest (open eyes, closed mouth, the head in place), the whole canvas: drawn until the layers
+   * the moving avatar needs are rasterised (see `load`).
+   * @type {HTMLImageElement | null}
+   */
+  let restPicture = null;
+  let restDrawn = false;
+  /** @type {((v?: unknown) => void) | null} Called when the rest picture is drawn. */
+  let restShown = null;
   /** Every layer of the art is rasterised (the first picture needs only a few: see `load`). */
   let complete = false;
   /** @type {[number, string][]} */
@@ -105,13 +150,16 @@ export function createAvatarDrawer(options) {
   let frames = 0;
   let visemeCount = 0;
 
-  /** @param {string} svg @param {number} w @param {number} h */
-  const bitmap = async (svg, w, h) => {
+  /** An SVG document as a decoded image. @param {string} svg */
+  const decoded = async (svg) => {
     const img = new Image();
     img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
     await img.decode();
-    return await createImageBitmap(img, { resizeWidth: w, resizeHeight: h, resizeQuality: "high" });
+    return img;
   };
+  /** @param {string} svg @param {number} w @param {number} h */
+  const bitmap = async (svg, w, h) =>
+    await createImageBitmap(await decoded(svg), { resizeWidth: w, resizeHeight: h, resizeQuality: "high" });
 
   /**
    * A canvas-sized bitmap cropped to its non-transparent pixels (null if it has none): a frame then blends
@@ -146,9 +194,30 @@ export function createAvatarDrawer(options) {
   };
   /** @param {string} svg @param {number} w @param {number} h */
   const layer = async (svg, w, h) => await crop(await bitmap(svg, w, h));
+  /**
+   * Makes a piece of the art, then leaves the main thread to the page for {@link restPauseMs} of the time
+   * it took.
+   * @template T
+   * @param {() => Promise<T>} make
+   * @returns {Promise<T>}
+   */
+  const paced = async (make) => {
+    const started = performance.now();
+    const made = await make();
+    await new Promise((r) => setTimeout(r, restPauseMs(performance.now() - started)));
+    return made;
+  };
 
-  /** @param {{ art_path?: string; bg_id?: string }} animation */
-  const load = async (animation) => {
+  /**
+   * The art document the hello carries when it is small (a stock avatar's: docs/media-plane.md#the-art).
+   * @param {{ art?: unknown }} animation
+   */
+  const carriedArt = (animation) => {
+    const carried = /** @type {any} */ (animation.art);
+    return carried && typeof carried === "object" && carried.format === "avatar-art.v0" ? carried : null;
+  };
+  /** @param {{ art_path?: string }} animation */
+  const fetchArt = async (animation) => {
     const url = new URL(animation.art_path ?? "", options.origin);
     // A project avatar's art (`av_…`) is served only with the session's token; a stock avatar's is public.
     if (url.pathname.startsWith("/media/v0/art/av_") && options.token) {
@@ -156,9 +225,36 @@ export function createAvatarDrawer(options) {
     }
     const res = await doFetch(url.href);
     if (!res.ok) throw new Error(`the avatar's art answered ${res.status}`);
-    const doc = await res.json();
+    return await res.json();
+  };
+
+  /** @param {{ art_path?: string; art?: unknown; bg_id?: string }} animation */
+  const load = async (animation) => {
+    // (a carried document is used at once: the first picture's decoding starts within `configure`)
+    const doc = carriedArt(animation) ?? await fetchArt(animation);
     const w = canvas.width, h = canvas.height;
     const bgSvg = doc.backgrounds?.[animation.bg_id ?? ""] ?? null;
+    /** @type {Record<string, Record<string, string>>} */
+    const eyeSvgs = doc.eyes;
+    /** @type {Record<string, string>} */
+    const mouthSvgs = doc.mouths;
+    // First the avatar at rest, in one piece: the first picture (a viseme or an eye state shows as at rest
+    // until its layer is in).
+    const restLayers = [bgSvg, doc.body, doc.head, eyeSvgs.open?.neutral, mouthSvgs.sil].filter((x) =>
+      typeof x === "string" && x !== ""
+    );
+    // (drawn from the decoded image: rasterised by the drawing itself, 5–10 ms sooner than a bitmap made first)
+    const restImage = await decoded(restPictureSvg(restLayers));
+    if (closed) return;
+    restPicture = restImage;
+    // The layers' rasterising holds the main thread for tens of ms: it starts once the picture is drawn (the
+    // page's next animation frame), or after 100 ms in a page that draws no frames (a hidden tab).
+    await new Promise((resolve) => {
+      restShown = resolve;
+      setTimeout(resolve, 100);
+    });
+    restShown = null;
+    if (closed) return;
     // What never moves (the background, the body): one layer.
     const stillLayer = async () => {
       const still = new OffscreenCanvas(w, h);
@@ -170,19 +266,28 @@ export function createAvatarDrawer(options) {
       }
       return await crop(still.transferToImageBitmap());
     };
-    /** @type {Record<string, Record<string, string>>} */
-    const eyeSvgs = doc.eyes;
-    /** @type {Record<string, string>} */
-    const mouthSvgs = doc.mouths;
-    // First what the first picture needs — the still layer, the head, open eyes looking ahead, the closed
-    // mouth — rasterised together: the avatar is drawn as soon as they are (a face at rest; a viseme or an
-    // eye state not rasterised yet shows the closed mouth or the open eyes for those few frames).
-    const [still, head, open, sil] = await Promise.all([
-      stillLayer(),
-      layer(doc.head, w, h),
-      eyeSvgs.open?.neutral ? layer(eyeSvgs.open.neutral, w, h) : Promise.resolve(null),
-      mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null),
-    ]);
+    // Then what the moving avatar needs first — the still layer, the head, open eyes looking ahead, the
+    // closed mouth — one after the other, paced as the rest: the sound starts up meanwhile (rasterised
+    // together, they held the main thread for 60–100 ms just then, and a joining viewer heard the first words
+    // ≈ 30 ms later). It is drawn once they are in (a viseme or an eye state not rasterised yet shows the
+    // closed mouth or the open eyes for those few frames).
+    /** @type {(Layer | null)[]} */
+    const firsts = [];
+    for (
+      const make of [
+        stillLayer,
+        () => layer(doc.head, w, h),
+        () => eyeSvgs.open?.neutral ? layer(eyeSvgs.open.neutral, w, h) : Promise.resolve(null),
+        () => mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null),
+      ]
+    ) {
+      firsts.push(await paced(make));
+      if (closed) {
+        for (const l of firsts) l?.b.close();
+        return;
+      }
+    }
+    const [still, head, open, sil] = firsts;
     /** @type {Art} */
     const next = {
       still,
@@ -193,6 +298,10 @@ export function createAvatarDrawer(options) {
     };
     if (closed) return release(next);
     art = next;
+    restPicture = null;
+    // (the next frame is drawn whole)
+    drawn = null;
+    lastKey = "";
     // Then the rest, each layer in place as soon as it is rasterised (the next frame that needs it is
     // drawn anew), the mouths first: they change most.
     /** @type {[string, string, string | null][]} */
@@ -207,9 +316,7 @@ export function createAvatarDrawer(options) {
       ),
     ];
     for (const [svg, a, b] of rest) {
-      const started = performance.now();
-      const l = await layer(svg, w, h);
-      await new Promise((r) => setTimeout(r, restPauseMs(performance.now() - started)));
+      const l = await paced(() => layer(svg, w, h));
       if (closed || art !== next) {
         l?.b.close();
         return;
@@ -273,7 +380,18 @@ export function createAvatarDrawer(options) {
       visemes = visemes.filter(([t]) => t <= tMs);
     },
     draw(tMs) {
-      if (!art || closed) return false;
+      if (closed) return false;
+      if (!art) {
+        if (!restPicture) return false;
+        if (!restDrawn) {
+          ctx.clearRect(0, 0, canvas.width, canvas.height);
+          ctx.drawImage(restPicture, 0, 0, canvas.width, canvas.height);
+          restDrawn = true;
+          frames++;
+          restShown?.();
+        }
+        return true;
+      }
       // The cross-fade is centred on a viseme's stamp: at instant t it is the viseme of t + half a fade.
       const tv = tMs + CROSSFADE_MS / 2;
       let vi = lastAt(visemes, tv);
@@ -361,6 +479,7 @@ export function createAvatarDrawer(options) {
     stats: () => ({ frames, visemes: visemeCount }),
     close() {
       closed = true;
+      restPicture = null;
       if (!art) return;
       release(art);
       art = null;

@@ -538,10 +538,11 @@ function createFmp4Player(options) {
       case "hello": {
         inputSampleRate = Number(msg.input_sample_rate) || inputSampleRate;
         connected = true;
+        // (the avatar's art first: its first picture is decoded while the sink sets up)
+        if (avatar && msg.animation) avatar.configure(msg.animation);
         sink.hello(msg, socket.protocol, arrivedAt);
         clockSync.start();
         if (closed) return;
-        if (avatar && msg.animation) avatar.configure(msg.animation);
         // Connected (again): the stale close reason goes. `playing` comes from the element itself; after a
         // reconnection the element may still be playing what it had.
         const playingNow = video

@@ -26,7 +26,7 @@ import {
   type TransportSockets,
 } from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
-import { type ArtDocument, artDocumentOfLayers } from "./art/document.ts";
+import { type ArtDocument, artDocument, artDocumentOfLayers, inlineArt } from "./art/document.ts";
 import type { ProjectAvatarLoader } from "./art/project_avatars.ts";
 import { ProjectAvatarLeases } from "./art/project_avatar_leases.ts";
 import { AVATAR_ID_PATTERN } from "../ids.ts";
@@ -92,6 +92,8 @@ export class MediaPlane implements MediaPlaneInfo {
   readonly #videoConfigs = new Map<string, Uint8Array>();
   /** The one timer the clocks of this plane's sessions wake up on (`shared_timer.ts`). */
   readonly #wakeUps = new SharedTimer();
+  /** The stock avatars' art documents small enough for a hello (null: too big), built once. */
+  readonly #stockArt = new Map<string, ArtDocument | null>();
   #active = 0;
   #publicUrl: string;
   /** Where project avatars are read from (none: stock avatars only). */
@@ -174,6 +176,22 @@ export class MediaPlane implements MediaPlaneInfo {
     if (!held) {
       throw new ApiError("SVC_RENDER_MISCONFIGURED", "avatar_config.avatar_id: no such project avatar here.");
     }
+  }
+
+  /**
+   * The art document a video-free client's hello carries for `avatarId` (held here), or null when it is too
+   * big for one (`inlineArt`): a stock avatar's is built once per process.
+   */
+  #artToInline(avatarId: string): ArtDocument | null {
+    if (AVATAR_ID_PATTERN.test(avatarId)) {
+      const layers = this.#projectLeases.layersOf(avatarId);
+      return layers ? inlineArt(artDocumentOfLayers(this.catalog, avatarId, layers)) : null;
+    }
+    if (!this.#stockArt.has(avatarId)) {
+      const doc = artDocument(this.catalog, avatarId);
+      this.#stockArt.set(avatarId, doc ? inlineArt(doc) : null);
+    }
+    return this.#stockArt.get(avatarId) ?? null;
   }
 
   /** Changes the origin media URLs are built from (when the port is only known after listening). */
@@ -290,6 +308,7 @@ export class MediaPlane implements MediaPlaneInfo {
       sessionId: s.sessionId,
       avatarId,
       bgId: s.bgId ?? this.catalog.defaultBgId,
+      art: this.#artToInline(avatarId),
       renderer: this.renderer,
       connection: s.connection,
       ffmpegPath: config.ffmpegPath,

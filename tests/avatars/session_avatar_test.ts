@@ -2,12 +2,13 @@
  * A session running a project avatar: its video frames are drawn from the avatar's style (its clothing's
  * red where the stock avatar is green — read in a frame the session streamed, decoded by ffmpeg, and in the
  * renderer's own frame), its art is served to the session's video-free clients with the
- * session's token only (with the CSP and nosniff headers), and deleting the avatar leaves the running
+ * session's token only (and carried in their hello) (with the CSP and nosniff headers), and deleting the avatar leaves the running
  * session its art while new sessions are refused.
  */
 import assert from "node:assert/strict";
 import { decodeFirstVideoFrame, MediaClientRecorder, withMedia } from "../../testing/media.ts";
 import { VISEMES } from "../../src/media/lipsync/visemes.ts";
+import { DEADLINE_MS } from "../../testing/deadline.ts";
 
 /** The V (red-difference) sample of an I420 frame at (x, y). */
 function vAt(frame: Uint8Array, width: number, height: number, x: number, y: number): number {
@@ -77,6 +78,18 @@ Deno.test("session avatar: video frames, video-free art (token of that session o
       const refused = await fetch(url);
       assert.equal(refused.status, 404, url);
       await refused.body?.cancel();
+    }
+    // The session's video-free clients get the same document in their hello (it is small).
+    const videoFree = MediaClientRecorder.withToken(
+      wsUrl(session.session_id, "?video=0"),
+      session.client_token,
+    );
+    try {
+      await videoFree.until(() => videoFree.texts.length > 0, DEADLINE_MS, "hello");
+      assert.equal(videoFree.texts[0].animation.art_path, `/media/v0/art/${avatarId}`);
+      assert.deepEqual(videoFree.texts[0].animation.art, doc);
+    } finally {
+      await videoFree.close();
     }
     const stockArt = await fetch(`${base}/media/v0/art/ada`);
     assert.equal(stockArt.headers.get("x-content-type-options"), "nosniff");

@@ -83,7 +83,7 @@ async function decodeTimeline(audio: Unit[]): Promise<{ pcm: Float32Array; start
 }
 
 Deno.test("video-free: a video=0 client gets the audio and the animation track, never video, and no video encoder runs", async () => {
-  await withMedia(async ({ create, wsUrl, fake, media }) => {
+  await withMedia(async ({ create, wsUrl, fake, media, base }) => {
     const s = await create();
     const m = media(s.session_id);
     // The start checked the encoder and stopped it: nobody wants video.
@@ -97,6 +97,8 @@ Deno.test("video-free: a video=0 client gets the audio and the animation track, 
     assert.deepEqual(hello.codecs, { audio: { codec: "opus", sample_rate: 48000, channels: 1 } });
     assert.equal(hello.animation.avatar_id, "ada");
     assert.equal(hello.animation.art_path, "/media/v0/art/ada");
+    // …and the art document itself (small): the one art_path answers, no request needed.
+    assert.deepEqual(hello.animation.art, await (await fetch(`${base}${hello.animation.art_path}`)).json());
     const engine = fake.of(s.session_id);
     engine.events.onResponseStarted("r_1");
     for (const chunk of speech(24000)) engine.events.onAudio(chunk, "r_1");

@@ -38,6 +38,18 @@ export interface ArtDocument {
   transparent_fallback: string;
 }
 
+/**
+ * The largest art document a video-free client's hello carries (UTF-8 bytes of its JSON): a stock avatar's
+ * is ≈ 35 KB and saves the client a request before its first picture; a customer's drawing may make one of
+ * several MB, which would hold up the sound behind it, and is fetched from `art_path` instead.
+ */
+export const ART_INLINE_MAX_BYTES = 64 * 1024;
+
+/** `doc` when it is small enough to go in a hello ({@link ART_INLINE_MAX_BYTES}), else null. */
+export function inlineArt(doc: ArtDocument): ArtDocument | null {
+  return new TextEncoder().encode(JSON.stringify(doc)).length <= ART_INLINE_MAX_BYTES ? doc : null;
+}
+
 /** The art document of `avatarId`, or null when the catalog has no such avatar. */
 export function artDocument(catalog: Catalog, avatarId: string): ArtDocument | null {
   const a = catalog.avatars.find((x) => x.id === avatarId);

@@ -49,7 +49,7 @@ export function buildParts(deps: SessionMediaDeps, hooks: PartsHooks): SessionPa
     opus: playout.opus,
     inputSampleRate: deps.connection.inputSampleRate,
     timelineMs: () => performance.now() - clock.t0,
-    avatar: { avatarId: deps.avatarId, bgId: deps.bgId, seed },
+    avatar: { avatarId: deps.avatarId, bgId: deps.bgId, seed, art: deps.art ?? null },
   }));
   const track: AnimationTrack = new AnimationTrack(
     {

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ArtDocument } from "../art/document.ts";
 import type { EncoderSpares } from "../encoder_spares.ts";
 import type { Logger } from "../../log.ts";
 import type { SessionMetrics } from "../../metrics/session_metrics.ts";
@@ -23,6 +24,8 @@ export interface SessionMediaDeps {
   sessionId: string;
   avatarId: string;
   bgId: string;
+  /** The avatar's art document when it is small enough to go in a video-free client's hello (`inlineArt`). */
+  art?: ArtDocument | null;
   renderer: Renderer;
   connection: Pick<
     ProviderConnection,

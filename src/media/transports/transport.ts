@@ -17,6 +17,7 @@
  */
 import type { EndReason } from "../../vocabulary/end_reasons.ts";
 import type { TransportKind } from "../../vocabulary/transports.ts";
+import type { ArtDocument } from "../art/document.ts";
 import type { OpusHead } from "../ogg_opus.ts";
 
 /** The stream's codec configuration, known once both encoders have written their headers. */
@@ -32,8 +33,11 @@ export interface StreamConfig {
   inputSampleRate: number;
   /** Milliseconds since the start of the session's timeline (the media clock), now. */
   timelineMs(): number;
-  /** What a client that draws the avatar itself needs: the art's ids and the seed of its motion. */
-  avatar: { avatarId: string; bgId: string; seed: number };
+  /**
+   * What a client that draws the avatar itself needs: the art's ids, the seed of its motion, and the art
+   * document itself when it is small enough to go in the hello (`inlineArt`).
+   */
+  avatar: { avatarId: string; bgId: string; seed: number; art?: ArtDocument | null };
 }
 
 /** One encoded video frame. */
