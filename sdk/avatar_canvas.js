@@ -62,24 +62,13 @@ export function restPauseMs(workMs) {
  * for the five layers of a stock avatar in an idle page; 20–26 ms against 60–106 in a player starting up).
  * The layers are nested as they are when no id is defined in two of them and none has a `<style>` element
  * (in one document an id and a style sheet reach every layer: a reference could resolve to another layer's
- * definition); otherwise each is an `<image>` of its own document (≈ 17 ms idle), drawn exactly as apart.
- * Ids are read from the service's serialisation (attributes in double quotes); a text that merely looks
- * like an id can only choose the second form. Exported for its test.
+ * definition: {@link nestable}); otherwise each is an `<image>` of its own document (≈ 17 ms idle), drawn
+ * exactly as apart. Exported for its test.
  * @param {string[]} layers
  * @returns {string}
  */
 export function restPictureSvg(layers) {
-  const seen = new Set();
-  let apart = false;
-  for (const svg of layers) {
-    if (/<style[\s>]/i.test(svg)) apart = true;
-    const ids = new Set(Array.from(svg.matchAll(/\sid="([^"]*)"/g), (m) => m[1]));
-    for (const id of ids) {
-      if (seen.has(id)) apart = true;
-      seen.add(id);
-    }
-  }
-  const inner = apart
+  const inner = !nestable(layers)
     ? layers.map((svg) =>
       `<image x="0" y="0" width="512" height="512" href="data:image/svg+xml;charset=utf-8,${
         encodeURIComponent(svg)
@@ -87,6 +76,81 @@ export function restPictureSvg(layers) {
     ).join("")
     : layers.join("");
   return `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512" viewBox="0 0 512 512">${inner}</svg>`;
+}
+
+/**
+ * Whether SVG documents can be nested in one without one reaching another: no id is defined in two of them
+ * and none has a `<style>` element. Ids are read from the service's serialisation (attributes in double
+ * quotes); a text that merely looks like an id can only make it false.
+ * @param {string[]} docs
+ */
+function nestable(docs) {
+  const seen = new Set();
+  for (const svg of docs) {
+    if (/<style[\s>]/i.test(svg)) return false;
+    for (const id of new Set(Array.from(svg.matchAll(/\sid="([^"]*)"/g), (m) => m[1]))) {
+      if (seen.has(id)) return false;
+      seen.add(id);
+    }
+  }
+  return true;
+}
+
+/** Transparent margin around the mouth's box in a sheet of mouths (view-box px): anti-aliased edges. */
+const SHEET_MARGIN = 4;
+
+/** An SVG document as a decoded image. @param {string} svg */
+async function decodedSvg(svg) {
+  const img = new Image();
+  img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
+  await img.decode();
+  return img;
+}
+
+/**
+ * Mouths (whole SVG documents drawn within `box`, view-box px), rasterised together: one SVG document of
+ * cells, each the canvas's pixels around the box (a {@link SHEET_MARGIN} wider) on the same pixel grid as
+ * the canvas, decoded and rasterised once and cut into one layer per mouth — one decode instead of one per
+ * mouth. Null when they cannot share a document ({@link nestable}) or there is no box. Exported for its
+ * test.
+ * @param {string[]} svgs
+ * @param {any} box
+ * @param {number} w
+ * @param {number} h
+ * @returns {Promise<Layer[] | null>}
+ */
+export async function mouthSheet(svgs, box, w, h) {
+  if (!box || ![box.x, box.y, box.width, box.height].every(Number.isFinite) || !nestable(svgs)) return null;
+  const sx = w / 512, sy = h / 512;
+  const x0 = Math.max(0, Math.floor((box.x - SHEET_MARGIN) * sx));
+  const y0 = Math.max(0, Math.floor((box.y - SHEET_MARGIN) * sy));
+  const cw = Math.min(w, Math.ceil((box.x + box.width + SHEET_MARGIN) * sx)) - x0;
+  const ch = Math.min(h, Math.ceil((box.y + box.height + SHEET_MARGIN) * sy)) - y0;
+  if (!(cw > 0 && ch > 0) || svgs.length === 0) return null;
+  const cols = Math.ceil(Math.sqrt(svgs.length)), rows = Math.ceil(svgs.length / cols);
+  const at = (/** @type {number} */ i) => [(i % cols) * cw, Math.floor(i / cols) * ch];
+  const cells = svgs.map((svg, i) =>
+    `<svg x="${at(i)[0]}" y="${at(i)[1]}" width="${cw}" height="${ch}" viewBox="${x0 / sx} ${y0 / sy} ${
+      cw / sx
+    } ${ch / sy}" preserveAspectRatio="none">${svg}</svg>`
+  ).join("");
+  const sheetW = cols * cw, sheetH = rows * ch;
+  const sheet = await createImageBitmap(
+    await decodedSvg(
+      `<svg xmlns="http://www.w3.org/2000/svg" width="${sheetW}" height="${sheetH}" viewBox="0 0 ${sheetW} ${sheetH}">${cells}</svg>`,
+    ),
+  );
+  try {
+    return await Promise.all(
+      svgs.map(async (_, i) => ({
+        b: await createImageBitmap(sheet, at(i)[0], at(i)[1], cw, ch),
+        x: x0,
+        y: y0,
+      })),
+    );
+  } finally {
+    sheet.close();
+  }
 }
 
 /**
@@ -150,16 +214,13 @@ export function createAvatarDrawer(options) {
   let frames = 0;
   let visemeCount = 0;
 
-  /** An SVG document as a decoded image. @param {string} svg */
-  const decoded = async (svg) => {
-    const img = new Image();
-    img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
-    await img.decode();
-    return img;
-  };
   /** @param {string} svg @param {number} w @param {number} h */
   const bitmap = async (svg, w, h) =>
-    await createImageBitmap(await decoded(svg), { resizeWidth: w, resizeHeight: h, resizeQuality: "high" });
+    await createImageBitmap(await decodedSvg(svg), {
+      resizeWidth: w,
+      resizeHeight: h,
+      resizeQuality: "high",
+    });
 
   /**
    * A canvas-sized bitmap cropped to its non-transparent pixels (null if it has none): a frame then blends
@@ -244,7 +305,7 @@ export function createAvatarDrawer(options) {
       typeof x === "string" && x !== ""
     );
     // (drawn from the decoded image: rasterised by the drawing itself, 5–10 ms sooner than a bitmap made first)
-    const restImage = await decoded(restPictureSvg(restLayers));
+    const restImage = await decodedSvg(restPictureSvg(restLayers));
     if (closed) return;
     restPicture = restImage;
     // The layers' rasterising holds the main thread for tens of ms: it starts once the picture is drawn (the
@@ -302,13 +363,25 @@ export function createAvatarDrawer(options) {
     // (the next frame is drawn whole)
     drawn = null;
     lastKey = "";
-    // Then the rest, each layer in place as soon as it is rasterised (the next frame that needs it is
-    // drawn anew), the mouths first: they change most.
+    // Then the 14 other mouths, together (they change most; one by one, paced, they took ≈ 1 s)…
+    const others = Object.keys(mouthSvgs).filter((v) => v !== "sil");
+    // (a sheet the browser could not draw: one by one)
+    const sheet = await paced(() =>
+      mouthSheet(others.map((v) => mouthSvgs[v]), doc.mouth_box, w, h).catch(() => null)
+    );
+    if (closed || art !== next) {
+      for (const l of sheet ?? []) l.b.close();
+      return;
+    }
+    if (sheet) {
+      others.forEach((v, i) => next.mouths[v] = sheet[i]);
+      lastKey = "";
+    }
+    // …and the rest (the mouths too if they could not share a document), each layer in place as soon as it
+    // is rasterised (the next frame that needs it is drawn anew).
     /** @type {[string, string, string | null][]} */
     const rest = [
-      ...Object.keys(mouthSvgs).filter((v) => v !== "sil").map((
-        v,
-      ) => /** @type {[string, string, null]} */ ([mouthSvgs[v], v, null])),
+      ...(sheet ? [] : others).map((v) => /** @type {[string, string, null]} */ ([mouthSvgs[v], v, null])),
       ...Object.entries(eyeSvgs).flatMap(([state, looks]) =>
         Object.keys(looks).filter((look) => state !== "open" || look !== "neutral").map((
           look,

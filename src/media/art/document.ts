@@ -28,7 +28,10 @@ export interface ArtDocument {
   head: string;
   /** Eyes and brows by eye state, then by look. */
   eyes: Record<string, Record<string, string>>;
-  /** The mouth of each of the 15 visemes (the pose the server's renderer blends from). */
+  /**
+   * The mouth of each of the 15 visemes (the pose the server's renderer blends from), drawn within
+   * `mouth_box`, its ids prefixed with `m{viseme}-` so that no two mouths define the same.
+   */
   mouths: Record<string, string>;
   /** Where the mouth is drawn (view-box px), for clients that redraw only it. */
   mouth_box: { x: number; y: number; width: number; height: number };
@@ -71,7 +74,10 @@ export function artDocumentOfLayers(catalog: Catalog, avatarId: string, layers: 
     body: layers.body,
     head: layers.head,
     eyes,
-    mouths: Object.fromEntries(VISEMES.map((v) => [v, svgDocument(layers.mouthElements(VISEME_POSES[v]))])),
+    // Each mouth's ids prefixed with its viseme: a client may draw several in one document (a sheet).
+    mouths: Object.fromEntries(
+      VISEMES.map((v) => [v, svgDocument(layers.mouthElements(VISEME_POSES[v], `m${v}-`))]),
+    ),
     mouth_box: { ...layers.mouthBox },
     backgrounds: Object.fromEntries(catalog.backgrounds.map((b) => [b.id, b.transparent ? null : b.svg()])),
     transparent_fallback: TRANSPARENT_FALLBACK,

@@ -1,10 +1,11 @@
 /**
- * The canvas player's first picture (issue 33: every connect fast, the canvas player too): the drawer draws
+ * The canvas drawer's start (issue 33: every connect fast, the canvas player too). The first picture: the drawer draws
  * the avatar at rest from one SVG document as soon as the art is in — from the hello's `animation.art`,
  * without a request — before it has rasterised the layers the moving avatar is drawn from; then the first
  * layered frame. In Debian's Chromium the two show the same pixels (within anti-aliasing), both when the
  * layers are nested in one document (the stock avatar) and when one layer defines an id another uses (the
- * layers then kept apart; nested, the head's gradient would be the body's).
+ * layers then kept apart; nested, the head's gradient would be the body's). Then the 14 other mouths,
+ * rasterised together on one sheet: each is the pixels of that mouth drawn whole.
  */
 import assert from "node:assert/strict";
 import { withLiveService } from "../../testing/live_service.ts";
@@ -14,6 +15,8 @@ import "../../src/app/worker_side.ts";
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
+// deno-lint-ignore no-explicit-any
+declare const Image: any;
 
 Deno.test("canvas drawer: the first picture, at rest in one piece from the hello's art, is the layered drawing's", async () => {
   await withLiveService({ projectId: "proj_rest_picture", scopes: ["sessions:read"] }, async (live) => {
@@ -85,5 +88,70 @@ Deno.test("canvas drawer: the first picture, at rest in one piece from the hello
       // (none did in Debian's Chromium; the head's gradient taken from the body's red made 22,586 differ).
       assert.ok(r.differing < 256 * 256 * 4 * 0.005, what);
     }
+  });
+});
+
+Deno.test("canvas drawer: the mouths rasterised together on one sheet are each the pixels of that mouth drawn whole", async () => {
+  await withLiveService({ projectId: "proj_mouth_sheet", scopes: ["sessions:read"] }, async (live) => {
+    const page = await live.page();
+    const result = await page.evaluate(async () => {
+      const { mouthSheet } = await import("/sdk/avatar_canvas.js");
+      const art = await (await fetch("/media/v0/art/ada")).json();
+      const names = Object.keys(art.mouths).filter((v) => v !== "sil");
+      const svgs = names.map((v) => art.mouths[v]);
+      const canvasOf = (w: number, h: number) => {
+        const c = document.createElement("canvas");
+        c.width = w;
+        c.height = h;
+        return c.getContext("2d", { willReadFrequently: true });
+      };
+      const whole = async (svg: string, w: number, h: number) => {
+        const img = new Image();
+        img.src = `data:image/svg+xml;charset=utf-8,${
+          encodeURIComponent(svg.replace('width="512" height="512"', `width="${w}" height="${h}"`))
+        }`;
+        await img.decode();
+        const cx = canvasOf(w, h);
+        cx.drawImage(img, 0, 0, w, h);
+        return cx.getImageData(0, 0, w, h).data;
+      };
+      const out: Record<string, unknown> = {};
+      // A canvas on which the view box maps to whole pixels, and one on which it does not.
+      for (const [w, h] of [[256, 256], [300, 300]]) {
+        const layers = await mouthSheet(svgs, art.mouth_box, w, h);
+        if (!layers) throw new Error("no sheet");
+        let worst = 0, differing = 0, covered = 0;
+        for (let i = 0; i < names.length; i++) {
+          const cx = canvasOf(w, h);
+          cx.drawImage(layers[i].b, layers[i].x, layers[i].y);
+          const a = cx.getImageData(0, 0, w, h).data;
+          const b = await whole(svgs[i], w, h);
+          // Premultiplied (a colour's value at alpha 1 of 255 means nothing), per pixel the largest channel.
+          for (let j = 0; j < a.length; j += 4) {
+            let d = Math.abs(a[j + 3] - b[j + 3]);
+            for (let k = 0; k < 3; k++) {
+              d = Math.max(d, Math.abs(a[j + k] * a[j + 3] - b[j + k] * b[j + 3]) / 255);
+            }
+            if (d > 8) differing++;
+            worst = Math.max(worst, d);
+            if (b[j + 3] > 0) covered++;
+          }
+          layers[i].b.close();
+        }
+        out[`${w}x${h}`] = { worst, differing, covered };
+      }
+      // Mouths that define the same id (as the art did before 7 Dec: every one `mcav`) are not put together.
+      const clashing = svgs.map((svg, i) => svg.replaceAll(`m${names[i]}-`, "m"));
+      out.clashing = await mouthSheet(clashing, art.mouth_box, 256, 256);
+      return out;
+    });
+    for (const size of ["256x256", "300x300"]) {
+      // deno-lint-ignore no-explicit-any
+      const r = result[size] as any;
+      assert.ok(r.covered > 14 * 100, `${size}: ${JSON.stringify(r)} (the mouths drew something)`);
+      // (exact on a canvas where the view box maps to whole pixels; 41 of 5,632 pixels past 8 levels at 300)
+      assert.ok(r.differing <= r.covered * 0.02, `${size}: ${JSON.stringify(r)}`);
+    }
+    assert.equal(result.clashing, null);
   });
 });
