@@ -143,6 +143,10 @@ Deno.test("sfu video-free: sound over WebRTC, the animation track on an unordere
       const page = await (await browser.newContext()).newPage();
       const errors: string[] = [];
       page.on("pageerror", (e) => errors.push(String(e)));
+      const artRequests: string[] = [];
+      page.on("request", (r) => {
+        if (r.url().includes("/media/v0/art/")) artRequests.push(r.url());
+      });
       await play(page, base, { meta: s.stream_metadata, clientToken: s.client_token });
       const logs: string[] = [];
       page.on("console", (m) => logs.push(m.text()));
@@ -187,6 +191,8 @@ Deno.test("sfu video-free: sound over WebRTC, the animation track on an unordere
           Math.max(...quiet.mouth)
         }`,
       );
+      // The art came with the hello (on the signalling socket): the page never asked for it.
+      assert.deepEqual(artRequests, []);
       // The animation track came on the data channel, unordered, stamped on the sound's timeline.
       const dc = await page.evaluate(`globalThis.dc`) as DcRecord[];
       const visemes = dc.filter((r) => r.msg.type === "viseme");

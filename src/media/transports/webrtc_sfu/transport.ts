@@ -363,6 +363,8 @@ export class WebRtcSfuTransport implements MediaTransport {
               avatar_id: avatar.avatarId,
               bg_id: avatar.bgId,
               art_path: `/media/v0/art/${avatar.avatarId}`,
+              // The document itself when it is small (a stock avatar's): no request before the first picture.
+              ...(avatar.art ? { art: avatar.art } : {}),
               seed: avatar.seed,
               visemes: VISEMES,
               channel: "data",
