@@ -154,6 +154,37 @@ export async function mouthSheet(svgs, box, w, h) {
 }
 
 /**
+ * Canvas-sized layers, each drawn from a group of whole SVG documents on the 512×512 view box (in order),
+ * rasterised together: one SVG document of canvas-sized cells, decoded and rasterised once and cut into one
+ * bitmap per group. Null when the documents cannot share one ({@link nestable}). Exported for its test.
+ * @param {string[][]} groups
+ * @param {number} w
+ * @param {number} h
+ * @returns {Promise<ImageBitmap[] | null>}
+ */
+export async function layerSheet(groups, w, h) {
+  if (!nestable(groups.flat()) || groups.length === 0) return null;
+  const cols = Math.ceil(Math.sqrt(groups.length)), rows = Math.ceil(groups.length / cols);
+  const at = (/** @type {number} */ i) => [(i % cols) * w, Math.floor(i / cols) * h];
+  const cells = groups.map((docs, i) =>
+    `<svg x="${at(i)[0]}" y="${
+      at(i)[1]
+    }" width="${w}" height="${h}" viewBox="0 0 512 512" preserveAspectRatio="none">${docs.join("")}</svg>`
+  ).join("");
+  const sheetW = cols * w, sheetH = rows * h;
+  const sheet = await createImageBitmap(
+    await decodedSvg(
+      `<svg xmlns="http://www.w3.org/2000/svg" width="${sheetW}" height="${sheetH}" viewBox="0 0 ${sheetW} ${sheetH}">${cells}</svg>`,
+    ),
+  );
+  try {
+    return await Promise.all(groups.map((_, i) => createImageBitmap(sheet, at(i)[0], at(i)[1], w, h)));
+  } finally {
+    sheet.close();
+  }
+}
+
+/**
  * @typedef {object} AvatarDrawer
  * @property {(animation: { art_path?: string; art?: unknown; bg_id?: string }) => void} configure The hello's
  *   `animation`: loads the art (once) — the document it carries (`art`), else the one at `art_path`.
@@ -328,24 +359,38 @@ export function createAvatarDrawer(options) {
       return await crop(still.transferToImageBitmap());
     };
     // Then what the moving avatar needs first — the still layer, the head, open eyes looking ahead, the
-    // closed mouth — one after the other, paced as the rest: the sound starts up meanwhile (rasterised
-    // together, they held the main thread for 60–100 ms just then, and a joining viewer heard the first words
-    // ≈ 30 ms later). It is drawn once they are in (a viseme or an eye state not rasterised yet shows the
-    // closed mouth or the open eyes for those few frames).
-    /** @type {(Layer | null)[]} */
-    const firsts = [];
-    for (
-      const make of [
-        stillLayer,
-        () => layer(doc.head, w, h),
-        () => eyeSvgs.open?.neutral ? layer(eyeSvgs.open.neutral, w, h) : Promise.resolve(null),
-        () => mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null),
-      ]
-    ) {
-      firsts.push(await paced(make));
-      if (closed) {
-        for (const l of firsts) l?.b.close();
-        return;
+    // closed mouth — on one sheet (one decode) when they can share a document, else one after the other;
+    // paced as the rest either way: the sound starts up meanwhile (decoded one by one and rasterised
+    // together, they held the main thread for 60–100 ms just then, and a joining viewer heard the first
+    // words ≈ 30 ms later). It is drawn once they are in (a viseme or an eye state not rasterised yet shows
+    // the closed mouth or the open eyes for those few frames).
+    const groups = [[bgSvg, doc.body], [doc.head], [eyeSvgs.open?.neutral], [mouthSvgs.sil]].map((
+      g,
+    ) => /** @type {string[]} */ (g.filter((x) => typeof x === "string" && x !== "")));
+    /** @type {(Layer | null)[] | null} */
+    let firsts = await paced(async () => {
+      const fulls = await layerSheet(groups, w, h).catch(() => null);
+      return fulls && await Promise.all(fulls.map((full) => crop(full)));
+    });
+    if (closed) {
+      for (const l of firsts ?? []) l?.b.close();
+      return;
+    }
+    if (!firsts) {
+      firsts = [];
+      for (
+        const make of [
+          stillLayer,
+          () => layer(doc.head, w, h),
+          () => eyeSvgs.open?.neutral ? layer(eyeSvgs.open.neutral, w, h) : Promise.resolve(null),
+          () => mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null),
+        ]
+      ) {
+        firsts.push(await paced(make));
+        if (closed) {
+          for (const l of firsts) l?.b.close();
+          return;
+        }
       }
     }
     const [still, head, open, sil] = firsts;

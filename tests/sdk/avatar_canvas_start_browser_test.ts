@@ -1,10 +1,12 @@
 /**
- * The canvas drawer's start (issue 33: every connect fast, the canvas player too). The first picture: the drawer draws
- * the avatar at rest from one SVG document as soon as the art is in — from the hello's `animation.art`,
- * without a request — before it has rasterised the layers the moving avatar is drawn from; then the first
- * layered frame. In Debian's Chromium the two show the same pixels (within anti-aliasing), both when the
- * layers are nested in one document (the stock avatar) and when one layer defines an id another uses (the
- * layers then kept apart; nested, the head's gradient would be the body's). Then the 14 other mouths,
+ * The canvas drawer's start (issue 33: every connect fast, the canvas player too). The first picture: the
+ * drawer draws the avatar at rest from one SVG document as soon as the art is in — from the hello's
+ * `animation.art`, without a request — before it has rasterised the layers the moving avatar is drawn from;
+ * then the first
+ * layered frame, whose first layers are rasterised together on one sheet (`layerSheet`). In Debian's
+ * Chromium the two show the same pixels (within anti-aliasing), both when the layers are nested in one
+ * document (the stock avatar) and when one layer defines an id another uses (the layers then kept apart and
+ * rasterised one by one; nested, the head's gradient would be the body's). Then the 14 other mouths,
  * rasterised together on one sheet: each is the pixels of that mouth drawn whole.
  */
 import assert from "node:assert/strict";
