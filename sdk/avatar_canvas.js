@@ -7,10 +7,12 @@
  *
  * The art comes in the hello (`animation.art`) when it is small, else from `art_path`. The first picture is
  * the avatar at rest rasterised in one piece ({@link restPictureSvg}); then every layer is rasterised once,
- * at the canvas's pixel size, and kept as an `ImageBitmap` cropped to what it covers (the background and
- * the body, which never move, as one); a frame is four or five `drawImage` calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the head
- * moves, at every refresh while the mouth cross-fades (so a viseme shows within a refresh of its time). The
- * cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
+ * at the canvas's pixel size — the first four together ({@link layerSheet}), then the mouths together
+ * ({@link mouthSheet}), then the eyes one by one, paced ({@link restPauseMs}) — and kept as an `ImageBitmap`
+ * cropped to what it covers (the background and the body, which never move, as one); a frame is four or five
+ * `drawImage` calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the
+ * head moves, at every refresh while the mouth cross-fades (so a viseme shows within a refresh of its time).
+ * The cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
  * (as the server's renderer draws each frame from the audio around its instant). A mouth opening from
  * silence is centred instead on where the sound starts, when the caller knows it (`soundStarts`, from the
  * decoded audio) and it lies at most {@link OPENING_LEAD_MS} before the stamp: the lip sync decides an
@@ -156,13 +158,14 @@ export async function mouthSheet(svgs, box, w, h) {
 /**
  * Canvas-sized layers, each drawn from a group of whole SVG documents on the 512×512 view box (in order),
  * rasterised together: one SVG document of canvas-sized cells, decoded and rasterised once and cut into one
- * bitmap per group. Null when the documents cannot share one ({@link nestable}). Exported for its test.
+ * bitmap per group. Null when the documents cannot share one ({@link nestable}). (Tested through the
+ * drawer's first layered frame: `tests/sdk/avatar_canvas_start_browser_test.ts`.)
  * @param {string[][]} groups
  * @param {number} w
  * @param {number} h
  * @returns {Promise<ImageBitmap[] | null>}
  */
-export async function layerSheet(groups, w, h) {
+async function layerSheet(groups, w, h) {
   if (!nestable(groups.flat()) || groups.length === 0) return null;
   const cols = Math.ceil(Math.sqrt(groups.length)), rows = Math.ceil(groups.length / cols);
   const at = (/** @type {number} */ i) => [(i % cols) * w, Math.floor(i / cols) * h];
@@ -336,17 +339,20 @@ export function createAvatarDrawer(options) {
       typeof x === "string" && x !== ""
     );
     // (drawn from the decoded image: rasterised by the drawing itself, 5–10 ms sooner than a bitmap made first)
-    const restImage = await decodedSvg(restPictureSvg(restLayers));
+    // (one the browser cannot decode: the first picture waits for the layers)
+    const restImage = await decodedSvg(restPictureSvg(restLayers)).catch(() => null);
     if (closed) return;
-    restPicture = restImage;
-    // The layers' rasterising holds the main thread for tens of ms: it starts once the picture is drawn (the
-    // page's next animation frame), or after 100 ms in a page that draws no frames (a hidden tab).
-    await new Promise((resolve) => {
-      restShown = resolve;
-      setTimeout(resolve, 100);
-    });
-    restShown = null;
-    if (closed) return;
+    if (restImage) {
+      restPicture = restImage;
+      // The layers' rasterising holds the main thread for tens of ms: it starts once the picture is drawn
+      // (the page's next animation frame), or after 100 ms in a page that draws no frames (a hidden tab).
+      await new Promise((resolve) => {
+        restShown = resolve;
+        setTimeout(resolve, 100);
+      });
+      restShown = null;
+      if (closed) return;
+    }
     // What never moves (the background, the body): one layer.
     const stillLayer = async () => {
       const still = new OffscreenCanvas(w, h);
