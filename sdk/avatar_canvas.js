@@ -129,30 +129,8 @@ export async function mouthSheet(svgs, box, w, h) {
   const cw = Math.min(w, Math.ceil((box.x + box.width + SHEET_MARGIN) * sx)) - x0;
   const ch = Math.min(h, Math.ceil((box.y + box.height + SHEET_MARGIN) * sy)) - y0;
   if (!(cw > 0 && ch > 0) || svgs.length === 0) return null;
-  const cols = Math.ceil(Math.sqrt(svgs.length)), rows = Math.ceil(svgs.length / cols);
-  const at = (/** @type {number} */ i) => [(i % cols) * cw, Math.floor(i / cols) * ch];
-  const cells = svgs.map((svg, i) =>
-    `<svg x="${at(i)[0]}" y="${at(i)[1]}" width="${cw}" height="${ch}" viewBox="${x0 / sx} ${y0 / sy} ${
-      cw / sx
-    } ${ch / sy}" preserveAspectRatio="none">${svg}</svg>`
-  ).join("");
-  const sheetW = cols * cw, sheetH = rows * ch;
-  const sheet = await createImageBitmap(
-    await decodedSvg(
-      `<svg xmlns="http://www.w3.org/2000/svg" width="${sheetW}" height="${sheetH}" viewBox="0 0 ${sheetW} ${sheetH}">${cells}</svg>`,
-    ),
-  );
-  try {
-    return await Promise.all(
-      svgs.map(async (_, i) => ({
-        b: await createImageBitmap(sheet, at(i)[0], at(i)[1], cw, ch),
-        x: x0,
-        y: y0,
-      })),
-    );
-  } finally {
-    sheet.close();
-  }
+  const cuts = await sheetOf(svgs, cw, ch, `${x0 / sx} ${y0 / sy} ${cw / sx} ${ch / sy}`);
+  return cuts.map((b) => ({ b, x: x0, y: y0 }));
 }
 
 /**
@@ -167,21 +145,37 @@ export async function mouthSheet(svgs, box, w, h) {
  */
 async function layerSheet(groups, w, h) {
   if (!nestable(groups.flat()) || groups.length === 0) return null;
-  const cols = Math.ceil(Math.sqrt(groups.length)), rows = Math.ceil(groups.length / cols);
-  const at = (/** @type {number} */ i) => [(i % cols) * w, Math.floor(i / cols) * h];
-  const cells = groups.map((docs, i) =>
+  return await sheetOf(groups.map((docs) => docs.join("")), w, h, "0 0 512 512");
+}
+
+/**
+ * Rasterises `contents` (SVG markup on the 512×512 view box) as the cells of one SVG document, each
+ * `cellW`×`cellH` pixels showing `viewBox` of it, and cuts the result into one bitmap per cell: one decode
+ * and one rasterising for them all. The caller checks that they can share a document ({@link nestable}).
+ * @param {string[]} contents
+ * @param {number} cellW
+ * @param {number} cellH
+ * @param {string} viewBox
+ * @returns {Promise<ImageBitmap[]>}
+ */
+async function sheetOf(contents, cellW, cellH, viewBox) {
+  const cols = Math.ceil(Math.sqrt(contents.length)), rows = Math.ceil(contents.length / cols);
+  const at = (/** @type {number} */ i) => [(i % cols) * cellW, Math.floor(i / cols) * cellH];
+  const cells = contents.map((c, i) =>
     `<svg x="${at(i)[0]}" y="${
       at(i)[1]
-    }" width="${w}" height="${h}" viewBox="0 0 512 512" preserveAspectRatio="none">${docs.join("")}</svg>`
+    }" width="${cellW}" height="${cellH}" viewBox="${viewBox}" preserveAspectRatio="none">${c}</svg>`
   ).join("");
-  const sheetW = cols * w, sheetH = rows * h;
+  const sheetW = cols * cellW, sheetH = rows * cellH;
   const sheet = await createImageBitmap(
     await decodedSvg(
       `<svg xmlns="http://www.w3.org/2000/svg" width="${sheetW}" height="${sheetH}" viewBox="0 0 ${sheetW} ${sheetH}">${cells}</svg>`,
     ),
   );
   try {
-    return await Promise.all(groups.map((_, i) => createImageBitmap(sheet, at(i)[0], at(i)[1], w, h)));
+    return await Promise.all(
+      contents.map((_, i) => createImageBitmap(sheet, at(i)[0], at(i)[1], cellW, cellH)),
+    );
   } finally {
     sheet.close();
   }
