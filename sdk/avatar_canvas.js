@@ -329,9 +329,11 @@ export function createAvatarDrawer(options) {
     const mouthSvgs = doc.mouths;
     // First the avatar at rest, in one piece: the first picture (a viseme or an eye state shows as at rest
     // until its layer is in).
-    const restLayers = [bgSvg, doc.body, doc.head, eyeSvgs.open?.neutral, mouthSvgs.sil].filter((x) =>
-      typeof x === "string" && x !== ""
-    );
+    // (the layers the moving avatar needs first: the still ones, the head, open eyes, the closed mouth)
+    const groups = [[bgSvg, doc.body], [doc.head], [eyeSvgs.open?.neutral], [mouthSvgs.sil]].map((
+      g,
+    ) => /** @type {string[]} */ (g.filter((x) => typeof x === "string" && x !== "")));
+    const restLayers = groups.flat();
     // (drawn from the decoded image: rasterised by the drawing itself, 5–10 ms sooner than a bitmap made first)
     // (one the browser cannot decode: the first picture waits for the layers)
     const restImage = await decodedSvg(restPictureSvg(restLayers)).catch(() => null);
@@ -339,10 +341,11 @@ export function createAvatarDrawer(options) {
     if (restImage) {
       restPicture = restImage;
       // The layers' rasterising holds the main thread for tens of ms: it starts once the picture is drawn
-      // (the page's next animation frame), or after 100 ms in a page that draws no frames (a hidden tab).
+      // (the page's next animation frame), or after 1 s in a page that draws no frames (a hidden tab, where
+      // nothing is shown meanwhile; a page starved of frames by a busy machine still draws the picture first).
       await new Promise((resolve) => {
         restShown = resolve;
-        setTimeout(resolve, 100);
+        setTimeout(resolve, 1000);
       });
       restShown = null;
       if (closed) return;
@@ -364,9 +367,6 @@ export function createAvatarDrawer(options) {
     // together, they held the main thread for 60–100 ms just then, and a joining viewer heard the first
     // words ≈ 30 ms later). It is drawn once they are in (a viseme or an eye state not rasterised yet shows
     // the closed mouth or the open eyes for those few frames).
-    const groups = [[bgSvg, doc.body], [doc.head], [eyeSvgs.open?.neutral], [mouthSvgs.sil]].map((
-      g,
-    ) => /** @type {string[]} */ (g.filter((x) => typeof x === "string" && x !== "")));
     /** @type {(Layer | null)[] | null} */
     let firsts = await paced(async () => {
       const fulls = await layerSheet(groups, w, h).catch(() => null);

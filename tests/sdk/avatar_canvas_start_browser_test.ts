@@ -52,7 +52,7 @@ Deno.test("canvas drawer: the first picture, at rest in one piece from the hello
         d.configure({ art_path: "/media/v0/art/ada", art: doc, bg_id: "studio" });
         const pixels = (): number[] => Array.from(canvas.getContext("2d").getImageData(0, 0, 256, 256).data);
         const end = Date.now() + 30_000;
-        // Polled every few ms: the layers wait for the first picture to be drawn (or 100 ms).
+        // Polled every few ms: the layers wait for the first picture to be drawn (or 1 s).
         while (!d.draw(0)) {
           if (Date.now() > end) throw new Error("no first picture");
           await new Promise((r) => setTimeout(r, 2));
