@@ -434,11 +434,8 @@ export function createWebCodecsSink(options) {
   const avRecent = [];
   /** Mouth vs sound as shown (`./player_av.js`): the mouths read from the shown frames' pixels. */
   const meter = createAvMeter({ minRange: MOUTH_MIN_RANGE });
-  /** The mouth's box of the avatar's art (view-box px) and the view box's width, once fetched. */
-  let mouthArt =
-    /** @type {{ box: { x: number; y: number; width: number; height: number }; size: number } | null} */ (
-      null
-    );
+  /** The mouth's box of the avatar's art (view-box px) and the view box's width, once known. */
+  let mouthArt = /** @type {MouthArt | null} */ (null);
   let artRequested = false;
   /** Moves the meter's finished samples to the report and stats(). */
   const collectAv = (/** @type {number} */ now) => {
@@ -1021,17 +1018,17 @@ export function createWebCodecsSink(options) {
       lastMediaAt = arrivedAt;
       receiving = true;
       needKey = true;
-      if (video && !artRequested && typeof msg.art_path === "string" && options.fetchArt) {
-        // Where the frames' mouth is (mouth vs sound as shown); fetched once, after the hello.
-        artRequested = true;
-        options.fetchArt(msg.art_path).then((doc) => {
-          const b = doc?.mouth_box, size = Number(doc?.view_box?.[0]);
-          if (
-            b && [b.x, b.y, b.width, b.height, size].every((n) => Number.isFinite(n) && n >= 0) && size > 0
-          ) {
-            mouthArt = { box: { x: b.x, y: b.y, width: b.width, height: b.height }, size };
-          }
-        }, (err) => console.warn("avatar player: the avatar's art did not load (no mouth vs sound)", err));
+      if (video && !mouthArt) {
+        // Where the frames' mouth is (mouth vs sound as shown): in the hello, else (an older service) in the
+        // art, fetched once, after the hello.
+        mouthArt = mouthPlace(msg);
+        if (!mouthArt && !artRequested && typeof msg.art_path === "string" && options.fetchArt) {
+          artRequested = true;
+          options.fetchArt(msg.art_path).then(
+            (doc) => mouthArt = mouthPlace(doc),
+            (err) => console.warn("avatar player: the avatar's art did not load (no mouth vs sound)", err),
+          );
+        }
       }
       // (with a picture, the sound starts up once the first frame is out)
       if (!video || firstFrameShown) ensureClock();
@@ -1241,6 +1238,23 @@ async function mouthDarkness(frame, box) {
 }
 
 /** Whether a binary message is an init segment (starts with `ftyp`). */
+/**
+ * @typedef {{ box: { x: number; y: number; width: number; height: number }; size: number }} MouthArt
+ */
+
+/**
+ * Where the avatar's art draws the mouth, from a video client's hello or the art document (both carry
+ * `mouth_box` and `view_box` in view-box px), or null when `o` has no valid one.
+ * @param {any} o
+ * @returns {MouthArt | null}
+ */
+export function mouthPlace(o) {
+  const b = o?.mouth_box, size = Number(o?.view_box?.[0]);
+  const valid = b && [b.x, b.y, b.width, b.height, size].every((n) => Number.isFinite(n) && n >= 0) &&
+    size > 0;
+  return valid ? { box: { x: b.x, y: b.y, width: b.width, height: b.height }, size } : null;
+}
+
 function isInitSegment(/** @type {Uint8Array} */ b) {
   return b.length > 8 && b[4] === 0x66 && b[5] === 0x74 && b[6] === 0x79 && b[7] === 0x70;
 }

@@ -26,7 +26,14 @@ import {
   type TransportSockets,
 } from "../vocabulary/transports.ts";
 import { loadArtBank } from "./art_bank.ts";
-import { type ArtDocument, artDocument, artDocumentOfLayers, inlineArt } from "./art/document.ts";
+import {
+  type ArtDocument,
+  artDocument,
+  artDocumentOfLayers,
+  inlineArt,
+  type MouthPlace,
+  mouthPlace,
+} from "./art/document.ts";
 import type { ProjectAvatarLoader } from "./art/project_avatars.ts";
 import { ProjectAvatarLeases } from "./art/project_avatar_leases.ts";
 import { AVATAR_ID_PATTERN } from "../ids.ts";
@@ -79,6 +86,14 @@ export interface MediaPlaneOptions {
   gopFrames?: number;
 }
 
+/** What the hellos of an avatar's clients carry of its art (`MediaPlane#helloArt`). */
+interface HelloArt {
+  /** The document, for video-free clients; null when too big for a hello (they fetch `art_path`). */
+  art: ArtDocument | null;
+  /** Where the mouth is, for video clients. */
+  mouth: MouthPlace | null;
+}
+
 interface Live {
   projectId: string;
   avatarId: string;
@@ -92,8 +107,8 @@ export class MediaPlane implements MediaPlaneInfo {
   readonly #videoConfigs = new Map<string, Uint8Array>();
   /** The one timer the clocks of this plane's sessions wake up on (`shared_timer.ts`). */
   readonly #wakeUps = new SharedTimer();
-  /** The stock avatars' art documents small enough for a hello (null: too big), built once. */
-  readonly #stockArt = new Map<string, ArtDocument | null>();
+  /** What the hellos of a stock avatar's clients carry of its art (`#helloArt`), built once per avatar. */
+  readonly #stockArt = new Map<string, HelloArt>();
   #active = 0;
   #publicUrl: string;
   /** Where project avatars are read from (none: stock avatars only). */
@@ -179,19 +194,20 @@ export class MediaPlane implements MediaPlaneInfo {
   }
 
   /**
-   * The art document a video-free client's hello carries for `avatarId` (held here), or null when it is too
-   * big for one (`inlineArt`): a stock avatar's is built once per process.
+   * What the hellos of `avatarId`'s clients carry of its art (held here): a video-free client's the document
+   * itself unless it is too big for one (`inlineArt`), a video client's where the mouth is (`mouthPlace`). A
+   * stock avatar's is built once per process, a project avatar's per session.
    */
-  #artToInline(avatarId: string): ArtDocument | null {
+  #helloArt(avatarId: string): HelloArt {
+    const ofDoc = (doc: ArtDocument | null): HelloArt =>
+      doc ? { art: inlineArt(doc), mouth: mouthPlace(doc) } : { art: null, mouth: null };
     if (AVATAR_ID_PATTERN.test(avatarId)) {
       const layers = this.#projectLeases.layersOf(avatarId);
-      return layers ? inlineArt(artDocumentOfLayers(this.catalog, avatarId, layers)) : null;
+      return ofDoc(layers ? artDocumentOfLayers(this.catalog, avatarId, layers) : null);
     }
-    if (!this.#stockArt.has(avatarId)) {
-      const doc = artDocument(this.catalog, avatarId);
-      this.#stockArt.set(avatarId, doc ? inlineArt(doc) : null);
-    }
-    return this.#stockArt.get(avatarId) ?? null;
+    let held = this.#stockArt.get(avatarId);
+    if (!held) this.#stockArt.set(avatarId, held = ofDoc(artDocument(this.catalog, avatarId)));
+    return held;
   }
 
   /** Changes the origin media URLs are built from (when the port is only known after listening). */
@@ -308,7 +324,7 @@ export class MediaPlane implements MediaPlaneInfo {
       sessionId: s.sessionId,
       avatarId,
       bgId: s.bgId ?? this.catalog.defaultBgId,
-      art: this.#artToInline(avatarId),
+      ...this.#helloArt(avatarId),
       renderer: this.renderer,
       connection: s.connection,
       ffmpegPath: config.ffmpegPath,

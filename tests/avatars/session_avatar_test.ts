@@ -3,7 +3,8 @@
  * red where the stock avatar is green — read in a frame the session streamed, decoded by ffmpeg, and in the
  * renderer's own frame), its art is served to the session's video-free clients with the
  * session's token only (and carried in their hello) (with the CSP and nosniff headers), and deleting the avatar leaves the running
- * session its art while new sessions are refused.
+ * session its art while new sessions are refused. A video client's hello says where each avatar's art draws
+ * the mouth (a drawing's own box), so that it needs no art document.
  */
 import assert from "node:assert/strict";
 import { decodeFirstVideoFrame, MediaClientRecorder, withMedia } from "../../testing/media.ts";
@@ -101,5 +102,41 @@ Deno.test("session avatar: video frames, video-free art (token of that session o
     assert.equal(still.status, 200);
     await still.body?.cancel();
     await assert.rejects(() => create({ avatar_config: { avatar_id: avatarId } }), /400/);
+  });
+});
+
+const DRAWING = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 200 200">
+  <circle cx="100" cy="90" r="70" fill="#30a0e0"/>
+  <g id="eyes-open"><circle cx="75" cy="75" r="8" fill="#fff"/><circle cx="125" cy="75" r="8" fill="#fff"/></g>
+  <g id="eyes-closed"><rect x="67" y="74" width="16" height="3"/><rect x="117" y="74" width="16" height="3"/></g>
+  <rect id="mouth" x="60" y="120" width="80" height="30" fill="#c02040"/>
+</svg>`;
+
+Deno.test("session avatar: a video client's hello carries where the art draws the mouth — a drawing's own box, the stock one", async () => {
+  await withMedia(async ({ h, base, key, create, wsUrl }) => {
+    const made = await h.req("POST", "/v1/avatars", { key, body: { name: "Drawn", svg: DRAWING } });
+    assert.equal(made.status, 201, made.text);
+    const drawn = await create({ avatar_config: { avatar_id: made.body.avatar_id, bg_id: "studio" } });
+    const stock = await create({ avatar_config: { avatar_id: "ada", bg_id: "studio" } });
+    const boxes = [];
+    for (const s of [drawn, stock]) {
+      const client = MediaClientRecorder.withToken(wsUrl(s.session_id), s.client_token);
+      try {
+        await client.until(() => client.texts.length > 0, DEADLINE_MS, "hello");
+        const hello = client.texts[0];
+        const res = await fetch(`${base}${hello.art_path}?token=${encodeURIComponent(s.client_token)}`);
+        assert.equal(res.status, 200);
+        const doc = await res.json();
+        assert.deepEqual(hello.mouth_box, doc.mouth_box);
+        assert.deepEqual(hello.view_box, doc.view_box);
+        assert.equal(hello.art, undefined, "no art document in a video client's hello");
+        boxes.push(hello.mouth_box);
+      } finally {
+        await client.close();
+      }
+    }
+    // The drawing's mouth (80×30 of 200 px, wider and lower than the stock one) is its own.
+    assert.notDeepEqual(boxes[0], boxes[1]);
+    assert.ok(boxes[0].width > boxes[1].width, JSON.stringify(boxes));
   });
 });

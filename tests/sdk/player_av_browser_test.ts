@@ -135,6 +135,13 @@ Deno.test("players: mouth vs sound as shown — 40 ms late pictures report ≈ +
     const video = await create();
     await until("the engine connected", () => Promise.resolve(engine.sessions.has(video.session_id)));
     const [onTime, late] = [await page(), await page()];
+    // The mouth's place comes in the hello: the video players request no art document.
+    const artRequests: string[] = [];
+    for (const p of [onTime, late]) {
+      p.on("request", (req) => {
+        if (new URL(req.url()).pathname.startsWith("/media/v0/art/")) artRequests.push(req.url());
+      });
+    }
     await startPlayer(onTime, video, "video", 0);
     await startPlayer(late, video, "video", DELAY_MS);
     await engine.talk(video.session_id, { pcm, bursts: 12, gapMs: 600, spreadMs: 40 });
@@ -148,6 +155,7 @@ Deno.test("players: mouth vs sound as shown — 40 ms late pictures report ≈ +
       Math.abs(b - a - DELAY_MS) <= 15,
       `pictures shown ${DELAY_MS} ms late report ${b} ms against ${a} ms on time (${r(b - a)} ms more)`,
     );
+    assert.deepEqual(artRequests, [], "the video players fetched no art");
     // What the players reported reaches the session's figures (a report every 2 s).
     await until("the service's av_offset_ms", async () => {
       const m = await client.getSessionMetrics(video.session_id);

@@ -48,6 +48,21 @@ export interface ArtDocument {
  */
 export const ART_INLINE_MAX_BYTES = 64 * 1024;
 
+/**
+ * Where an art document draws the mouth, in its view box: what a video client's hello carries so that the
+ * player can read the mouth of the frames it shows without fetching the art (a customer's drawing makes a
+ * document of several MB).
+ */
+export interface MouthPlace {
+  mouth_box: ArtDocument["mouth_box"];
+  view_box: [number, number];
+}
+
+/** The mouth's place in `doc` ({@link MouthPlace}). */
+export function mouthPlace(doc: ArtDocument): MouthPlace {
+  return { mouth_box: { ...doc.mouth_box }, view_box: [doc.view_box[0], doc.view_box[1]] };
+}
+
 /** `doc` when it is small enough to go in a hello ({@link ART_INLINE_MAX_BYTES}), else null. */
 export function inlineArt(doc: ArtDocument): ArtDocument | null {
   return new TextEncoder().encode(JSON.stringify(doc)).length <= ART_INLINE_MAX_BYTES ? doc : null;

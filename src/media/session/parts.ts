@@ -49,7 +49,13 @@ export function buildParts(deps: SessionMediaDeps, hooks: PartsHooks): SessionPa
     opus: playout.opus,
     inputSampleRate: deps.connection.inputSampleRate,
     timelineMs: () => performance.now() - clock.t0,
-    avatar: { avatarId: deps.avatarId, bgId: deps.bgId, seed, art: deps.art ?? null },
+    avatar: {
+      avatarId: deps.avatarId,
+      bgId: deps.bgId,
+      seed,
+      art: deps.art ?? null,
+      mouth: deps.mouth ?? null,
+    },
   }));
   const track: AnimationTrack = new AnimationTrack(
     {

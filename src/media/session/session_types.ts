@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ArtDocument } from "../art/document.ts";
+import type { ArtDocument, MouthPlace } from "../art/document.ts";
 import type { EncoderSpares } from "../encoder_spares.ts";
 import type { Logger } from "../../log.ts";
 import type { SessionMetrics } from "../../metrics/session_metrics.ts";
@@ -26,6 +26,8 @@ export interface SessionMediaDeps {
   bgId: string;
   /** The avatar's art document when it is small enough to go in a video-free client's hello (`inlineArt`). */
   art?: ArtDocument | null;
+  /** Where the art draws the mouth, for a video client's hello (`mouthPlace`). */
+  mouth?: MouthPlace | null;
   renderer: Renderer;
   connection: Pick<
     ProviderConnection,

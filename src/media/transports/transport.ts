@@ -17,7 +17,7 @@
  */
 import type { EndReason } from "../../vocabulary/end_reasons.ts";
 import type { TransportKind } from "../../vocabulary/transports.ts";
-import type { ArtDocument } from "../art/document.ts";
+import type { ArtDocument, MouthPlace } from "../art/document.ts";
 import type { OpusHead } from "../ogg_opus.ts";
 
 /** The stream's codec configuration, known once both encoders have written their headers. */
@@ -35,9 +35,16 @@ export interface StreamConfig {
   timelineMs(): number;
   /**
    * What a client that draws the avatar itself needs: the art's ids, the seed of its motion, and the art
-   * document itself when it is small enough to go in the hello (`inlineArt`).
+   * document itself when it is small enough to go in the hello (`inlineArt`); and where the art draws the
+   * mouth, for a video client that reads it from the frames it shows (`mouthPlace`).
    */
-  avatar: { avatarId: string; bgId: string; seed: number; art?: ArtDocument | null };
+  avatar: {
+    avatarId: string;
+    bgId: string;
+    seed: number;
+    art?: ArtDocument | null;
+    mouth?: MouthPlace | null;
+  };
 }
 
 /** One encoded video frame. */

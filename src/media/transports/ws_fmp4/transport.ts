@@ -156,9 +156,10 @@ export class WsFmp4Transport implements MediaTransport {
       ...(framing === "frames"
         ? { codecs: video ? { video: { codec, description: avcC.toBase64() }, audio } : { audio } }
         : {}),
-      // A video client reads the mouth of the frames it shows from the art's mouth box (mouth vs sound as
-      // shown); a video-free client draws the avatar: the art to draw (docs/media-plane.md#video-free-clients).
-      ...(video ? { art_path: `/media/v0/art/${avatar.avatarId}` } : {
+      // A video client reads the mouth of the frames it shows in the art's mouth box (mouth vs sound as
+      // shown): where it is, no art to fetch; a video-free client draws the avatar: the art to draw
+      // (docs/media-plane.md#video-free-clients).
+      ...(video ? { art_path: `/media/v0/art/${avatar.avatarId}`, ...(avatar.mouth ?? {}) } : {
         animation: {
           avatar_id: avatar.avatarId,
           bg_id: avatar.bgId,
