@@ -1265,7 +1265,6 @@ async function mouthDarkness(frame, box) {
   return 255 - sum / (width * height);
 }
 
-/** Whether a binary message is an init segment (starts with `ftyp`). */
 /**
  * @typedef {{ box: { x: number; y: number; width: number; height: number }; size: number }} MouthArt
  */
@@ -1283,6 +1282,7 @@ export function mouthPlace(o) {
   return valid ? { box: { x: b.x, y: b.y, width: b.width, height: b.height }, size } : null;
 }
 
+/** Whether a binary message is an init segment (starts with `ftyp`). */
 function isInitSegment(/** @type {Uint8Array} */ b) {
   return b.length > 8 && b[4] === 0x66 && b[5] === 0x74 && b[6] === 0x79 && b[7] === 0x70;
 }

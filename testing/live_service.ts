@@ -28,6 +28,26 @@ export interface LiveService {
   page(viewport?: { width: number; height: number }): Promise<Page>;
 }
 
+/**
+ * The app's backend of a test: an API key of `projectId` with `scopes` made in the service's KV (as the
+ * operator's bootstrap does) and the SDK's client on it.
+ */
+export async function backendOf(
+  service: Service,
+  kv: Deno.Kv,
+  projectId: string,
+  scopes: Scope[],
+): Promise<{ client: ReturnType<typeof createClient>; apiKey: string }> {
+  const { plaintext } = await createApiKey(kv, {
+    projectId,
+    name: "backend",
+    scopes,
+    now: Date.now(),
+    createdBy: "bootstrap",
+  });
+  return { client: createClient({ baseUrl: service.url!, apiKey: plaintext }), apiKey: plaintext };
+}
+
 /** Runs `fn` against a live service; ends its sessions, closes the browser and the service afterwards. */
 export async function withLiveService(
   options: { projectId: string; scopes: Scope[] },
@@ -47,14 +67,9 @@ export async function withLiveService(
   const sessions: string[] = [];
   let client: ReturnType<typeof createClient> | null = null;
   try {
-    const { plaintext } = await createApiKey(kv, {
-      projectId: options.projectId,
-      name: "backend",
-      scopes: options.scopes,
-      now: Date.now(),
-      createdBy: "bootstrap",
-    });
-    const sdk = client = createClient({ baseUrl: service.url!, apiKey: plaintext });
+    const backend = await backendOf(service, kv, options.projectId, options.scopes);
+    const sdk = client = backend.client;
+    const plaintext = backend.apiKey;
     await fn({
       service,
       client: sdk,

@@ -14,18 +14,9 @@
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
 import { launchChromium } from "../../testing/browser.ts";
-import { createClient, type CreatedSession } from "@avatar-svc/sdk";
-import { loadConfig } from "../../src/config.ts";
-import { createApiKey } from "../../src/kv/api_keys.ts";
-import { silentLogger } from "../../src/log.ts";
-import { compose as startService, openKv } from "../../src/app/compose.ts";
-import { generateEngineTls } from "../../engine/mod.ts";
-import { startRealtimeEngine } from "../../testing/realtime_engine.ts";
+import type { CreatedSession } from "@avatar-svc/sdk";
+import { withRealtimeService } from "../../testing/realtime_service.ts";
 import { vowelBurst } from "../../bench/engine.ts";
-// The worker side, loaded with this module rather than by compose()'s `await import()` during a test: its
-// lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count as the
-// test's own.
-import "../../src/app/worker_side.ts";
 
 /** Generous: the machine may be busy. */
 const DEADLINE_MS = 60_000;
@@ -84,105 +75,70 @@ const avOffset = async (page: Page) =>
   (await page.evaluate("globalThis.player.stats().avOffsetMs")) as number | null;
 
 Deno.test("players: mouth vs sound as shown — 40 ms late pictures report ≈ +40 ms more; the canvas player reports it; the service keeps it", async () => {
-  const dir = await Deno.makeTempDir();
-  const tls = await generateEngineTls();
-  await Deno.writeTextFile(`${dir}/ca.pem`, tls.caPem);
-  const config = loadConfig({
-    PORT: "0",
-    SVC_KV: `${dir}/svc.kv`,
-    SVC_REFERENCE_ENGINE: "false",
-    SVC_ENGINE_CA_FILE: `${dir}/ca.pem`,
-    SVC_DEMO_PAGE: "false",
-  });
-  const service = await startService(config, { logger: silentLogger });
-  const kv = await openKv(config.kv);
-  const engine = startRealtimeEngine({ tls });
-  let browser: Browser | null = null;
-  const sessions: string[] = [];
-  const { plaintext } = await createApiKey(kv, {
-    projectId: "proj_player_av",
-    name: "backend",
-    scopes: ["sessions:read", "sessions:write"],
-    now: Date.now(),
-    createdBy: "bootstrap",
-  });
-  const client = createClient({ baseUrl: service.url!, apiKey: plaintext });
-  const create = async (transport?: "websocket_fmp4") => {
-    const s = await client.createSession({
-      provider_type: "external_engine",
-      provider_config: { external_engine: { url: engine.url, auth_headers: {} } },
-      ...(transport ? { transport } : {}),
-    });
-    sessions.push(s.session_id);
-    return s;
-  };
-  const until = async (what: string, ok: () => Promise<boolean>) => {
-    const end = Date.now() + DEADLINE_MS;
-    while (!(await ok())) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  try {
-    browser = await launchChromium({ media: true });
-    const page = async () => {
-      const p = await browser!.newPage();
-      await p.goto(`${service.url}/docs/errors`); // a page of the service: same origin as the player
-      return p;
+  await withRealtimeService("proj_player_av", async ({ service, client, engine, session }) => {
+    let browser: Browser | null = null;
+    const create = (transport?: "websocket_fmp4") => session({ transport, deadlineMs: DEADLINE_MS });
+    const until = async (what: string, ok: () => Promise<boolean>) => {
+      const end = Date.now() + DEADLINE_MS;
+      while (!(await ok())) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     };
+    try {
+      browser = await launchChromium({ media: true });
+      const page = async () => {
+        const p = await browser!.newPage();
+        await p.goto(`${service.url}/docs/errors`); // a page of the service: same origin as the player
+        return p;
+      };
 
-    // Two video viewers of one session, the second 40 ms late.
-    const video = await create();
-    await until("the engine connected", () => Promise.resolve(engine.sessions.has(video.session_id)));
-    const [onTime, late] = [await page(), await page()];
-    // The mouth's place comes in the hello: the video players request no art document.
-    const artRequests: string[] = [];
-    for (const p of [onTime, late]) {
-      p.on("request", (req) => {
-        if (new URL(req.url()).pathname.startsWith("/media/v0/art/")) artRequests.push(req.url());
+      // Two video viewers of one session, the second 40 ms late.
+      const video = await create();
+      const [onTime, late] = [await page(), await page()];
+      // The mouth's place comes in the hello: the video players request no art document.
+      const artRequests: string[] = [];
+      for (const p of [onTime, late]) {
+        p.on("request", (req) => {
+          if (new URL(req.url()).pathname.startsWith("/media/v0/art/")) artRequests.push(req.url());
+        });
+      }
+      await startPlayer(onTime, video, "video", 0);
+      await startPlayer(late, video, "video", DELAY_MS);
+      await engine.talk(video.session_id, { pcm, bursts: 12, gapMs: 600, spreadMs: 40 });
+      await until(
+        "both viewers' mouth vs sound",
+        async () => (await avOffset(onTime)) !== null && (await avOffset(late)) !== null,
+      );
+      const a = (await avOffset(onTime))!, b = (await avOffset(late))!;
+      assert.ok(Math.abs(a) < 80, `the on-time viewer reports a mouth ${a} ms off its sound`);
+      assert.ok(
+        Math.abs(b - a - DELAY_MS) <= 15,
+        `pictures shown ${DELAY_MS} ms late report ${b} ms against ${a} ms on time (${r(b - a)} ms more)`,
+      );
+      assert.deepEqual(artRequests, [], "the video players fetched no art");
+      // What the players reported reaches the session's figures (a report every 2 s).
+      await until("the service's av_offset_ms", async () => {
+        const m = await client.getSessionMetrics(video.session_id);
+        return m.av_offset_ms.count >= 4;
       });
-    }
-    await startPlayer(onTime, video, "video", 0);
-    await startPlayer(late, video, "video", DELAY_MS);
-    await engine.talk(video.session_id, { pcm, bursts: 12, gapMs: 600, spreadMs: 40 });
-    await until(
-      "both viewers' mouth vs sound",
-      async () => (await avOffset(onTime)) !== null && (await avOffset(late)) !== null,
-    );
-    const a = (await avOffset(onTime))!, b = (await avOffset(late))!;
-    assert.ok(Math.abs(a) < 80, `the on-time viewer reports a mouth ${a} ms off its sound`);
-    assert.ok(
-      Math.abs(b - a - DELAY_MS) <= 15,
-      `pictures shown ${DELAY_MS} ms late report ${b} ms against ${a} ms on time (${r(b - a)} ms more)`,
-    );
-    assert.deepEqual(artRequests, [], "the video players fetched no art");
-    // What the players reported reaches the session's figures (a report every 2 s).
-    await until("the service's av_offset_ms", async () => {
-      const m = await client.getSessionMetrics(video.session_id);
-      return m.av_offset_ms.count >= 4;
-    });
 
-    // The canvas (video-free) player reports it too.
-    const free = await create("websocket_fmp4");
-    await until("the engine connected", () => Promise.resolve(engine.sessions.has(free.session_id)));
-    const canvasPage = await page();
-    await startPlayer(canvasPage, free, "canvas", 0);
-    await engine.talk(free.session_id, { pcm, bursts: 8, gapMs: 600, spreadMs: 40 });
-    await until("the canvas player's mouth vs sound", async () => (await avOffset(canvasPage)) !== null);
-    const c = (await avOffset(canvasPage))!;
-    assert.ok(Math.abs(c) < 80, `the canvas player reports a mouth ${c} ms off its sound`);
-    await until("the service's av_offset_ms of the canvas player", async () => {
-      const m = await client.getSessionMetrics(free.session_id);
-      return m.av_offset_ms.count >= 4 && m.frames.presented > 0;
-    });
-  } finally {
-    await browser?.close();
-    for (const id of sessions) await client.endSession(id, { force: true }).catch(() => {});
-    await engine.close();
-    kv.close();
-    await service.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+      // The canvas (video-free) player reports it too.
+      const free = await create("websocket_fmp4");
+      const canvasPage = await page();
+      await startPlayer(canvasPage, free, "canvas", 0);
+      await engine.talk(free.session_id, { pcm, bursts: 8, gapMs: 600, spreadMs: 40 });
+      await until("the canvas player's mouth vs sound", async () => (await avOffset(canvasPage)) !== null);
+      const c = (await avOffset(canvasPage))!;
+      assert.ok(Math.abs(c) < 80, `the canvas player reports a mouth ${c} ms off its sound`);
+      await until("the service's av_offset_ms of the canvas player", async () => {
+        const m = await client.getSessionMetrics(free.session_id);
+        return m.av_offset_ms.count >= 4 && m.frames.presented > 0;
+      });
+    } finally {
+      await browser?.close();
+    }
+  });
 });
 
 const r = (n: number) => Math.round(n * 10) / 10;
