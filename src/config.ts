@@ -180,6 +180,11 @@ export interface SfuConfig {
   workerRtpHost: string;
   /** How long a session waits for a lost Janus to come back before it ends (`sfu_failed`). */
   recoveryTimeoutMs: number;
+  /**
+   * A PEM file of CA certificates trusted for a `wss://` Janus beyond the default roots (Janus behind TLS
+   * with a private CA); null: the default roots only. Read at start-up (`readSfuCa`).
+   */
+  caFile: string | null;
   /** STUN/TURN URLs returned in `stream_metadata.ice_servers`. */
   iceUrls: string[];
   /** coturn's `static-auth-secret` (time-limited TURN credentials); null without TURN URLs. */
@@ -298,6 +303,7 @@ const VARIABLES = {
     default: "127.0.0.1",
   },
   SVC_SFU_RECOVERY_TIMEOUT_S: { schema: int(1, 600), default: "15" },
+  SVC_SFU_CA_FILE: { schema: z.string().min(1), default: undefined },
   SVC_TURN_URLS: {
     schema: z.string().transform((v) => v.split(",").map((u) => u.trim()).filter(Boolean)).pipe(
       z.array(z.string().regex(/^(stun|stuns|turn|turns):[^\s,]+$/, "must list stun:, turn: or turns: URLs")),
@@ -496,6 +502,7 @@ function sfuConfig(v: Parsed): SfuConfig | null {
       const name of [
         "SVC_SFU_ADMIN_SECRET",
         "SVC_SFU_PUBLIC_URL",
+        "SVC_SFU_CA_FILE",
         "SVC_TURN_URLS",
         "SVC_TURN_SECRET",
       ] as const
@@ -516,6 +523,11 @@ function sfuConfig(v: Parsed): SfuConfig | null {
       "invalid configuration: SVC_TURN_SECRET is required when SVC_TURN_URLS lists a turn: URL",
     );
   }
+  if (v.SVC_SFU_CA_FILE !== undefined && new URL(v.SVC_SFU_JANUS_URL).protocol !== "wss:") {
+    throw new ConfigError(
+      "invalid configuration: SVC_SFU_CA_FILE is set but SVC_SFU_JANUS_URL is not a wss:// URL (the CA is for Janus's TLS certificate)",
+    );
+  }
   const janusHost = new URL(v.SVC_SFU_JANUS_URL).hostname.replace(/^\[|\]$/g, "");
   return {
     janusUrl: v.SVC_SFU_JANUS_URL,
@@ -524,6 +536,7 @@ function sfuConfig(v: Parsed): SfuConfig | null {
     rtpHost: v.SVC_SFU_RTP_HOST ?? (janusHost === "localhost" ? "127.0.0.1" : janusHost),
     workerRtpHost: v.SVC_SFU_WORKER_RTP_HOST!,
     recoveryTimeoutMs: v.SVC_SFU_RECOVERY_TIMEOUT_S! * 1000,
+    caFile: v.SVC_SFU_CA_FILE ?? null,
     iceUrls,
     turnSecret: v.SVC_TURN_SECRET ?? null,
   };

@@ -64,6 +64,8 @@ export async function freeUdpRange(count: number, hosts: string[] = ["0.0.0.0"])
 export interface JanusProcess {
   /** WebSocket API URL (`ws://127.0.0.1:<port>`). */
   url: string;
+  /** The TLS WebSocket API's URL (`wss://localhost:<port>`) when started with `tls`, else null. */
+  wssUrl: string | null;
   /** Janus's `api_secret` and the plugins' `admin_key`. */
   secret: string;
   /** The address Janus's ICE uses. */
@@ -96,6 +98,8 @@ export interface JanusOptions {
   icePorts?: number;
   /** How long to wait for the API to answer, ms (default 30 s). */
   readyTimeoutMs?: number;
+  /** A certificate and key (PEM) for a second, TLS, WebSocket API on 127.0.0.1 (`wssUrl`). */
+  tls?: { certPem: string; keyPem: string };
 }
 
 /**
@@ -119,6 +123,7 @@ async function startJanusOnce(options: JanusOptions): Promise<JanusProcess> {
   const adminKey = options.adminKey ?? secret;
   const dir = await Deno.makeTempDir({ prefix: "janus-" });
   const wsPort = freeTcpPort();
+  const wssPort = options.tls ? freeTcpPort() : null;
   const ice = await freeUdpRange(options.icePorts ?? 40, [iceAddress]);
   const ingest = await freeUdpRange(options.ingestPorts ?? 40, ["127.0.0.1"]);
   const files: Record<string, string> = {
@@ -146,9 +151,12 @@ loggers: { disable = "libjanus_jsonlog.so" }
 events: { broadcast = false }
 `,
     "janus.transport.websockets.jcfg":
-      `general: { json = "plain"  ws = true  ws_port = ${wsPort}  ws_ip = "127.0.0.1"  wss = false }
+      `general: { json = "plain"  ws = true  ws_port = ${wsPort}  ws_ip = "127.0.0.1"  ${
+        wssPort ? `wss = true  wss_port = ${wssPort}  wss_ip = "127.0.0.1"` : "wss = false"
+      } }
 admin: { admin_ws = false  admin_wss = false }
-`,
+${wssPort ? `certificates: { cert_pem = "${dir}/tls_cert.pem"  cert_key = "${dir}/tls_key.pem" }\n` : ""}`,
+
     "janus.plugin.streaming.jcfg": `general: { admin_key = "${adminKey}"  rtp_port_range = "${ingest[0]}-${
       ingest[1]
     }"  events = false  string_ids = false }
@@ -157,6 +165,10 @@ admin: { admin_ws = false  admin_wss = false }
       `general: { admin_key = "${adminKey}"  lock_rtp_forward = true  events = false  string_ids = false }
 `,
   };
+  if (options.tls) {
+    files["tls_cert.pem"] = options.tls.certPem;
+    files["tls_key.pem"] = options.tls.keyPem;
+  }
   for (const [name, text] of Object.entries(files)) await Deno.writeTextFile(`${dir}/${name}`, text);
 
   let child: Deno.ChildProcess | null = null;
@@ -199,6 +211,7 @@ admin: { admin_ws = false  admin_wss = false }
   });
   return {
     url: `ws://127.0.0.1:${wsPort}`,
+    wssUrl: wssPort ? `wss://localhost:${wssPort}` : null,
     secret,
     iceAddress,
     get pid() {

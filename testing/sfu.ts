@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { generateEngineTls } from "../engine/tls.ts";
+import { sfuTrust } from "../src/app/outbound.ts";
 import { loadConfig, type SfuConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
 import { MediaPlane } from "../src/media/media_plane.ts";
@@ -61,6 +63,11 @@ export interface SfuOptions {
   renderer?: Renderer;
   /** Frames between keyframes (default one second's). */
   gopFrames?: number;
+  /**
+   * Reach Janus over TLS (`wss://`, a certificate of a private CA): `"trusted"` names the CA in
+   * `SVC_SFU_CA_FILE`, `"untrusted"` does not.
+   */
+  wss?: "trusted" | "untrusted";
 }
 
 /** Runs `fn` with Janus, an SFU-enabled media plane and a served harness; stops everything afterwards. */
@@ -68,7 +75,10 @@ export async function withSfu(
   fn: (ctx: SfuContext) => Promise<void>,
   options: SfuOptions = {},
 ): Promise<void> {
-  const janus = await startJanus(options.janus);
+  const tls = options.wss ? await generateEngineTls() : null;
+  const janus = await startJanus({ ...options.janus, ...(tls ? { tls } : {}) });
+  const caFile = tls && options.wss === "trusted" ? `${janus.dir}/ca.pem` : null;
+  if (caFile) await Deno.writeTextFile(caFile, tls!.caPem);
   let turn: TurnProcess | null = null;
   let proxy: UdpProxy | null = null;
   let plane: MediaPlane | null = null;
@@ -82,14 +92,16 @@ export async function withSfu(
     }
     const turnUrl = proxy ? `turn:${proxy.host}:${proxy.port}?transport=udp` : turn?.url;
     const env = {
-      SVC_SFU_JANUS_URL: janus.url,
+      SVC_SFU_JANUS_URL: tls ? janus.wssUrl! : janus.url,
       SVC_SFU_ADMIN_SECRET: janus.secret,
+      ...(caFile ? { SVC_SFU_CA_FILE: caFile } : {}),
       ...(turn ? { SVC_TURN_URLS: turnUrl!, SVC_TURN_SECRET: turn.secret } : {}),
     };
     const config = loadConfig(env);
     plane = await MediaPlane.create({
       config: { ...config.media, width: 256, height: 256 },
       transports: { sfu: { ...config.sfu!, ...options.sfu } },
+      sfuCaCerts: await sfuTrust(config),
       publicUrl: "http://localhost:8787",
       logger: createLogger({ level: "debug", sink: (l) => logs.push(l) }),
       renderer: options.renderer ?? await smallRenderer(),

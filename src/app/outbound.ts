@@ -2,11 +2,12 @@
  * What a process trusts when it connects out: the CA certificates of engine connections (the given ones,
  * `SVC_ENGINE_CA_FILE`, the embedded engine's, added later by the caller), and the HTTP clients of webhook
  * deliveries (`SVC_WEBHOOK_CA_FILE`) and of calls to remote workers (`SVC_WORKER_CA_FILE`), each created only
- * when a CA is configured and closed at the end.
+ * when a CA is configured and closed at the end; and the CA certificates of a `wss://` Janus
+ * (`SVC_SFU_CA_FILE`: {@link sfuTrust}, read with the media plane).
  *
  * @module
  */
-import type { Config } from "../config.ts";
+import { type Config, StartupError } from "../config.ts";
 import type { Cleanup } from "./cleanup.ts";
 
 /** The trust of outgoing connections. */
@@ -34,4 +35,24 @@ export async function outboundTrust(
     : undefined;
   if (workerHttpClient) cleanup.push(() => workerHttpClient.close());
   return { engineCa, webhookHttpClient, workerHttpClient };
+}
+
+/**
+ * The CA certificates trusted for a `wss://` Janus beside the default roots: `SVC_SFU_CA_FILE`'s (none when it
+ * is unset). A file that cannot be read or holds no PEM certificate stops start-up (`StartupError`, one line
+ * naming the variable and the path) rather than every session's connect later.
+ */
+export async function sfuTrust(config: Pick<Config, "sfu">): Promise<string[]> {
+  const path = config.sfu?.caFile;
+  if (!path) return [];
+  let pem: string;
+  try {
+    pem = await Deno.readTextFile(path);
+  } catch (err) {
+    throw new StartupError(`SVC_SFU_CA_FILE: cannot read ${JSON.stringify(path)} (${(err as Error).name})`);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new StartupError(`SVC_SFU_CA_FILE: ${JSON.stringify(path)} holds no PEM certificate`);
+  }
+  return [pem];
 }

@@ -19,6 +19,7 @@ import type { ProviderType } from "../providers/definitions/provider_types.ts";
 import { type SessionMediaFactory, SessionRuntime } from "../worker/session_runtime.ts";
 import { SessionWorker } from "../worker/session_worker.ts";
 import type { EndJournalOptions } from "../worker/end_journal.ts";
+import { sfuTrust } from "./outbound.ts";
 import type { WorkerOverrides, WorkerSide } from "./worker_side_port.ts";
 
 /** Overrides of the worker side (tests and benches). */
@@ -74,6 +75,7 @@ export async function startMediaPlane(
   const plane = await MediaPlane.create({
     config: a.config.media,
     transports: a.config,
+    sfuCaCerts: await sfuTrust(a.config),
     publicUrl: a.config.publicUrl,
     logger: a.logger,
     clock: a.clock,

@@ -71,6 +71,8 @@ export interface MediaPlaneOptions {
   config: MediaConfig;
   /** The transports' settings (the SFU of `webrtc_sfu`; none: only `websocket_fmp4`). */
   transports?: TransportConfig;
+  /** CA certificates (PEM) trusted for a `wss://` Janus beside the default roots (`SVC_SFU_CA_FILE`). */
+  sfuCaCerts?: readonly string[];
   /** Public origin of the service (http or https), for media URLs. */
   publicUrl: string;
   logger: Logger;

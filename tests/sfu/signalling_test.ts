@@ -179,6 +179,26 @@ Deno.test("sfu: an unreachable SFU answers 503 SVC_SFU_CONNECTION_FAILED and fre
   }, { sfu: { janusUrl: `ws://127.0.0.1:${closedPort}` } });
 });
 
+Deno.test("sfu: Janus behind TLS with a private CA: trusted through SVC_SFU_CA_FILE a session runs over wss://; without it, 503 SVC_SFU_CONNECTION_FAILED", async () => {
+  await withSfu(async ({ h, key, create, janus }) => {
+    assert.match(janus.wssUrl!, /^wss:/);
+    const before = await mountpoints(janus.url, janus.secret);
+    const s = await create();
+    // (its mountpoint was made over the TLS socket: the plane was given no other address)
+    assert.equal((await mountpoints(janus.url, janus.secret)).length, before.length + 1);
+    const end = await h.req("POST", `/v1/sessions/${s.session_id}/end`, { key });
+    assert.equal(end.status, 200);
+    assert.ok(end.body.chunks_rendered > 0, "frames were rendered and sent");
+  }, { wss: "trusted" });
+  // The same Janus certificate, its CA not named: the TLS handshake fails (over ws:// it would not).
+  await withSfu(async ({ post, plane }) => {
+    const res = await post();
+    const body = checkErrorBody(res, { status: 503, code: "SVC_SFU_CONNECTION_FAILED", retryable: true });
+    assert.ok(!/localhost|wss:\/\//.test(String(body.message)), "no address in the message");
+    assert.equal(plane.active, 0);
+  }, { wss: "untrusted" });
+});
+
 Deno.test("sfu: a mountpoint Janus refuses answers 502 SVC_SFU_NEGOTIATION_FAILED", async () => {
   await withSfu(async ({ post, plane }) => {
     const res = await post();

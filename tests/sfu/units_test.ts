@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import dgram from "node:dgram";
-import { ConfigError, loadConfig } from "../../src/config.ts";
+import { ConfigError, loadConfig, type SfuConfig, StartupError } from "../../src/config.ts";
+import { sfuTrust } from "../../src/app/outbound.ts";
+import { generateEngineTls } from "../../engine/tls.ts";
 import { OggOpusDemuxer } from "../../src/media/ogg_opus.ts";
 import { MicReceiver } from "../../src/media/transports/webrtc_sfu/mic.ts";
 import {
@@ -185,6 +187,15 @@ Deno.test("config: the SFU settings, and one line naming the variable when they 
   assert.equal(c.workerRtpHost, "127.0.0.1");
   assert.equal(c.recoveryTimeoutMs, 15_000);
   assert.deepEqual(c.iceUrls, ["stun:a.example:3478", "turn:b.example:3478?transport=udp"]);
+  assert.equal(c.caFile, null);
+  assert.equal(
+    loadConfig({
+      SVC_SFU_JANUS_URL: "wss://janus.internal:8989",
+      SVC_SFU_ADMIN_SECRET: "0123456789abcdef",
+      SVC_SFU_CA_FILE: "/etc/svc/janus-ca.pem",
+    }).sfu!.caFile,
+    "/etc/svc/janus-ca.pem",
+  );
   const api = loadConfig({
     SVC_ROLE: "api",
     SVC_INTERNAL_SECRET: "x".repeat(32),
@@ -222,6 +233,18 @@ Deno.test("config: the SFU settings, and one line naming the variable when they 
       { SVC_SFU_JANUS_URL: "ws://j:8188", SVC_SFU_ADMIN_SECRET: "short" },
       /^invalid configuration: SVC_SFU_ADMIN_SECRET /,
     ],
+    [
+      { SVC_SFU_CA_FILE: "/etc/svc/janus-ca.pem" },
+      /^invalid configuration: SVC_SFU_CA_FILE is set but SVC_SFU_JANUS_URL is not$/,
+    ],
+    [
+      {
+        SVC_SFU_JANUS_URL: "ws://j:8188",
+        SVC_SFU_ADMIN_SECRET: "0123456789abcdef",
+        SVC_SFU_CA_FILE: "/etc/svc/janus-ca.pem",
+      },
+      /^invalid configuration: SVC_SFU_CA_FILE is set but SVC_SFU_JANUS_URL is not a wss:\/\/ URL/,
+    ],
   ];
   for (const [env, message] of bad) {
     assert.throws(
@@ -234,6 +257,35 @@ Deno.test("config: the SFU settings, and one line naming the variable when they 
     (err: Error) => err instanceof ConfigError && !err.message.includes("s3cr3t"),
     "the value is never echoed",
   );
+});
+
+Deno.test("config: SVC_SFU_CA_FILE is read at start-up; a file that cannot be read or holds no certificate stops it, naming the variable", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const sfu = (caFile: string | null) => ({ sfu: caFile === null ? null : { caFile } as SfuConfig });
+    assert.deepEqual(await sfuTrust(sfu(null)), []);
+    assert.deepEqual(await sfuTrust({ sfu: { caFile: null } as SfuConfig }), []);
+    const pem = (await generateEngineTls()).caPem;
+    await Deno.writeTextFile(`${dir}/ca.pem`, pem);
+    assert.deepEqual(await sfuTrust(sfu(`${dir}/ca.pem`)), [pem]);
+    await Deno.writeTextFile(
+      `${dir}/key.pem`,
+      "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    );
+    for (
+      const [path, message] of [
+        [`${dir}/missing.pem`, /^SVC_SFU_CA_FILE: cannot read ".*missing\.pem" \(NotFound\)$/],
+        [`${dir}/key.pem`, /^SVC_SFU_CA_FILE: ".*key\.pem" holds no PEM certificate$/],
+      ] as const
+    ) {
+      await assert.rejects(
+        sfuTrust(sfu(path)),
+        (err: Error) => err instanceof StartupError && message.test(err.message),
+      );
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("mic receiver: Opus RTP from Janus becomes PCM16 at the engine's rate (direct or resampled); junk is counted", async () => {

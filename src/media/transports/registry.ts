@@ -41,6 +41,8 @@ export interface TransportConfig {
 /** The media plane's settings a transport reads. */
 export interface TransportSettings {
   transports?: TransportConfig;
+  /** CA certificates (PEM) trusted for a `wss://` Janus beside the default roots (`SVC_SFU_CA_FILE`, read at start-up). */
+  sfuCaCerts?: readonly string[];
   logger: Logger;
 }
 
@@ -143,7 +145,7 @@ const webrtcSfu: TransportImplementation<JanusSfu | null> = {
   paced: true,
   connect: (options) => {
     const sfu = options.transports?.sfu;
-    return sfu?.adminSecret ? new JanusSfu(sfu, options.logger) : null;
+    return sfu?.adminSecret ? new JanusSfu(sfu, options.logger, { caCerts: options.sfuCaCerts }) : null;
   },
   open: (r) => (hooks) =>
     WebRtcSfuTransport.open({

@@ -111,14 +111,20 @@ export class JanusConnection {
   }
 
   /**
-   * Connects (`ws:` or `wss:`); throws {@link JanusUnreachableError} when Janus does not accept within
-   * `timeoutMs`.
+   * Connects (`ws:` or `wss:`, trusting `caCerts` — PEM — beside the default roots); throws
+   * {@link JanusUnreachableError} when Janus does not accept within `timeoutMs` (or its certificate is not
+   * trusted).
    */
-  static async open(url: string, secret: string | null, timeoutMs = 5000): Promise<JanusConnection> {
+  static async open(
+    url: string,
+    secret: string | null,
+    timeoutMs = 5000,
+    caCerts: readonly string[] = [],
+  ): Promise<JanusConnection> {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new Error("timeout")), timeoutMs);
     try {
-      const ws = await wireClient().open({
+      const ws = await wireClient({ caCerts }).open({
         endpoint: endpointOf(url),
         protocols: [JANUS_PROTOCOL],
         signal: abort.signal,

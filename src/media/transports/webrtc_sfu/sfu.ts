@@ -42,7 +42,11 @@ export class JanusSfu {
   constructor(
     readonly config: SfuConfig,
     readonly logger: Logger,
-    readonly options: { connectTimeoutMs?: number } = {},
+    readonly options: {
+      connectTimeoutMs?: number;
+      /** CA certificates (PEM) trusted for a `wss://` Janus beside the default roots (`SVC_SFU_CA_FILE`). */
+      caCerts?: readonly string[];
+    } = {},
   ) {}
 
   /** The secret Janus's API and plugins are configured with. */
@@ -75,6 +79,7 @@ export class JanusSfu {
       this.config.janusUrl,
       this.config.adminSecret,
       this.options.connectTimeoutMs ?? 5000,
+      this.options.caCerts,
     );
     // A socket that opens but is not Janus (or has another api_secret) fails here.
     try {
