@@ -299,6 +299,12 @@ export interface TalkingJoins {
   played_as_silence_ms: Figures | null;
   /** The player's anchor 2.5 s after its first frame (WebCodecs, canvas: `anchorMs`), ms. */
   anchor_ms: Figures | null;
+  /**
+   * The canvas: its first frame whose mouth's box differs from the first picture's (the avatar at rest) −
+   * the first sound heard, ms: how much of the first words the mouth stays closed (null: other players,
+   * whose first frame is already a moving one).
+   */
+  mouth_moved_after_sound_ms: Figures | null;
 }
 
 /** A 2 s stall and what followed. */
@@ -1011,6 +1017,7 @@ async function connects(
     skipped: [] as number[],
     silence: [] as number[],
     anchor: [] as number[],
+    mouthMoved: [] as number[],
   };
   const stages: Record<string, number[]> = {};
   const firstViewer: number[] = [];
@@ -1063,7 +1070,15 @@ async function connects(
       const stats = path === "webcodecs" || path === "canvas"
         ? await page.evaluate(`globalThis.player.stats()`) as Record<string, number | null>
         : null;
-      return { firstSound, stats };
+      // (the canvas: the mouth's box darkness, 0–255, of each frame drawn; the first is the picture at rest)
+      const mouthMoved = path === "canvas"
+        ? await page.evaluate(`(() => {
+        const f = globalThis.frames;
+        const i = f.findIndex((x) => Math.abs(x.dark - f[0].dark) > 1);
+        return i > 0 && globalThis.onsets.length ? f[i].shown - globalThis.onsets[0] : null;
+      })()`) as number | null
+        : null;
+      return { firstSound, stats, mouthMoved };
     });
   const sessions: Session[] = [];
   try {
@@ -1093,6 +1108,7 @@ async function connects(
         if (j) {
           talking.firstFrame.push(j.firstFrame);
           if (j.firstSound !== null) talking.firstSound.push(j.firstSound);
+          if (j.mouthMoved !== null) talking.mouthMoved.push(j.mouthMoved);
           if (j.stats) {
             const { speechSkippedMs, audioUnderrunMs, anchorMs } = j.stats;
             if (typeof speechSkippedMs === "number") talking.skipped.push(speechSkippedMs);
@@ -1122,6 +1138,7 @@ async function connects(
             anchor_ms: figures(talking.anchor),
           }
           : { speech_skipped_ms: null, played_as_silence_ms: null, anchor_ms: null }),
+        mouth_moved_after_sound_ms: path === "canvas" ? figures(talking.mouthMoved) : null,
       }
       : null,
   };
@@ -1383,14 +1400,16 @@ function table(results: Partial<Record<PathName, PathResults>>): string {
       "≤ 150 (the SFU's first bound, ≤ 500)",
     ),
     row(
-      "viewer joining mid-speech: connect → first frame / first sound heard p50 ms; speech skipped, played as silence p50 / max ms; anchor p50 ms",
+      "viewer joining mid-speech: connect → first frame / first sound heard p50 ms; speech skipped, played as silence p50 / max ms; anchor p50 ms; the canvas's mouth first moved − first sound p50 / max ms",
       (r) => {
         const j = r.talking_joins;
         if (!j) return "–";
         const pm = (x: Figures | null) => x ? `${f(x, "p50")} / ${x.max ?? "–"}` : "–";
         return `${f(j.first_frame_ms, "p50")} / ${f(j.first_sound_ms, "p50")}; ${pm(j.speech_skipped_ms)}, ${
           pm(j.played_as_silence_ms)
-        }; ${j.anchor_ms ? f(j.anchor_ms, "p50") : "–"} (${j.first_frame_ms.samples})`;
+        }; ${j.anchor_ms ? f(j.anchor_ms, "p50") : "–"}; ${
+          pm(j.mouth_moved_after_sound_ms)
+        } (${j.first_frame_ms.samples})`;
       },
       "≤ 150 (the first frame)",
     ),

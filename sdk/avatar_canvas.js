@@ -7,11 +7,13 @@
  *
  * The art comes in the hello (`animation.art`) when it is small, else from `art_path`. The first picture is
  * the avatar at rest rasterised in one piece ({@link restPictureSvg}); then every layer is rasterised once,
- * at the canvas's pixel size — the first four together ({@link layerSheet}), then the mouths together
- * ({@link mouthSheet}), then the eyes one by one, paced ({@link restPauseMs}) — and kept as an `ImageBitmap`
- * cropped to what it covers (the background and the body, which never move, as one); a frame is four or five
- * `drawImage` calls. A frame is drawn only when what it shows changes: at most once per 1/25 s while only the
- * head moves, at every refresh while the mouth cross-fades (so a viseme shows within a refresh of its time).
+ * at the canvas's pixel size — the mouths together with what lies under them ({@link mouthSheet}: from then
+ * on the mouth moves over the picture at rest), then the still layer, the head and open eyes together
+ * ({@link layerSheet}: the moving avatar), then the other eyes one by one, paced ({@link restPauseMs}) — and
+ * kept as an `ImageBitmap` cropped to what it covers (the background and the body, which never move, as one);
+ * a frame is four or five `drawImage` calls. A frame is drawn only when what it shows changes: at most once
+ * per 1/25 s while only the head moves, at every refresh while the mouth cross-fades (so a viseme shows
+ * within a refresh of its time).
  * The cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
  * (as the server's renderer draws each frame from the audio around its instant). A mouth opening from
  * silence is centred instead on where the sound starts, when the caller knows it (`soundStarts`, from the
@@ -40,6 +42,8 @@ const CROSSFADE_MS = 40;
 const OPENING_LEAD_MS = 60;
 /** Frames per second drawn (the animation's own rate). */
 const FPS = 25;
+/** The mouth's key (`drawEarly`) of the picture at rest: the closed mouth, no cross-fade. */
+const REST_KEY = "sil/";
 /** Animation messages kept behind the instant drawn (ms). */
 const KEEP_MS = 2000;
 
@@ -190,7 +194,9 @@ async function sheetOf(contents, cellW, cellH, viewBox) {
  * @property {(tMs: number) => boolean} draw Draws the avatar at timeline instant `tMs`; true once drawn.
  * @property {() => boolean} ready Whether every layer of the art is rasterised (the avatar is drawn before: the
  *   first picture needs only the still layer, the head, open eyes and the closed mouth).
- * @property {() => { frames: number; visemes: number }} stats Frames drawn, viseme messages received.
+ * @property {() => { frames: number; visemes: number; stage: "none" | "rest" | "mouths" | "moving" | "complete" }} stats
+ *   Frames drawn, viseme messages received, and what the drawing has of the art: nothing drawn yet, the
+ *   picture at rest, the mouths moving over it, the moving avatar, every layer.
  * @property {() => void} close
  */
 
@@ -226,6 +232,12 @@ export function createAvatarDrawer(options) {
   let restDrawn = false;
   /** @type {((v?: unknown) => void) | null} Called when the rest picture is drawn. */
   let restShown = null;
+  /**
+   * The mouths and what lies under them, cut to the mouth's box: drawn over the picture at rest until the
+   * layers that move the head are in (see `load`).
+   * @type {{ under: Layer; mouths: Record<string, Layer | null> } | null}
+   */
+  let early = null;
   /** Every layer of the art is rasterised (the first picture needs only a few: see `load`). */
   let complete = false;
   /** @type {[number, string][]} */
@@ -350,6 +362,32 @@ export function createAvatarDrawer(options) {
       restShown = null;
       if (closed) return;
     }
+    // Then the 15 mouths, with what lies under them (the avatar at rest without its mouth), cut to the mouth's
+    // box on one sheet (`mouthSheet`: one decode of small cells): the mouth moves over the picture at rest
+    // from then on (the head still, the eyes open: `early`), before the layers that move the head are in — a
+    // viewer joining speech sees its visemes, not the closed mouth, from its first words (they came 60–150
+    // ms after the first words when the mouths followed the first layers). Null when they cannot share a
+    // document, the art has no mouth box, or the browser could not draw the sheet: the mouths then come one
+    // by one after the first layers.
+    const mouthNames = Object.keys(mouthSvgs);
+    const under = [...groups[0], ...groups[1], ...groups[2]];
+    const mouthDocs = mouthNames.map((v) => mouthSvgs[v]);
+    // (`mouthSheet` checks its cells' documents: the ones under the mouth share one cell)
+    const sheet = nestable([...under, ...mouthDocs])
+      ? await paced(() => mouthSheet([under.join(""), ...mouthDocs], doc.mouth_box, w, h).catch(() => null))
+      : null;
+    if (closed) {
+      for (const l of sheet ?? []) l.b.close();
+      return;
+    }
+    /** @type {Record<string, Layer | null>} */
+    const mouths = {};
+    if (sheet) {
+      mouthNames.forEach((v, i) => mouths[v] = sheet[i + 1]);
+      early = { under: sheet[0], mouths };
+      // (the picture at rest shows the closed mouth: nothing to draw until a viseme comes)
+      lastKey = restDrawn ? REST_KEY : "";
+    }
     // What never moves (the background, the body): one layer.
     const stillLayer = async () => {
       const still = new OffscreenCanvas(w, h);
@@ -361,15 +399,16 @@ export function createAvatarDrawer(options) {
       }
       return await crop(still.transferToImageBitmap());
     };
-    // Then what the moving avatar needs first — the still layer, the head, open eyes looking ahead, the
-    // closed mouth — on one sheet (one decode) when they can share a document, else one after the other;
-    // paced as the rest either way: the sound starts up meanwhile (decoded one by one and rasterised
-    // together, they held the main thread for 60–100 ms just then, and a joining viewer heard the first
-    // words ≈ 30 ms later). It is drawn once they are in (a viseme or an eye state not rasterised yet shows
-    // the closed mouth or the open eyes for those few frames).
+    // Then what the moving avatar needs — the still layer, the head, open eyes looking ahead (and the closed
+    // mouth if the mouths' sheet failed) — on one sheet (one decode) when they can share a document, else one
+    // after the other; paced as the rest either way: the sound starts up meanwhile (decoded one by one and
+    // rasterised together, they held the main thread for 60–100 ms just then, and a joining viewer heard the
+    // first words ≈ 30 ms later). It is drawn once they are in (an eye state not rasterised yet shows the
+    // open eyes for those few frames).
+    const firstGroups = sheet ? groups.slice(0, 3) : groups;
     /** @type {(Layer | null)[] | null} */
     let firsts = await paced(async () => {
-      const fulls = await layerSheet(groups, w, h).catch(() => null);
+      const fulls = await layerSheet(firstGroups, w, h).catch(() => null);
       return fulls && await Promise.all(fulls.map((full) => crop(full)));
     });
     if (closed) {
@@ -383,7 +422,7 @@ export function createAvatarDrawer(options) {
           stillLayer,
           () => layer(doc.head, w, h),
           () => eyeSvgs.open?.neutral ? layer(eyeSvgs.open.neutral, w, h) : Promise.resolve(null),
-          () => mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null),
+          ...(sheet ? [] : [() => mouthSvgs.sil ? layer(mouthSvgs.sil, w, h) : Promise.resolve(null)]),
         ]
       ) {
         firsts.push(await paced(make));
@@ -393,35 +432,25 @@ export function createAvatarDrawer(options) {
         }
       }
     }
-    const [still, head, open, sil] = firsts;
+    const [still, head, open] = firsts;
+    if (!sheet) mouths.sil = firsts[3] ?? null;
     /** @type {Art} */
     const next = {
       still,
       head,
       eyes: { open: { neutral: open } },
-      mouths: { sil },
+      mouths,
       scale: w / (doc.view_box?.[0] ?? 512),
     };
     if (closed) return release(next);
     art = next;
     restPicture = null;
+    early?.under?.b.close();
+    early = null;
     // (the next frame is drawn whole)
     drawn = null;
     lastKey = "";
-    // Then the 14 other mouths, together (they change most; one by one, paced, they took ≈ 1 s)…
-    const others = Object.keys(mouthSvgs).filter((v) => v !== "sil");
-    // (a sheet the browser could not draw: one by one)
-    const sheet = await paced(() =>
-      mouthSheet(others.map((v) => mouthSvgs[v]), doc.mouth_box, w, h).catch(() => null)
-    );
-    if (closed || art !== next) {
-      for (const l of sheet ?? []) l.b.close();
-      return;
-    }
-    if (sheet) {
-      others.forEach((v, i) => next.mouths[v] = sheet[i]);
-      lastKey = "";
-    }
+    const others = mouthNames.filter((v) => v !== "sil");
     // …and the rest (the mouths too if they could not share a document), each layer in place as soon as it
     // is rasterised (the next frame that needs it is drawn anew).
     /** @type {[string, string, string | null][]} */
@@ -481,6 +510,54 @@ export function createAvatarDrawer(options) {
     return t;
   };
 
+  /**
+   * The mouth at timeline instant `tMs`: its viseme and, while it cross-fades, the one before and how far.
+   * The cross-fade is centred on a viseme's stamp: at instant t it is the viseme of t + half a fade.
+   * @param {number} tMs
+   */
+  const mouthAt = (tMs) => {
+    const tv = tMs + CROSSFADE_MS / 2;
+    let vi = lastAt(visemes, tv);
+    // (an opening whose sound starts before its stamp begins there: it may be the next viseme's)
+    if (vi + 1 < visemes.length && startOf(vi + 1) <= tv) vi++;
+    const viseme = vi >= 0 ? visemes[vi][1] : "sil";
+    const since = vi >= 0 ? tv - startOf(vi) : Infinity;
+    const prev = vi > 0 ? visemes[vi - 1][1] : "sil";
+    const fading = since < CROSSFADE_MS && prev !== viseme;
+    const alpha = fading ? Math.round(since / CROSSFADE_MS * 20) / 20 : 1;
+    return { viseme, prev, fading, alpha };
+  };
+
+  /**
+   * Before the layers that move the head are in: the mouth at `tMs` over the picture at rest, within the
+   * mouth's box — what lies under the mouth, then the mouth (the head in place, the eyes open, as at rest).
+   * @param {number} tMs
+   */
+  const drawEarly = (tMs) => {
+    if (!early) return;
+    const { viseme, prev, fading, alpha } = mouthAt(tMs);
+    const key = `${viseme}/${fading ? `${prev}/${alpha}` : ""}`;
+    if (key === lastKey) return;
+    lastKey = key;
+    const { under, mouths } = early;
+    const mouth = (viseme in mouths ? mouths[viseme] : mouths.sil) ?? null;
+    const below = fading ? mouths[prev] ?? null : null;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(under.x, under.y, under.b.width, under.b.height);
+    ctx.clip();
+    ctx.clearRect(under.x, under.y, under.b.width, under.b.height);
+    put(ctx, under);
+    if (below) {
+      ctx.globalAlpha = 1 - alpha;
+      put(ctx, below);
+      ctx.globalAlpha = alpha;
+    }
+    put(ctx, mouth);
+    ctx.restore();
+    frames++;
+  };
+
   return {
     configure(animation) {
       loading ??= load(animation).catch((err) => console.warn("avatar player: the art did not load", err));
@@ -505,21 +582,14 @@ export function createAvatarDrawer(options) {
           ctx.clearRect(0, 0, canvas.width, canvas.height);
           ctx.drawImage(restPicture, 0, 0, canvas.width, canvas.height);
           restDrawn = true;
+          lastKey = REST_KEY;
           frames++;
           restShown?.();
         }
+        if (early) drawEarly(tMs);
         return true;
       }
-      // The cross-fade is centred on a viseme's stamp: at instant t it is the viseme of t + half a fade.
-      const tv = tMs + CROSSFADE_MS / 2;
-      let vi = lastAt(visemes, tv);
-      // (an opening whose sound starts before its stamp begins there: it may be the next viseme's)
-      if (vi + 1 < visemes.length && startOf(vi + 1) <= tv) vi++;
-      const viseme = vi >= 0 ? visemes[vi][1] : "sil";
-      const since = vi >= 0 ? tv - startOf(vi) : Infinity;
-      const prev = vi > 0 ? visemes[vi - 1][1] : "sil";
-      const fading = since < CROSSFADE_MS && prev !== viseme;
-      const alpha = fading ? Math.round(since / CROSSFADE_MS * 20) / 20 : 1;
+      const { viseme, prev, fading, alpha } = mouthAt(tMs);
       const frame = Math.floor(tMs * FPS / 1000);
       const fi = lastAt(faces, tMs);
       const face = fi >= 0 ? faces[fi][1] : { state: "idle", eyes: "open", look: "neutral" };
@@ -594,10 +664,18 @@ export function createAvatarDrawer(options) {
       return true;
     },
     ready: () => art !== null && complete,
-    stats: () => ({ frames, visemes: visemeCount }),
+    stats: () => ({
+      frames,
+      visemes: visemeCount,
+      stage: complete ? "complete" : art ? "moving" : early ? "mouths" : restDrawn ? "rest" : "none",
+    }),
     close() {
       closed = true;
       restPicture = null;
+      if (early) {
+        for (const l of [early.under, ...Object.values(early.mouths)]) l?.b.close();
+        early = null;
+      }
       if (!art) return;
       release(art);
       art = null;

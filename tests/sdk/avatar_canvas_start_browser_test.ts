@@ -157,3 +157,73 @@ Deno.test("canvas drawer: the mouths rasterised together on one sheet are each t
     assert.equal(result.clashing, null);
   });
 });
+
+Deno.test("canvas drawer: before the head's layers are in, a viseme is drawn over the picture at rest as the layered drawing shows it", async () => {
+  await withLiveService({ projectId: "proj_early_mouths", scopes: ["sessions:read"] }, async (live) => {
+    const page = await live.page();
+    const result = await page.evaluate(async () => {
+      const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
+      const art = await (await fetch("/media/v0/art/ada")).json();
+      // The body defines a `face` the head uses: the mouths cannot share a document with what lies under them.
+      const clash = {
+        ...art,
+        body: art.body.replace(
+          "</svg>",
+          `<defs><radialGradient id="face"><stop offset="0" stop-color="#f00"/>` +
+            `</radialGradient></defs></svg>`,
+        ),
+      };
+      const run = async (doc: unknown) => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 256;
+        canvas.height = 256;
+        document.body.append(canvas);
+        const d = createAvatarDrawer({ canvas, origin: location.origin });
+        d.configure({ art: doc, bg_id: "studio" });
+        // An open mouth from the start: drawn at 200 ms it is past its cross-fade.
+        d.push({ type: "viseme", t_ms: 0, viseme: "aa" });
+        const pixels = (): number[] => Array.from(canvas.getContext("2d").getImageData(0, 0, 256, 256).data);
+        const end = Date.now() + 30_000;
+        const stages: string[] = [];
+        let rest: number[] | null = null, early: number[] | null = null;
+        // Polled every few ms, drawing as a player does each refresh.
+        while (!d.ready()) {
+          if (Date.now() > end) throw new Error(`the layers did not load (${stages})`);
+          const stage = d.stats().stage;
+          if (stage === "none") d.draw(200);
+          if (stage === "rest" && !rest) rest = pixels();
+          if (stage === "mouths" && !early) {
+            const before = d.stats().frames;
+            d.draw(200);
+            if (d.stats().frames !== before + 1) throw new Error("the mouth was not drawn");
+            early = pixels();
+          }
+          if (stages.at(-1) !== stage) stages.push(stage);
+          await new Promise((r) => setTimeout(r, 2));
+        }
+        d.draw(200);
+        const layered = pixels();
+        d.close();
+        canvas.remove();
+        // Pixels differing by more than 2 levels in any channel.
+        const differ = (a: number[] | null, b: number[]) => {
+          if (!a) return null;
+          let n = 0;
+          for (let i = 0; i < a.length; i += 4) {
+            if ([0, 1, 2, 3].some((k) => Math.abs(a[i + k] - b[i + k]) > 2)) n++;
+          }
+          return n;
+        };
+        return { stages, restVsLayered: differ(rest, layered), earlyVsLayered: differ(early, layered) };
+      };
+      return { stock: await run(art), clash: await run(clash) };
+    });
+    const { stock, clash } = result;
+    assert.deepEqual(stock.stages, ["none", "rest", "mouths", "moving"], JSON.stringify(stock));
+    // The open mouth is not the picture at rest's closed one; drawn over it, it is the layered drawing's.
+    assert.ok(stock.restVsLayered! > 100, JSON.stringify(stock));
+    assert.ok(stock.earlyVsLayered! < 256 * 256 * 0.005, JSON.stringify(stock));
+    // Mouths that cannot share a document with what lies under them wait for the moving avatar.
+    assert.deepEqual(clash.stages, ["none", "rest", "moving"], JSON.stringify(clash));
+  });
+});
