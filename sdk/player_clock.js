@@ -141,6 +141,9 @@ registerProcessor("${PROCESSOR}", AvatarPlayout);
  * @property {AudioContext} context
  * @property {() => boolean} running Whether the context runs (sound plays and drives the clock).
  * @property {() => number} now The timeline instant (ms) heard now (once anchored).
+ * @property {() => number} toldNow The timeline instant (ms) heard now by the anchor last set: where the
+ *   worklet plays by the time it takes a chunk pushed now (it takes the anchor's move first, in order), where
+ *   {@link AudioClock.now} is where it plays until then.
  * @property {(t: number) => number} heardAt The page time (`performance.now()`) at which timeline `t` is
  *   heard.
  * @property {() => number | null} anchor The anchor `A` (ms): timeline `T` is heard at `T + A`.
@@ -288,6 +291,7 @@ export async function createAudioClock(options = {}) {
       }
       return t - anchor;
     },
+    toldNow: () => anchor === null ? -Infinity : performance.now() - anchor,
     heardAt(t) {
       if (anchor === null) return NaN;
       const lag = running() && state.origin !== null && origin !== null

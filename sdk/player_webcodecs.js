@@ -737,8 +737,10 @@ export function createWebCodecsSink(options) {
       if (raised !== null) c.setAnchor(raised, raised - /** @type {number} */ (current) > SLEW_BELOW_MS);
     }
     const a = anchor();
-    // Audio already past is skipped (never played late).
-    if (a !== null && t + pcm.length / 48 < c.now()) {
+    // Audio already past is skipped (never played late): past where the worklet plays once it has taken the
+    // anchor's last move (a raise just made for this very sound is not in the worklet yet, and judged against
+    // the worklet's present place the sound it makes room for was skipped).
+    if (a !== null && t + pcm.length / 48 < c.toldNow()) {
       // (skipped media is counted on the sound, which is continuous)
       counters.skippedMs += pcm.length / 48;
       counters.speechSkippedMs += loudMs(t, t + pcm.length / 48);
@@ -1041,6 +1043,21 @@ export function createWebCodecsSink(options) {
       if (typeof msg.timeline_ms === "number") {
         // A first estimate (the hello's delivery delay included) until `clock_sync` answers.
         skew ??= arrivedAt - msg.timeline_ms;
+        if (joinT !== -Infinity) {
+          // A reconnection: what comes after this hello is the live edge (the join burst is older than
+          // `joinT`), not a stall's backlog to skip through. The player settles anew from its first live unit
+          // — nothing plays in the gap, so the sound after it is raised for as at the start-up, not skipped
+          // as past when the page is slow to take it in (a page busy 150–250 ms then skipped 100–200 ms of
+          // the speech after it).
+          if (stalled) {
+            stalled = false;
+            counters.stalls++;
+            counters.stallMs += Math.round(arrivedAt - stallStart);
+          }
+          recoveringSince = null;
+          measureFrom = -Infinity;
+          settleUntil = Infinity;
+        }
         joinT = msg.timeline_ms;
       }
       lastMediaAt = arrivedAt;

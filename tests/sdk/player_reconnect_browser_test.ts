@@ -9,6 +9,11 @@
  * puts out: after the gap every output came a second early, and the players skipped all the sound after a
  * reconnection as past (the avatar silent, its mouth measured a second after its sound) until the sink
  * restarted the decoder at a gap (`soundFollows`, `sdk/player_webcodecs.js`).
+ *
+ * The page is also busy for 150 ms when the reconnection's first message comes (as a page often is: the
+ * reconnection's own work, a loaded machine). The players took what followed as a stall's backlog and skipped
+ * it as past, 100–200 ms of the speech, until a reconnection settled anew (its sound raised for as at the
+ * start-up) and the raise was judged where the worklet plays once it has taken it (`toldNow`): 0–20 ms.
  */
 import assert from "node:assert/strict";
 import type { CreatedSession } from "@avatar-svc/sdk";
@@ -22,6 +27,8 @@ const DEADLINE_MS = 60_000;
 const pcm = vowelBurst(400);
 /** How long the app's `refreshToken` takes to answer (ms): the sound's gap at the reconnection. */
 const REFRESH_MS = 800;
+/** How long the page is busy when the reconnection's first message comes (ms; see `PLAYER`). */
+const BUSY_MS = 150;
 
 interface Stats {
   skippedMs: number;
@@ -49,6 +56,15 @@ const PLAYER = (s: CreatedSession, kind: "video" | "canvas", tokens: string[]) =
     constructor(...args) {
       super(...args);
       g.sockets.push(this);
+      // A page busy when the reconnection's media come (\`busyNext\` ms of its main thread at the first message).
+      const busy = g.busyNext;
+      g.busyNext = 0;
+      if (busy) {
+        this.addEventListener("message", () => {
+          const end = performance.now() + busy;
+          while (performance.now() < end);
+        }, { once: true });
+      }
     }
   };
   const tokens = ${JSON.stringify(tokens)};
@@ -106,6 +122,7 @@ for (const [name, launch] of Object.entries(BROWSERS)) {
         const before: Record<string, Stats> = {};
         for (const [kind, page] of Object.entries(pages)) {
           before[kind] = await stats(page);
+          await page.evaluate(`globalThis.busyNext = ${BUSY_MS}`);
           await page.evaluate('globalThis.sockets.at(-1).close(4000, "the network went away")');
         }
         for (const [kind, page] of Object.entries(pages)) {
@@ -128,18 +145,16 @@ for (const [name, launch] of Object.entries(BROWSERS)) {
             after.audioDecodedMs > b.audioDecodedMs + 5000,
             `${kind}: the speech after the gap decoded`,
           );
-          // What went missing in the gap was never sent: it plays as silence. Skipped (past when it came): at most
-          // the join burst's sound from before the reconnection, and none of the speech.
+          // What went missing in the gap was never sent: it plays as silence. Skipped (past when it came): none
+          // of the speech; of the rest, the join burst's sound from before the reconnection and the silence of
+          // the pauses where the anchor, raised for the busy page, comes back down (up to 588 ms in all with the
+          // browser tests run in parallel on 2 cores; all of the sound, 16 s, before 7 Dec's decoder restart).
+          const skipped = after.skippedMs - b.skippedMs, speech = after.speechSkippedMs - b.speechSkippedMs;
           assert.ok(
-            after.skippedMs - b.skippedMs < 500,
-            `${kind}: ${after.skippedMs - b.skippedMs} ms of sound skipped as past after the reconnection`,
+            speech <= 100,
+            `${kind}: ${speech} ms of speech skipped after the reconnection (${skipped} in all)`,
           );
-          assert.ok(
-            after.speechSkippedMs - b.speechSkippedMs <= 100,
-            `${kind}: ${
-              after.speechSkippedMs - b.speechSkippedMs
-            } ms of speech skipped after the reconnection`,
-          );
+          assert.ok(skipped < 1000, `${kind}: ${skipped} ms of sound skipped as past after the reconnection`);
           assert.ok(
             after.avOffsetMs !== null && Math.abs(after.avOffsetMs) < 80,
             `${kind}: the mouth ${after.avOffsetMs} ms off its sound after the reconnection`,
