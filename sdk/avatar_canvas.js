@@ -481,6 +481,28 @@ export function createAvatarDrawer(options) {
     for (const looks of Object.values(a.eyes)) all.push(...Object.values(looks));
     for (const l of all) l?.b.close();
   };
+  /**
+   * Clips the canvas's drawing to a box and clears it (within a `save`/`restore`).
+   * @param {number} x @param {number} y @param {number} w @param {number} h
+   */
+  const clearIn = (x, y, w, h) => {
+    ctx.beginPath();
+    ctx.rect(x, y, w, h);
+    ctx.clip();
+    ctx.clearRect(x, y, w, h);
+  };
+  /**
+   * The mouth, cross-fading from `below` (the viseme before, drawn at `1 − alpha`) when there is one.
+   * @param {Layer | null} below @param {Layer | null} mouth @param {number} alpha
+   */
+  const putMouth = (below, mouth, alpha) => {
+    if (below) {
+      ctx.globalAlpha = 1 - alpha;
+      put(ctx, below);
+      ctx.globalAlpha = alpha;
+    }
+    put(ctx, mouth);
+  };
   /** @param {CanvasRenderingContext2D} c @param {Layer | null | undefined} l */
   const put = (c, l) => {
     if (l) c.drawImage(l.b, l.x, l.y);
@@ -543,17 +565,9 @@ export function createAvatarDrawer(options) {
     const mouth = (viseme in mouths ? mouths[viseme] : mouths.sil) ?? null;
     const below = fading ? mouths[prev] ?? null : null;
     ctx.save();
-    ctx.beginPath();
-    ctx.rect(under.x, under.y, under.b.width, under.b.height);
-    ctx.clip();
-    ctx.clearRect(under.x, under.y, under.b.width, under.b.height);
+    clearIn(under.x, under.y, under.b.width, under.b.height);
     put(ctx, under);
-    if (below) {
-      ctx.globalAlpha = 1 - alpha;
-      put(ctx, below);
-      ctx.globalAlpha = alpha;
-    }
-    put(ctx, mouth);
+    putMouth(below, mouth, alpha);
     ctx.restore();
     frames++;
   };
@@ -637,21 +651,13 @@ export function createAvatarDrawer(options) {
       if (dirty) {
         // Only what changed is drawn anew (the eyes, the mouth, or the head and all on it when it moved): the
         // browser rasterises and composites those pixels, not the whole canvas.
-        ctx.beginPath();
-        ctx.rect(dirty.x, dirty.y, dirty.w, dirty.h);
-        ctx.clip();
-        ctx.clearRect(dirty.x, dirty.y, dirty.w, dirty.h);
+        clearIn(dirty.x, dirty.y, dirty.w, dirty.h);
       } else ctx.clearRect(0, 0, canvas.width, canvas.height);
       put(ctx, art.still);
       ctx.translate(ox, oy);
       put(ctx, art.head);
       put(ctx, eyes);
-      if (under) {
-        ctx.globalAlpha = 1 - alpha;
-        put(ctx, under);
-        ctx.globalAlpha = alpha;
-      }
-      put(ctx, mouth);
+      putMouth(under, mouth, alpha);
       ctx.restore();
       frames++;
       // Forget what is long past.

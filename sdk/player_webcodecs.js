@@ -1047,8 +1047,8 @@ export function createWebCodecsSink(options) {
           // A reconnection: what comes after this hello is the live edge (the join burst is older than
           // `joinT`), not a stall's backlog to skip through. The player settles anew from its first live unit
           // — nothing plays in the gap, so the sound after it is raised for as at the start-up, not skipped
-          // as past when the page is slow to take it in (a page busy 150–250 ms then skipped 100–200 ms of
-          // the speech after it).
+          // as past when the page is slow to take it in (a page busy 150 ms then skipped up to 160 ms of the
+          // speech after it, busy 250 ms up to 200).
           if (stalled) {
             stalled = false;
             counters.stalls++;

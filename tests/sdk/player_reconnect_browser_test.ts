@@ -12,7 +12,7 @@
  *
  * The page is also busy for 150 ms when the reconnection's first message comes (as a page often is: the
  * reconnection's own work, a loaded machine). The players took what followed as a stall's backlog and skipped
- * it as past, 100–200 ms of the speech, until a reconnection settled anew (its sound raised for as at the
+ * it as past, up to 160 ms of the speech (the canvas player 120–160), until a reconnection settled anew (its sound raised for as at the
  * start-up) and the raise was judged where the worklet plays once it has taken it (`toldNow`): 0–20 ms.
  */
 import assert from "node:assert/strict";
