@@ -19,27 +19,39 @@ import "../../src/app/worker_side.ts";
 declare const document: any;
 // deno-lint-ignore no-explicit-any
 declare const Image: any;
+// deno-lint-ignore no-explicit-any
+declare const stockAndClash: () => Promise<{ art: any; clash: any }>;
+// deno-lint-ignore no-explicit-any
+declare const newCanvas: () => any;
+
+/**
+ * Page helpers (evaluated in the page first): the stock art and a copy whose body defines a red `face` (in one
+ * document the head's `url(#face)` would take it: the layers cannot be nested), and a 256×256 canvas on the page.
+ */
+const PAGE_HELPERS = `
+globalThis.stockAndClash = async () => {
+  const art = await (await fetch("/media/v0/art/ada")).json();
+  const defs = '<defs><radialGradient id="face"><stop offset="0" stop-color="#f00"/></radialGradient></defs>';
+  return { art, clash: { ...art, body: art.body.replace("</svg>", defs + "</svg>") } };
+};
+globalThis.newCanvas = () => {
+  const canvas = document.createElement("canvas");
+  canvas.width = 256;
+  canvas.height = 256;
+  document.body.append(canvas);
+  return canvas;
+};
+`;
 
 Deno.test("canvas drawer: the first picture, at rest in one piece from the hello's art, is the layered drawing's", async () => {
   await withLiveService({ projectId: "proj_rest_picture", scopes: ["sessions:read"] }, async (live) => {
     const page = await live.page();
+    await page.evaluate(PAGE_HELPERS);
     const result = await page.evaluate(async () => {
       const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const art = await (await fetch("/media/v0/art/ada")).json();
-      // The body defines a red `face`: in one document the head's `url(#face)` would take it.
-      const clash = {
-        ...art,
-        body: art.body.replace(
-          "</svg>",
-          `<defs><radialGradient id="face"><stop offset="0" stop-color="#f00"/>` +
-            `</radialGradient></defs></svg>`,
-        ),
-      };
+      const { art, clash } = await stockAndClash();
       const run = async (doc: unknown) => {
-        const canvas = document.createElement("canvas");
-        canvas.width = 256;
-        canvas.height = 256;
-        document.body.append(canvas);
+        const canvas = newCanvas();
         const requests: string[] = [];
         const d = createAvatarDrawer({
           canvas,
@@ -161,23 +173,13 @@ Deno.test("canvas drawer: the mouths rasterised together on one sheet are each t
 Deno.test("canvas drawer: before the head's layers are in, a viseme is drawn over the picture at rest as the layered drawing shows it", async () => {
   await withLiveService({ projectId: "proj_early_mouths", scopes: ["sessions:read"] }, async (live) => {
     const page = await live.page();
+    await page.evaluate(PAGE_HELPERS);
     const result = await page.evaluate(async () => {
       const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const art = await (await fetch("/media/v0/art/ada")).json();
-      // The body defines a `face` the head uses: the mouths cannot share a document with what lies under them.
-      const clash = {
-        ...art,
-        body: art.body.replace(
-          "</svg>",
-          `<defs><radialGradient id="face"><stop offset="0" stop-color="#f00"/>` +
-            `</radialGradient></defs></svg>`,
-        ),
-      };
+      // (the mouths of the clashing art cannot share a document with what lies under them)
+      const { art, clash } = await stockAndClash();
       const run = async (doc: unknown) => {
-        const canvas = document.createElement("canvas");
-        canvas.width = 256;
-        canvas.height = 256;
-        document.body.append(canvas);
+        const canvas = newCanvas();
         const d = createAvatarDrawer({ canvas, origin: location.origin });
         d.configure({ art: doc, bg_id: "studio" });
         // An open mouth from the start: drawn at 200 ms it is past its cross-fade.
