@@ -81,6 +81,8 @@ function readStamp(frame: Uint8Array, format: VideoFormat): number {
 
 Deno.test("frame buffers: a session's frames are built in a few recycled buffers, each whole when encoded", async () => {
   const given = new Set<Uint8Array>();
+  /** The stamps rendered (a busy machine's clock skips frames: the indices are not all there). */
+  const rendered = new Set<number>();
   let requests = 0, withBuffer = 0;
   // Every frame is built in the pipeline's buffer when it gives one (as a talking face is), its index
   // stamped: a buffer handed back before the encoder had all of it would show another frame's stamp.
@@ -88,6 +90,7 @@ Deno.test("frame buffers: a session's frames are built in a few recycled buffers
     requests++;
     if (req.into) given.add(req.into), withBuffer++;
     const frame = render({ ...req, into: undefined }) as Uint8Array;
+    rendered.add(req.index + 1000);
     return stampFrame(frame, format, req.index + 1000, req.into);
   });
   await withMedia(async ({ create, wsUrl }) => {
@@ -111,7 +114,8 @@ Deno.test("frame buffers: a session's frames are built in a few recycled buffers
     for (let i = 1; i < stamps.length; i++) {
       assert.ok(stamps[i] > stamps[i - 1], `frame ${i}: stamp ${stamps[i]} after ${stamps[i - 1]}`);
     }
-    assert.ok(stamps.every((v) => v >= 1000 && v < 1000 + requests), `stamps ${stamps.slice(0, 5)}…`);
+    const strays = stamps.filter((v) => !rendered.has(v));
+    assert.deepEqual(strays, [], `stamps of no frame rendered (of ${stamps.slice(0, 5)}…)`);
   }, { plane: { renderer } });
   assert.ok(requests >= 60, `${requests} frames rendered`);
   assert.ok(given.size <= FRAME_BUFFERS, `${given.size} buffers for ${requests} frames`);

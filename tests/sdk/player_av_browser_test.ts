@@ -42,11 +42,16 @@ async function startPlayer(page: Page, s: CreatedSession, kind: "video" | "canva
         const writer = track.writable.getWriter();
         // deno-lint-ignore no-explicit-any
         let previous: any = null;
+        /** How late each picture's content is (ms): one frame, more when the player skipped one (a busy page). */
+        g.contentDelays = [];
         const writable = new WritableStream({
           // deno-lint-ignore no-explicit-any
           async write(frame: any) {
             const before = previous ?? frame.clone();
             previous = frame;
+            if (frame.timestamp > before.timestamp) {
+              g.contentDelays.push((frame.timestamp - before.timestamp) / 1000);
+            }
             // (a picture of its own: drawn, not a view of the earlier frame)
             const canvas = new g.OffscreenCanvas(before.displayWidth, before.displayHeight);
             canvas.getContext("2d").drawImage(before, 0, 0);
@@ -112,9 +117,15 @@ Deno.test("players: mouth vs sound as shown — 40 ms late pictures report ≈ +
       );
       const a = (await avOffset(onTime))!, b = (await avOffset(late))!;
       assert.ok(Math.abs(a) < 80, `the on-time viewer reports a mouth ${a} ms off its sound`);
+      // The content is one frame late, more where the player skipped a frame (a busy page: under CI's load the
+      // late viewer reported 59 ms more, its report right): the report follows what was shown, not 0.
+      const delays = ((await late.evaluate("globalThis.contentDelays")) as number[]).sort((x, y) => x - y);
+      const most = delays[Math.floor(delays.length * 0.9)] ?? DELAY_MS;
       assert.ok(
-        Math.abs(b - a - DELAY_MS) <= 15,
-        `pictures shown ${DELAY_MS} ms late report ${b} ms against ${a} ms on time (${r(b - a)} ms more)`,
+        b - a >= DELAY_MS - 15 && b - a <= most + 15,
+        `pictures shown ${DELAY_MS} ms late (p90 ${most} ms) report ${b} ms against ${a} ms on time (${
+          r(b - a)
+        } ms more)`,
       );
       assert.deepEqual(artRequests, [], "the video players fetched no art");
       // What the players reported reaches the session's figures (a report every 2 s).
