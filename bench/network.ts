@@ -34,7 +34,8 @@
  * WebSocket: what the player did (`stats()`: stalls, catch-ups, skipped and underrun ms). Every run: the
  * state at its end and reconnects (the session must keep going).
  *
- * Options: `--bursts N` (default 8), `--only kind,kind`, `--conditions c,c`. Writes
+ * Options: `--bursts N` (default 8), `--only kind,kind`, `--conditions c,c`, `--realtime-engine` (each burst
+ * sent strictly in real time, a 20 ms chunk once it has been spoken, instead of all at once). Writes
  * `bench/results/network-<time>.json`. Figures depend on the machine's load (recorded with them).
  *
  * @module
@@ -250,7 +251,7 @@ async function concealment(page: Page): Promise<{ concealed: number; total: numb
 
 /** Runs every kind on every condition; returns the runs. */
 export async function benchNetwork(
-  options: { bursts: number; kinds: Kind[]; conditions: string[] },
+  options: { bursts: number; kinds: Kind[]; conditions: string[]; realtimeEngine?: boolean },
 ): Promise<{ runs: RunResult[]; load: number[]; at: string }> {
   const runs: RunResult[] = [];
   const art = await loadArtBank(CATALOG, 256, 256);
@@ -320,9 +321,22 @@ export async function benchNetwork(
         const starts: number[] = [];
         for (let i = 0; i < options.bursts; i++) {
           const id = `r_${i}`;
-          starts.push(Date.now());
-          engine.events.onResponseStarted(id);
-          for (const chunk of i % 2 ? SPEECH : TONE) engine.events.onAudio(chunk, id);
+          const chunks = i % 2 ? SPEECH : TONE;
+          if (options.realtimeEngine) {
+            // Strictly in real time: each 20 ms chunk once it has been spoken (the first 20 ms after the
+            // response began), nothing announced early; engine → sound from the first chunk sent.
+            const t0 = performance.now();
+            engine.events.onResponseStarted(id);
+            for (let c = 0; c < chunks.length; c++) {
+              await new Promise((r) => setTimeout(r, Math.max(0, t0 + 20 * (c + 1) - performance.now())));
+              if (c === 0) starts.push(Date.now());
+              engine.events.onAudio(chunks[c], id);
+            }
+          } else {
+            starts.push(Date.now());
+            engine.events.onResponseStarted(id);
+            for (const chunk of chunks) engine.events.onAudio(chunk, id);
+          }
           engine.events.onResponseDone(id, "completed");
           await new Promise((r) => setTimeout(r, 1500));
         }
@@ -449,6 +463,7 @@ if (import.meta.main) {
       bursts: { type: "string", default: "8" },
       only: { type: "string" },
       conditions: { type: "string" },
+      "realtime-engine": { type: "boolean", default: false },
     },
   });
   const kinds = (values.only?.split(",") ?? [...KINDS]) as Kind[];
@@ -456,11 +471,16 @@ if (import.meta.main) {
   for (const k of kinds) if (!KINDS.includes(k)) throw new Error(`unknown kind ${k}`);
   for (const c of conditions) if (!CONDITIONS[c]) throw new Error(`unknown condition ${c}`);
   const started = Date.now();
-  const r = await benchNetwork({ bursts: Number(values.bursts), kinds, conditions });
+  const r = await benchNetwork({
+    bursts: Number(values.bursts),
+    kinds,
+    conditions,
+    realtimeEngine: values["realtime-engine"],
+  });
   console.log(
-    `network bench, ${r.at}, load ${r.load.map((x) => x.toFixed(2)).join(" ")}, ${
-      Math.round((Date.now() - started) / 1000)
-    } s`,
+    `network bench${values["realtime-engine"] ? " (strictly real-time engine)" : ""}, ${r.at}, load ${
+      r.load.map((x) => x.toFixed(2)).join(" ")
+    }, ${Math.round((Date.now() - started) / 1000)} s`,
   );
   console.log(networkTable(r));
   await Deno.mkdir("bench/results", { recursive: true });

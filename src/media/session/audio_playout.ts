@@ -18,8 +18,7 @@
  * further ahead (to last past the next frame's tick), and a response's first speech does not wait behind it:
  * it takes the place of the silence not sent yet: it starts on the first instant of a frame
  * {@link AudioPlayout.speechLeadMs} ahead of the clock (15 ms, more when the engine's chunks have come late;
- * {@link onsetAt}; right there when no video is made: video-free clients draw the mouth from the visemes'
- * times), inside the block that holds it, the packets of that silence dropped unsent (they are
+ * {@link onsetAt}), inside the block that holds it, the packets of that silence dropped unsent (they are
  * repeats of the silent packet, which libopus never saw: the stream goes on exactly as if they had not been
  * made; {@link OpusEncoder.retract}). The SFU sends those repeats as Opus DTX frames (`dtxFrame`).
  *
@@ -102,12 +101,6 @@ export interface AudioPlayoutDeps {
   unsentFrom?(): number;
   /** Takes back the packets from `pts` on, all unsent (see {@link unsentFrom}). */
   retract?(pts: number): void;
-  /**
-   * Whether frames are being made (a video pipeline runs): a response's first speech over a paced transport
-   * then starts on a frame's instant ({@link onsetAt}); without them, at its lead (no picture shows it:
-   * video-free clients draw the mouth from the visemes' times). Without it, always on a frame's instant.
-   */
-  framed?(): boolean;
   /** The engine is told what of a response was played. */
   reportPlayed(responseId: string, ms: number, interrupted: boolean): void;
   metrics?: SessionMetrics;
@@ -334,8 +327,7 @@ export class AudioPlayout implements ClockDriven {
   /**
    * Where a response's first speech goes over a paced transport (a timeline sample, not necessarily on the
    * block grid): the first instant of a frame ({@link onsetAt}) at least {@link speechLeadMs} ahead of the
-   * clock — with no frames made ({@link AudioPlayoutDeps.framed}) right there. Silence written beyond the block
-   * holding it and not sent yet is taken back, so the speech goes
+   * clock. Silence written beyond the block holding it and not sent yet is taken back, so the speech goes
    * there instead of after it — only what nothing has used: packets the transport still holds, that libopus
    * did not code (repeats of the silent packet: its state is as before them, so the stream goes on exactly as
    * if they had never been made), on frames whose face is not decided yet (a sound's mouth is the frame whose
@@ -353,11 +345,12 @@ export class AudioPlayout implements ClockDriven {
       written - this.#opusEnc.repeatRun * AUDIO_BLOCK,
       this.#d.unsentFrom?.() ?? Infinity,
     );
-    const onset = this.#d.framed?.() ?? true ? (s: number) => onsetAt(s, spf) : (s: number) => s;
-    const start = onset(Math.max(earliest, Math.min(retractable, written)));
+    const start = onsetAt(Math.max(earliest, Math.min(retractable, written)), spf);
     const at = blockStart(start);
     if (at >= written) return start;
-    if (!this.#opusEnc.retract((written - at) / AUDIO_BLOCK)) return onset(Math.max(earliest, written));
+    if (!this.#opusEnc.retract((written - at) / AUDIO_BLOCK)) {
+      return onsetAt(Math.max(earliest, written), spf);
+    }
     this.#d.retract!(at);
     this.stats.audioRetracted += (written - at) / AUDIO_BLOCK;
     this.#written = at;

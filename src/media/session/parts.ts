@@ -83,7 +83,6 @@ export function buildParts(deps: SessionMediaDeps, hooks: PartsHooks): SessionPa
     packet: (p) => fanout.audio(p),
     unsentFrom: () => fanout.audioUnsentFrom(),
     retract: (pts) => fanout.retractAudio(pts),
-    framed: () => frames.making,
     reportPlayed: (id, ms, interrupted) => {
       try {
         deps.connection.reportPlayed(id, ms, interrupted);

@@ -64,11 +64,6 @@ export class VideoFrames implements ClockDriven {
     return this.#d.clock.nextFrameAt();
   }
 
-  /** Whether a video pipeline runs (frames are being made). */
-  get making(): boolean {
-    return this.#video !== null;
-  }
-
   /** Process id of the running encoder, if any. */
   get pid(): number | null {
     return this.#video?.pid ?? null;
