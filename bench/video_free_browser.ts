@@ -62,6 +62,11 @@ import {
 /** The demo page's canvas (px, square). */
 export const CANVAS_SIZE = 512;
 const CLK_TCK = 100;
+/**
+ * A little more than a refresh of headless Chromium's 60 Hz display (16.7 ms): a frame drawn this long after
+ * another means the other was still shown at the refresh after it.
+ */
+const REFRESH_MS = 20;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const r1 = (n: number) => Math.round(n * 10) / 10;
@@ -643,10 +648,13 @@ async function syncRun(
       const onset = onsets.find((o) => o >= st && o < st + 900);
       if (onset === undefined) continue;
       audio.push(onset - st);
-      // The first presented frame with the mouth open (and the next one drawn too) after the burst was sent.
+      // The first presented frame with the mouth open after the burst was sent, still open at the next
+      // refresh (as bench:player reads every refresh): the next frame drawn open too, or drawn after it (a
+      // canvas shows a frame until the next is drawn; the drawer draws a cross-fade's steps, not each refresh).
       for (const [m, out] of [[2, av], [1, avCount]] as const) {
         const i = frames.findIndex((f, k) =>
-          f[0] >= st && f[0] < st + 900 && f[m] > open[m] && (frames[k + 1]?.[m] ?? 0) > open[m]
+          f[0] >= st && f[0] < st + 900 && f[m] > open[m] &&
+          (frames[k + 1] === undefined || frames[k + 1][m] > open[m] || frames[k + 1][0] - f[0] > REFRESH_MS)
         );
         if (i >= 0) out.push(frames[i][0] - onset);
       }

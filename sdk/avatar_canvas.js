@@ -12,8 +12,8 @@
  * ({@link layerSheet}: the moving avatar), then the other eyes one by one, paced ({@link restPauseMs}) — and
  * kept as an `ImageBitmap` cropped to what it covers (the background and the body, which never move, as one);
  * a frame is four or five `drawImage` calls. A frame is drawn only when what it shows changes: at most once
- * per 1/25 s while only the head moves, at every refresh while the mouth cross-fades (so a viseme shows
- * within a refresh of its time).
+ * per 1/25 s while only the head moves, at each step of the mouth's cross-fade (each within a refresh of
+ * its time: {@link FADE_STEPS}).
  * The cross-fade is centred on the viseme's stamp: the mouth is halfway to the viseme when its sound is heard
  * (as the server's renderer draws each frame from the audio around its instant). A mouth opening from
  * silence is centred instead on where the sound starts, when the caller knows it (`soundStarts`, from the
@@ -34,6 +34,14 @@ import { changed } from "./avatar_damage.js";
  * on the later viseme's stamp.
  */
 const CROSSFADE_MS = 40;
+/**
+ * The cross-fade's steps after the viseme before: 2 — half of each, then the viseme (a 25 fps video shows a
+ * 40 ms fade in one or two frames), each at the nearest step, so the fade's midpoint stays on its stamp. A
+ * frame is drawn per step, not at every refresh: two draws per viseme where a 60 Hz display drew three or
+ * four (and 120 Hz five or six), and Chromium's cost of a canvas frame is mostly per frame, not per pixel
+ * (docs/media-plane.md, "Drawn in steps").
+ */
+const FADE_STEPS = 2;
 /**
  * How far before an opening viseme's stamp a sound start may lie to be taken as the opening's instant (ms):
  * the lip sync stamps the first open viseme of a sound ≈ 20 or ≈ 40 ms after it starts (measured,
@@ -545,9 +553,15 @@ export function createAvatarDrawer(options) {
     const viseme = vi >= 0 ? visemes[vi][1] : "sil";
     const since = vi >= 0 ? tv - startOf(vi) : Infinity;
     const prev = vi > 0 ? visemes[vi - 1][1] : "sil";
-    const fading = since < CROSSFADE_MS && prev !== viseme;
-    const alpha = fading ? Math.round(since / CROSSFADE_MS * 20) / 20 : 1;
-    return { viseme, prev, fading, alpha };
+    // The fade's nearest step: the viseme before for its first quarter, half of each to three quarters, then
+    // the viseme.
+    const step = since < CROSSFADE_MS && prev !== viseme
+      ? Math.round(since / CROSSFADE_MS * FADE_STEPS) / FADE_STEPS
+      : 1;
+    if (step === 0) {
+      return { viseme: prev, prev: vi > 1 ? visemes[vi - 2][1] : "sil", fading: false, alpha: 1 };
+    }
+    return { viseme, prev, fading: step < 1, alpha: step };
   };
 
   /**

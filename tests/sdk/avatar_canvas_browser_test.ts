@@ -6,6 +6,8 @@
  * fresh drawer drawing that instant whole. The box itself is tested in `avatar_damage_test.ts`.
  */
 import assert from "node:assert/strict";
+import { loadArtBank } from "../../src/media/art_bank.ts";
+import { CATALOG } from "../../src/media/catalog.ts";
 import { withLiveService } from "../../testing/live_service.ts";
 // The worker side, loaded with this module rather than by compose()'s `await import()` during the test (its
 // lip-sync module opens libespeak-ng when first imported, which the resource sanitizer would count).
@@ -28,8 +30,11 @@ const MESSAGES = [
   { type: "head", t_ms: 900, dx: 6, dy: -4 },
   { type: "viseme", t_ms: 950, viseme: "aa" },
 ];
-/** Instants compared: mid-fade, eyes closed, mouth and eyes changing at once, head moved, after it. */
-const INSTANTS = [118, 312, 350, 432, 760, 1000];
+/**
+ * Instants compared: mid-fade (half of each mouth), the fade done, eyes closed, mouth and eyes changing at
+ * once, head moved, after it.
+ */
+const INSTANTS = [100, 118, 312, 350, 432, 760, 1000];
 
 Deno.test("canvas drawer: a frame drawn in part shows the pixels of the same instant drawn whole", async () => {
   await withLiveService({ projectId: "proj_canvas_partial", scopes: ["sessions:read"] }, async (live) => {
@@ -87,6 +92,58 @@ Deno.test("canvas drawer: a frame drawn in part shows the pixels of the same ins
       assert.ok(r.maxDelta <= 1, `at ${r.t} ms ${r.differing} values differ, by up to ${r.maxDelta}`);
     }
     // It stepped through the track, drawing when the picture changed (not once per instant compared).
-    assert.ok(result.at(-1)!.drawn > 20, JSON.stringify(result));
+    assert.ok(result.at(-1)!.drawn > 2 * INSTANTS.length, JSON.stringify(result));
+  });
+});
+
+Deno.test("canvas drawer: a cross-fade is drawn in its steps, not at every refresh", async () => {
+  // The mouth's box on the 256-px canvas (every pose of ada's mouth).
+  const m = (await loadArtBank(CATALOG, 256, 256)).avatars.get("ada")!.mouthBox;
+  await withLiveService({ projectId: "proj_canvas_steps", scopes: ["sessions:read"] }, async (live) => {
+    const page = await live.page();
+    const result = await page.evaluate(async (box) => {
+      const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
+      const canvas = document.createElement("canvas");
+      canvas.width = 256;
+      canvas.height = 256;
+      document.body.append(canvas);
+      const d = createAvatarDrawer({ canvas, origin: location.origin });
+      d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
+      const end = Date.now() + 30_000;
+      while (!d.ready()) {
+        if (Date.now() > end) throw new Error("the art did not load");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // Two changes of the mouth (an opening, a closing), the eyes and the head still, drawn at 250 Hz.
+      for (const m of [["sil", 0], ["aa", 200], ["sil", 400]]) {
+        d.push({ type: "viseme", t_ms: m[1], viseme: m[0] });
+      }
+      // The box's mean darkness after each frame drawn, with the instant drawn.
+      const ctx = canvas.getContext("2d");
+      const reads: [number, number][] = [];
+      let frames = d.stats().frames;
+      for (let t = 0; t <= 600; t += 4) {
+        d.draw(t);
+        if (d.stats().frames === frames) continue;
+        frames = d.stats().frames;
+        const px = ctx.getImageData(box.x, box.y, box.width, box.height).data;
+        let sum = 0;
+        for (let i = 0; i < px.length; i += 4) sum += px[i] + px[i + 1] + px[i + 2];
+        reads.push([t, Math.round(255 - sum / (px.length / 4) / 3)]);
+      }
+      d.close();
+      return reads;
+    }, { x: m.x, y: m.y, width: m.width, height: m.height });
+    // The first picture, then per change: half of each mouth from a quarter of the 40 ms fade (10 ms before
+    // the stamp), then the viseme from three quarters (10 ms after).
+    assert.deepEqual(result.map(([t]) => t), [0, 192, 212, 392, 412], JSON.stringify(result));
+    const [closed, half, open, half2, closedAgain] = result.map(([, dark]) => dark);
+    assert.ok(open > closed + 10, `the open mouth is darker: ${JSON.stringify(result)}`);
+    assert.equal(closedAgain, closed, JSON.stringify(result));
+    // (the mouth is drawn over the one before at half: not an even mix, but well between the two)
+    const q = (open - closed) / 4;
+    for (const h of [half, half2]) {
+      assert.ok(h > closed + q && h < open - q, `half of each: ${JSON.stringify(result)}`);
+    }
   });
 });
