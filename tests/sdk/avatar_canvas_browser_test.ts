@@ -15,6 +15,30 @@ import "../../src/app/worker_side.ts";
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
+/** The page's {@link DRAWER_PAGE} helper. */
+// deno-lint-ignore no-explicit-any
+declare const readyDrawer: (messages: unknown[]) => Promise<{ d: any; canvas: any }>;
+
+/**
+ * Page script: `readyDrawer(messages)` — a drawer on a fresh 256×256 canvas of the page, ada's art wholly
+ * rasterised (30 s at most), the messages pushed.
+ */
+const DRAWER_PAGE = `globalThis.readyDrawer = async (messages) => {
+  const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
+  const canvas = document.createElement("canvas");
+  canvas.width = 256;
+  canvas.height = 256;
+  document.body.append(canvas);
+  const d = createAvatarDrawer({ canvas, origin: location.origin });
+  d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
+  const end = Date.now() + 30_000;
+  while (!d.ready()) {
+    if (Date.now() > end) throw new Error("the art did not load");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  for (const m of messages) d.push(m);
+  return { d, canvas };
+};`;
 
 /** The animation track: visemes with cross-fades, a blink, then the head moving. */
 const MESSAGES = [
@@ -39,26 +63,9 @@ const INSTANTS = [100, 118, 312, 350, 432, 760, 1000];
 Deno.test("canvas drawer: a frame drawn in part shows the pixels of the same instant drawn whole", async () => {
   await withLiveService({ projectId: "proj_canvas_partial", scopes: ["sessions:read"] }, async (live) => {
     const page = await live.page();
+    await page.evaluate(DRAWER_PAGE);
     const result = await page.evaluate(async ({ messages, instants }) => {
-      const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const until = async (cond: () => boolean) => {
-        const end = Date.now() + 30_000;
-        while (!cond()) {
-          if (Date.now() > end) throw new Error("the art did not load");
-          await new Promise((r) => setTimeout(r, 20));
-        }
-      };
-      const drawer = async () => {
-        const canvas = document.createElement("canvas");
-        canvas.width = 256;
-        canvas.height = 256;
-        document.body.append(canvas);
-        const d = createAvatarDrawer({ canvas, origin: location.origin });
-        d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
-        await until(() => d.ready());
-        for (const m of messages) d.push(m);
-        return { d, canvas };
-      };
+      const drawer = () => readyDrawer(messages);
       // deno-lint-ignore no-explicit-any
       const pixels = (canvas: any): number[] =>
         Array.from(canvas.getContext("2d").getImageData(0, 0, 256, 256).data);
@@ -101,23 +108,12 @@ Deno.test("canvas drawer: a cross-fade is drawn in its steps, not at every refre
   const m = (await loadArtBank(CATALOG, 256, 256)).avatars.get("ada")!.mouthBox;
   await withLiveService({ projectId: "proj_canvas_steps", scopes: ["sessions:read"] }, async (live) => {
     const page = await live.page();
+    await page.evaluate(DRAWER_PAGE);
     const result = await page.evaluate(async (box) => {
-      const { createAvatarDrawer } = await import("/sdk/avatar_canvas.js");
-      const canvas = document.createElement("canvas");
-      canvas.width = 256;
-      canvas.height = 256;
-      document.body.append(canvas);
-      const d = createAvatarDrawer({ canvas, origin: location.origin });
-      d.configure({ art_path: "/media/v0/art/ada", bg_id: "studio" });
-      const end = Date.now() + 30_000;
-      while (!d.ready()) {
-        if (Date.now() > end) throw new Error("the art did not load");
-        await new Promise((r) => setTimeout(r, 20));
-      }
       // Two changes of the mouth (an opening, a closing), the eyes and the head still, drawn at 250 Hz.
-      for (const m of [["sil", 0], ["aa", 200], ["sil", 400]]) {
-        d.push({ type: "viseme", t_ms: m[1], viseme: m[0] });
-      }
+      const { d, canvas } = await readyDrawer(
+        [["sil", 0], ["aa", 200], ["sil", 400]].map(([viseme, t_ms]) => ({ type: "viseme", t_ms, viseme })),
+      );
       // The box's mean darkness after each frame drawn, with the instant drawn.
       const ctx = canvas.getContext("2d");
       const reads: [number, number][] = [];
