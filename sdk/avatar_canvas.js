@@ -553,14 +553,12 @@ export function createAvatarDrawer(options) {
     const viseme = vi >= 0 ? visemes[vi][1] : "sil";
     const since = vi >= 0 ? tv - startOf(vi) : Infinity;
     const prev = vi > 0 ? visemes[vi - 1][1] : "sil";
-    // The fade's nearest step: the viseme before for its first quarter, half of each to three quarters, then
-    // the viseme.
+    // The fade's nearest step: the viseme before for its first quarter (shown whole: `prev` is read only
+    // while fading), half of each to three quarters, then the viseme.
     const step = since < CROSSFADE_MS && prev !== viseme
       ? Math.round(since / CROSSFADE_MS * FADE_STEPS) / FADE_STEPS
       : 1;
-    if (step === 0) {
-      return { viseme: prev, prev: vi > 1 ? visemes[vi - 2][1] : "sil", fading: false, alpha: 1 };
-    }
+    if (step === 0) return { viseme: prev, prev, fading: false, alpha: 1 };
     return { viseme, prev, fading: step < 1, alpha: step };
   };
 
