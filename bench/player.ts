@@ -48,7 +48,9 @@
  * a PulseAudio null sink (`pulseaudio`, started by the bench: a real-time audio clock, where Firefox's mock
  * device runs ~3 % slow), on the `websocket_fmp4` paths (WebCodecs, MSE; the WebCodecs player shows its
  * frames through a canvas stream there). Not `webrtc_sfu`: Firefox receives H.264 over WebRTC only through
- * Cisco's OpenH264 plugin, which it downloads when first run.
+ * Cisco's OpenH264 plugin, which it downloads when first run. A step in a Firefox page that has not ended in 60 s
+ * is Firefox's sound deadlocked ({@link BrowserHung}): the bench relaunches Firefox and measures that part again
+ * (at most 4 times a run; `browser_relaunches` in the results).
  *
  * `--paths canvas` (Firefox's default, with webcodecs,mse): the canvas (video-free) player, its mouth read from
  * the canvas after each of its draws and counted as shown then (no presentation time outside Chromium's trace:
@@ -58,7 +60,7 @@
  * `--device` (Chromium): the browser plays to a PulseAudio null sink and the bench records it (`device_tap.ts`):
  * each burst's sound is also timed when the sound server took it from the browser, outside the browser,
  * whatever path it took there (results' `device`; see {@link DeviceFigures}). Not with Firefox: both runs
- * tried hung Puppeteer (a `page.evaluate` that never returned, its known hang on a PulseAudio sink).
+ * tried hung Puppeteer (a `page.evaluate` that never returned: Firefox's sound deadlocked, {@link BrowserHung}).
  *
  * Options: `--browser chromium|firefox`, `--device`, `--quick` (fewer samples),
  * `--paths webcodecs,mse,webrtc_sfu,canvas`,
@@ -797,22 +799,109 @@ async function launchBrowser(name: BrowserName, device: boolean): Promise<Browse
     await sound.stop();
     throw err;
   });
+  const guard = stepGuard(FIREFOX_STEP_MS);
   return {
     name,
     device: null,
-    async open(url) {
-      const context = await b.createBrowserContext();
-      const page = await context.newPage();
-      page.on("pageerror", pageError);
-      if (debug) page.on("console", (m) => console.log(`page: ${m.text()}`));
-      await page.goto(url);
-      return { page: { evaluate: (s) => page.evaluate(s) }, close: () => context.close() };
+    open(url) {
+      return guard(
+        `opening ${url}`,
+        (async () => {
+          const context = await b.createBrowserContext();
+          const page = await context.newPage();
+          page.on("pageerror", pageError);
+          if (debug) page.on("console", (m) => console.log(`page: ${m.text()}`));
+          await page.goto(url);
+          return {
+            // (named by the script's head only: what follows may carry a session's token)
+            page: { evaluate: (s: string) => guard(scriptName(s), page.evaluate(s)) },
+            close: () => guard("closing a page", context.close()),
+          };
+        })(),
+      );
     },
     async close() {
-      await b.close();
+      // (a deadlocked Firefox may not close: killed after 10 s)
+      await Promise.race([b.close().catch(() => {}), sleep(10_000)]);
+      b.process()?.kill("SIGKILL");
       await sound.stop();
     },
   };
+}
+
+/**
+ * Bounds each step in one browser: a step still pending after `ms` rejects with {@link BrowserHung}, and so
+ * does every step after it (the browser is then deadlocked: nothing more is asked of it). Exported for its test.
+ */
+export function stepGuard(ms: number): <T>(what: string, step: Promise<T>) => Promise<T> {
+  let hung: BrowserHung | null = null;
+  return <T>(what: string, step: Promise<T>): Promise<T> => {
+    if (hung) {
+      step.catch(() => {});
+      return Promise.reject(hung);
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, no) => {
+      timer = setTimeout(() => no(hung ??= new BrowserHung(what, ms)), ms);
+    });
+    return Promise.race([step, timeout]).finally(() => clearTimeout(timer));
+  };
+}
+
+/**
+ * Measures one part of a run (`part`, given the browser); a part a deadlock stopped ({@link BrowserHung}) is
+ * measured again in a browser from `relaunch` (the hung one closed first), at most `state.max` times in the
+ * run — each said on stdout and counted (`state.relaunches`). Any other failure stops the run. Exported for
+ * its test.
+ */
+export async function measureWithRelaunch<B extends { close(): Promise<void> }, T>(
+  state: { browser: B; relaunches: number; max: number },
+  what: string,
+  part: (browser: B) => Promise<T>,
+  relaunch: () => Promise<B>,
+): Promise<T> {
+  for (;;) {
+    try {
+      return await part(state.browser);
+    } catch (err) {
+      if (!(err instanceof BrowserHung) || state.relaunches >= state.max) throw err;
+      state.relaunches++;
+      console.log(
+        `bench player: ${what}: ${err.message}; the browser relaunched (${state.relaunches} of at most ` +
+          `${state.max}), ${what} measured again`,
+      );
+      await state.browser.close();
+      state.browser = await relaunch();
+    }
+  }
+}
+
+/** A script's name for a message: the words before its first bracket (`globalThis.player.stats`), nothing more. */
+export function scriptName(script: string): string {
+  return script.trim().split(/[^\w.$ ]/)[0].trim().slice(0, 60) || "a script";
+}
+
+/** How many times a run may relaunch a deadlocked Firefox ({@link BrowserHung}) before it gives up. */
+const MAX_RELAUNCHES = 4;
+
+/**
+ * How long a step in a Firefox page may take (the longest the bench awaits, a first frame, gives up at 20 s)
+ * before Firefox counts as deadlocked ({@link BrowserHung}).
+ */
+const FIREFOX_STEP_MS = 60_000;
+
+/**
+ * A step in a Firefox page that did not end: Firefox ESR 153's sound deadlocked (its first read of a context's
+ * output latency — `outputLatency`, `getOutputTimestamp()` — a blocking call to the parent process's sound
+ * server while a sound callback of the same context waits for the page: see docs/media-plane.md, "In
+ * Firefox"). Every page's sound then stands still; the bench relaunches Firefox and measures the part again
+ * (at most {@link MAX_RELAUNCHES} times a run, each said and counted in the results: `browser_relaunches`).
+ */
+export class BrowserHung extends Error {
+  constructor(what: string, ms: number) {
+    super(`a step in the browser did not end in ${ms / 1000} s (${what})`);
+    this.name = "BrowserHung";
+  }
 }
 
 async function newPage(
@@ -1033,6 +1122,7 @@ async function connects(
       const firstFrame = await page.evaluate(`globalThis.firstShown - globalThis.createdAt`) as number;
       return { firstFrame, ...await then(page) };
     } catch (err) {
+      if (err instanceof BrowserHung) throw err;
       console.error(`bench player: ${path} ${what} failed: ${err}`);
       if (Deno.env.get("BENCH_DEBUG")) {
         console.error(
@@ -1544,8 +1634,8 @@ if (import.meta.main) {
     throw new Error(`--browser: chromium or firefox, not ${args.browser}`);
   }
   if (args.device && browserName === "firefox") {
-    // (tried, 6 Dec: both runs hung in their first path — a page.evaluate that never returned, Puppeteer's
-    // known hang with Firefox on a PulseAudio sink, one run in five without a recording)
+    // (tried, 6 Dec: both runs hung in their first path — a page.evaluate that never returned, Firefox's
+    // sound deadlocked on the PulseAudio server: BrowserHung)
     throw new Error(
       "--device: Chromium only (Firefox playing to a recorded sink hung Puppeteer, 2 runs of 2)",
     );
@@ -1591,25 +1681,35 @@ if (import.meta.main) {
   const engine = startBenchEngine(tls);
   const realtime = args["realtime-engine"] ? startRealtimeBenchEngine(tls) : null;
   let svc: Service | null = null;
-  let browser: Browser | null = null;
+  let live: { browser: Browser; relaunches: number; max: number } | null = null;
   const results: Partial<Record<PathName, PathResults>> = {};
   let drift: unknown = null;
+  /** One part of the run; measured again in a relaunched browser if it deadlocked (Firefox: BrowserHung). */
+  const measure = <T>(what: string, part: (browser: Browser) => Promise<T>): Promise<T> =>
+    measureWithRelaunch(live!, what, part, () => launchBrowser(browserName, args.device));
   try {
     svc = await startService(dir, core, janus, ca);
-    browser = await launchBrowser(browserName, args.device);
+    live = { browser: await launchBrowser(browserName, args.device), relaunches: 0, max: MAX_RELAUNCHES };
     const box = await mouthBox(512);
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
-      const c = await connects(path, svc, engine, browser, nConnects, nTalkingJoins, realtime ?? engine, box);
-      const st = await steady(path, svc, engine, browser, nBursts, box, spread);
+      const c = await measure(
+        `${path} connects`,
+        (b) => connects(path, svc!, engine, b, nConnects, nTalkingJoins, realtime ?? engine, box),
+      );
+      const st = await measure(`${path} steady`, (b) => steady(path, svc!, engine, b, nBursts, box, spread));
       // (the stall run reads the frames' stamps: video paths over websocket_fmp4)
       const stall = path === "webrtc_sfu" || path === "canvas"
         ? null
-        : await stallRun(path, svc, engine, browser, box);
+        : await measure(`${path} stall`, (b) => stallRun(path, svc!, engine, b, box));
       const early = steadyResults(st, args.detail);
       // The real-time engine's steady run follows the early one's, so both see the same load.
       const rt = realtime
-        ? steadyResults(await steady(path, svc, realtime, browser, nBursts, box, spread), args.detail)
+        ? steadyResults(
+          await measure(`${path} real-time steady`, (b) =>
+            steady(path, svc!, realtime, b, nBursts, box, spread)),
+          args.detail,
+        )
         : null;
       results[path] = {
         ...early,
@@ -1628,11 +1728,11 @@ if (import.meta.main) {
     }
     if (driftMinutes > 0) {
       console.log(`bench player: drift run, ${driftMinutes} minutes …`);
-      drift = await driftRun(svc, engine, browser, driftMinutes, box, spread);
+      drift = await measure("drift", (b) => driftRun(svc!, engine, b, driftMinutes, box, spread));
       console.log(`bench player: drift ${JSON.stringify(drift)}`);
     }
   } finally {
-    await browser?.close();
+    await live?.browser.close();
     if (svc) {
       await svc.child.stdin.close().catch(() => {});
       const exited = await Promise.race([svc.child.status.then(() => true), sleep(15000).then(() => false)]);
@@ -1647,6 +1747,9 @@ if (import.meta.main) {
   if (drift) console.log(`drift: ${JSON.stringify(drift)}\n`);
   const loadAfter = loadavg();
   console.log(`load average before ${loadBefore}, after ${loadAfter}; command: ${command}`);
+  if (live?.relaunches) {
+    console.log(`the browser relaunched ${live.relaunches} times (a part deadlocked: BrowserHung)`);
+  }
   const outDir = new URL("./results/", import.meta.url);
   await Deno.mkdir(outDir, { recursive: true });
   const file = new URL(`player-${new Date().toISOString().replace(/[:.]/g, "-")}.json`, outDir);
@@ -1658,6 +1761,7 @@ if (import.meta.main) {
         browser: browserName,
         load_average_before: loadBefore,
         load_average_after: loadAfter,
+        browser_relaunches: live?.relaunches ?? 0,
         results,
         drift,
       },
