@@ -15,7 +15,7 @@
  */
 import { parseArgs } from "node:util";
 import type { BrowserContext, Page } from "puppeteer-core";
-import { launchFirefox, startSoundServer } from "../testing/firefox.ts";
+import { closeFirefox, launchFirefox, startSoundServer } from "../testing/firefox.ts";
 
 const HUNG_AFTER_MS = 30_000;
 
@@ -28,7 +28,18 @@ interface PageRound {
   longest: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A page's round, or null if it has not ended in {@link HUNG_AFTER_MS} (its timer cleared either way). */
+async function within(round: Promise<PageRound>): Promise<PageRound | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      round,
+      new Promise<null>((r) => timer = setTimeout(() => r(null), HUNG_AFTER_MS)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** The page's script: one context, its oscillator, the reads, then closed. */
 function pageScript(read: string, from: string, afterMs: number, lifeMs: number, frequency: number): string {
@@ -113,12 +124,11 @@ if (import.meta.main) {
         });
         open.push({ context, page, seen });
       }
-      const results = await Promise.all(open.map(({ page }, i) =>
-        Promise.race([
-          page.evaluate(pageScript(read, args.from!, after, life, 220 + 50 * i)) as Promise<PageRound>,
-          sleep(HUNG_AFTER_MS).then(() => null),
-        ])
-      ));
+      const results = await Promise.all(
+        open.map(({ page }, i) =>
+          within(page.evaluate(pageScript(read, args.from!, after, life, 220 + 50 * i)) as Promise<PageRound>)
+        ),
+      );
       const hung = results.flatMap((x, i) =>
         x ? [] : [`page ${i + 1} (began read ${open[i].seen.lastRead})`]
       );
@@ -143,9 +153,7 @@ if (import.meta.main) {
       }
     }
   } finally {
-    // (a deadlocked Firefox may not close: killed after 10 s)
-    await Promise.race([browser.close().catch(() => {}), sleep(10_000)]);
-    browser.process()?.kill("SIGKILL");
+    await closeFirefox(browser); // (a deadlocked Firefox is killed after 10 s)
     await sound?.stop();
     await server.shutdown();
   }

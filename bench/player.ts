@@ -78,7 +78,7 @@ import { generateEngineTls } from "../engine/mod.ts";
 import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
 import { launchChromium } from "../testing/browser.ts";
-import { launchFirefox, type SoundServer, startSoundServer } from "../testing/firefox.ts";
+import { closeFirefox, launchFirefox, type SoundServer, startSoundServer } from "../testing/firefox.ts";
 import { type JanusProcess, startJanus } from "../testing/janus.ts";
 import { type BenchEngine, startBenchEngine, startRealtimeBenchEngine } from "./engine.ts";
 import { type DeviceTap, startDeviceTap } from "./device_tap.ts";
@@ -825,9 +825,7 @@ async function launchBrowser(name: BrowserName, device: boolean): Promise<Browse
       );
     },
     async close() {
-      // (a deadlocked Firefox may not close: killed after 10 s)
-      await Promise.race([b.close().catch(() => {}), sleep(10_000)]);
-      b.process()?.kill("SIGKILL");
+      await closeFirefox(b); // (a deadlocked Firefox is killed after 10 s)
       await sound.stop();
     },
   };

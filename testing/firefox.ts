@@ -101,3 +101,17 @@ export async function launchFirefox(
     },
   });
 }
+
+/**
+ * Closes a Firefox from {@link launchFirefox}; one whose sound deadlocked (docs/media-plane.md, "In Firefox")
+ * may never answer, so it is killed if not closed within `ms`.
+ */
+export async function closeFirefox(browser: Browser, ms = 10_000): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    browser.close().catch(() => {}),
+    new Promise((r) => timer = setTimeout(r, ms)),
+  ]);
+  clearTimeout(timer);
+  browser.process()?.kill("SIGKILL");
+}
