@@ -3,7 +3,9 @@
  * of pages in Debian's Firefox ESR, `--pages` at a time, each an `AudioContext` playing an oscillator for
  * `--life` ms and then closed, reading its output latency every 10 ms as `--read` says — `none`, `latency`
  * (`outputLatency`) or `timestamp` (`getOutputTimestamp()`) —, from its start or, `--from running`, once it
- * has run `--after` ms (default 0). Each page says in its console which read it is about to make; a page that
+ * has run `--after` ms (default 0); with `--at quiet`, not on a timer but just after an audio callback (an
+ * AudioWorklet posts the page time of each callback's first render quantum; the page reads 2 ms after it, at
+ * least 4 ms before the next — tried as a way round the deadlock, and not one: docs). Each page says in its console which read it is about to make; a page that
  * has not ended its round in 30 s counts as hung, with the last read it began, and the run stops there
  * (Firefox's sound then stands still for every page). Each round says how long each context played, how many
  * reads it made and its longest (the page's main thread blocked). Firefox plays to a PulseAudio null sink
@@ -26,6 +28,8 @@ interface PageRound {
   reads: number;
   /** The longest read (ms: the page's main thread blocked). */
   longest: number;
+  /** With `--at quiet`: the least time between two sound callbacks (ms). */
+  gap: number | null;
 }
 
 /** A page's round, or null if it has not ended in {@link HUNG_AFTER_MS} (its timer cleared either way). */
@@ -42,7 +46,14 @@ async function within(round: Promise<PageRound>): Promise<PageRound | null> {
 }
 
 /** The page's script: one context, its oscillator, the reads, then closed. */
-function pageScript(read: string, from: string, afterMs: number, lifeMs: number, frequency: number): string {
+function pageScript(
+  read: string,
+  at: string,
+  from: string,
+  afterMs: number,
+  lifeMs: number,
+  frequency: number,
+): string {
   return `(async () => {
     const ctx = new AudioContext();
     const osc = new OscillatorNode(ctx, { frequency: ${frequency} });
@@ -52,8 +63,32 @@ function pageScript(read: string, from: string, afterMs: number, lifeMs: number,
     let sink = 0;
     let longest = 0;
     let runningSince = null;
-    const timer = setInterval(() => {
+    const quiet = ${JSON.stringify(at)} === "quiet";
+    /** Page time of the sound callbacks' starts (the worklet's first quantum of each), and their least gap. */
+    let callbackAt = null;
+    let gaps = [];
+    if (quiet) {
+      const src = "class Q extends AudioWorkletProcessor { constructor() { super(); this.last = 0; } " +
+        "process() { const now = Date.now(); if (now - this.last >= 2) this.port.postMessage(now); " +
+        "this.last = now; return true; } } registerProcessor('q', Q);";
+      const url = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+      await ctx.audioWorklet.addModule(url);
+      const q = new AudioWorkletNode(ctx, "q", { numberOfInputs: 0, numberOfOutputs: 1 });
+      q.connect(ctx.destination);
+      q.port.onmessage = (e) => {
+        if (callbackAt !== null) gaps = [...gaps.slice(-7), e.data - callbackAt];
+        callbackAt = e.data;
+        step();
+      };
+    }
+    const step = () => {
       if (${JSON.stringify(read)} === "none") return;
+      if (quiet) {
+        if (callbackAt === null || gaps.length < 4) return;
+        const gap = Math.min(...gaps);
+        while (Date.now() < callbackAt + 2) {}
+        if (Date.now() > callbackAt + gap - 4) return;
+      }
       if (${JSON.stringify(from)} === "running") {
         if (ctx.state !== "running") return;
         runningSince ??= performance.now();
@@ -64,12 +99,13 @@ function pageScript(read: string, from: string, afterMs: number, lifeMs: number,
       const t = performance.now();
       sink += ${read === "latency" ? "ctx.outputLatency" : "ctx.getOutputTimestamp().contextTime ?? 0"};
       longest = Math.max(longest, performance.now() - t);
-    }, 10);
+    };
+    const timer = setInterval(() => quiet || step(), 10);
     await new Promise((r) => setTimeout(r, ${lifeMs}));
     clearInterval(timer);
     const played = ctx.state === "running" ? ctx.currentTime * 1000 : null;
     await ctx.close();
-    return { played, reads, longest };
+    return { played, reads, longest, gap: gaps.length ? Math.min(...gaps) : null };
   })()`;
 }
 
@@ -79,6 +115,7 @@ if (import.meta.main) {
     options: {
       read: { type: "string", default: "latency" },
       from: { type: "string", default: "start" },
+      at: { type: "string", default: "any" },
       rounds: { type: "string", default: "40" },
       pages: { type: "string", default: "3" },
       life: { type: "string", default: "1500" },
@@ -90,6 +127,7 @@ if (import.meta.main) {
   if (!["none", "latency", "timestamp"].includes(read)) {
     throw new Error(`--read: none, latency or timestamp, not ${read}`);
   }
+  if (args.at !== "any" && args.at !== "quiet") throw new Error(`--at: any or quiet, not ${args.at}`);
   if (args.from !== "start" && args.from !== "running") {
     throw new Error(`--from: start or running, not ${args.from}`);
   }
@@ -126,7 +164,11 @@ if (import.meta.main) {
       }
       const results = await Promise.all(
         open.map(({ page }, i) =>
-          within(page.evaluate(pageScript(read, args.from!, after, life, 220 + 50 * i)) as Promise<PageRound>)
+          within(
+            page.evaluate(pageScript(read, args.at!, args.from!, after, life, 220 + 50 * i)) as Promise<
+              PageRound
+            >,
+          )
         ),
       );
       const hung = results.flatMap((x, i) =>
@@ -139,7 +181,9 @@ if (import.meta.main) {
             x
               ? `played ${
                 x.played === null ? "–" : Math.round(x.played)
-              } ms, ${x.reads} reads (longest ${x.longest} ms)`
+              } ms, ${x.reads} reads (longest ${x.longest} ms${
+                x.gap == null ? "" : `, callbacks ${x.gap} ms apart`
+              })`
               : "HUNG"
           )
             .join("; ")

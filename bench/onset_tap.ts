@@ -5,7 +5,10 @@
  * that plays to the speakers and feeds an AudioWorklet detecting each onset — a sample above −40 dBFS after
  * 150 ms of quiet (the context's start and no input count as quiet) — and pushes into `onsets` the epoch time (ms) that sample is heard, from the context's
  * output timestamps (`getOutputTimestamp()`, read every 10 ms, the 10th percentile of the last 2 s's;
- * Firefox's moved to when the sample is heard). Resolves with
+ * Firefox's moved to when the sample is heard) — or, with `globalThis.tapLatencyMs` set (Firefox on a sound
+ * server, whose first read of a context's output latency can deadlock it: docs/media-plane.md, "In Firefox"),
+ * never asking the context: the page time less `currentTime` plus that latency, which the bench asks of the
+ * sound server. Resolves with
  * `{ actx, onset, tap }`: give `actx` and `tap` to a player as its `audioContext` / `audioOutput`, or connect
  * another source to `onset`.
  *
@@ -36,7 +39,15 @@ globalThis.onsetTap = async (onsets) => {
   // (page time − context time; a stray reading 5–17 ms below the rest comes about once in 250). Chromium's
   // stamps agree within 0.5 ms: nothing changes there.
   const offsets = [];
+  const fixed = globalThis.tapLatencyMs;
   const read = () => {
+    if (typeof fixed === "number") {
+      // (Firefox's stamp amounts to this: its page time as far behind now as its context time behind currentTime)
+      if (actx.state !== "running") return;
+      offsets.push(performance.now() - actx.currentTime * 1000 + fixed);
+      if (offsets.length > 200) offsets.shift();
+      return;
+    }
     const ts = actx.getOutputTimestamp();
     if (!(ts.contextTime > 0) || !ts.performanceTime) return;
     const lead = (actx.currentTime - ts.contextTime) * 1000;

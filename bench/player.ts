@@ -59,10 +59,15 @@
  *
  * `--device` (Chromium): the browser plays to a PulseAudio null sink and the bench records it (`device_tap.ts`):
  * each burst's sound is also timed when the sound server took it from the browser, outside the browser,
- * whatever path it took there (results' `device`; see {@link DeviceFigures}). Not with Firefox: both runs
- * tried hung Puppeteer (a `page.evaluate` that never returned: Firefox's sound deadlocked, {@link BrowserHung}).
+ * whatever path it took there (results' `device`; see {@link DeviceFigures}).
  *
- * Options: `--browser chromium|firefox`, `--device`, `--quick` (fewer samples),
+ * In Firefox no page asks a context for its output latency (its first read can deadlock Firefox:
+ * {@link BrowserHung}): the player assumes it (its default there), and the page's tap takes the latency the
+ * sound server reports for Firefox's stream, measured at each launch ({@link firefoxOutputLatency}; results'
+ * `firefox_output_latency_ms`). `--output-latency read|MS` gives the players `outputLatencyMs` (`read`: the
+ * player asks, as before 7 Dec — and may deadlock Firefox, which the bench then relaunches).
+ *
+ * Options: `--browser chromium|firefox`, `--device`, `--output-latency read|MS`, `--quick` (fewer samples),
  * `--paths webcodecs,mse,webrtc_sfu,canvas`,
  * `--connects N`, `--talking-joins N`, `--bursts N`, `--core N`, `--drift-minutes N`, `--detail`, `--fixed-phase`,
  * `--realtime-engine` (each path's steady run is made twice, alternating in one run: with the bench engine,
@@ -74,6 +79,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import type { Browser as FirefoxBrowser } from "puppeteer-core";
 import { generateEngineTls } from "../engine/mod.ts";
 import { loadArtBank } from "../src/media/art_bank.ts";
 import { CATALOG } from "../src/media/catalog.ts";
@@ -557,6 +563,7 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   if (playback === "webcodecs" || playback === "canvas") {
     Object.assign(options, { audioContext: actx, audioOutput: tap });
   }
+  if (g.playerLatency !== undefined) Object.assign(options, { outputLatencyMs: g.playerLatency });
   if (playback === "webcodecs") Object.assign(options, { playback });
   if (playback === "mse") Object.assign(options, { playback });
   g.createdAt = performance.timeOrigin + performance.now();
@@ -613,8 +620,11 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
   g.sampleLags = async () => {
     let prev = null;
     for (;;) { // until the page closes
-      const ts = actx.getOutputTimestamp();
-      if (ts.contextTime > 0) g.tapLags.push((actx.currentTime - ts.contextTime) * 1000);
+      if (typeof g.tapLatencyMs === "number") g.tapLags.push(g.tapLatencyMs);
+      else {
+        const ts = actx.getOutputTimestamp();
+        if (ts.contextTime > 0) g.tapLags.push((actx.currentTime - ts.contextTime) * 1000);
+      }
       const pc = g.peerConnections?.at(-1);
       if (pc && pc.connectionState === "connected") {
         for (const st of (await pc.getStats()).values()) {
@@ -728,6 +738,11 @@ interface Browser {
   name: BrowserName;
   /** `--device`: the tap at its sound device (a PulseAudio null sink). */
   device: DeviceTap | null;
+  /**
+   * Firefox: its output latency on the sound server (ms, {@link firefoxOutputLatency}), which the page's tap
+   * takes instead of asking the context; null in Chromium (asked).
+   */
+  outputLatencyMs: number | null;
   /** A page in a fresh context (no cache, no state), at `url`. */
   open(url: string): Promise<{ page: Page; close(): Promise<void> }>;
   close(): Promise<void>;
@@ -753,7 +768,19 @@ async function tapOrClose(sound: SoundServer, close: () => Promise<void>): Promi
  * two drivers open pages alike, each through its own API. `device` (Chromium): it plays to a null sink too,
  * and the bench records the sink ({@link DeviceFigures}).
  */
-async function launchBrowser(name: BrowserName, device: boolean): Promise<Browser> {
+async function launchBrowser(
+  name: BrowserName,
+  device: boolean,
+  playerLatency: number | "read" | undefined,
+): Promise<Browser> {
+  /** Said to each page before its probe: `--output-latency`, the players' `outputLatencyMs`. */
+  const pageSetup = (tapLatency: number | null) =>
+    [
+      ...(tapLatency === null ? [] : [`globalThis.tapLatencyMs = ${tapLatency};`]),
+      ...(playerLatency === undefined
+        ? []
+        : [`globalThis.playerLatency = ${JSON.stringify(playerLatency)};`]),
+    ].join(" ") || "undefined";
   const debug = Deno.env.get("BENCH_DEBUG");
   const pageError = (e: unknown) => console.error(`bench player: page error: ${e}`);
   const needSound = async () => {
@@ -778,12 +805,14 @@ async function launchBrowser(name: BrowserName, device: boolean): Promise<Browse
     return {
       name,
       device: tap,
+      outputLatencyMs: null,
       async open(url) {
         const context = await b.newContext();
         const page = await context.newPage();
         page.on("pageerror", pageError);
         if (debug) page.on("console", (m) => console.log(`page: ${m.text()}`));
         await page.goto(url);
+        await page.evaluate(pageSetup(null));
         return { page: { evaluate: (s) => page.evaluate(s) }, close: () => context.close() };
       },
       async close() {
@@ -800,9 +829,19 @@ async function launchBrowser(name: BrowserName, device: boolean): Promise<Browse
     throw err;
   });
   const guard = stepGuard(FIREFOX_STEP_MS);
+  let latency: number;
+  try {
+    latency = await guard("measuring the output latency", firefoxOutputLatency(b, sound));
+  } catch (err) {
+    await closeFirefox(b);
+    await sound.stop();
+    throw err;
+  }
+  const tap = device ? await tapOrClose(sound, () => closeFirefox(b)) : null;
   return {
     name,
-    device: null,
+    device: tap,
+    outputLatencyMs: latency,
     open(url) {
       return guard(
         `opening ${url}`,
@@ -812,6 +851,7 @@ async function launchBrowser(name: BrowserName, device: boolean): Promise<Browse
           page.on("pageerror", pageError);
           if (debug) page.on("console", (m) => console.log(`page: ${m.text()}`));
           await page.goto(url);
+          await page.evaluate(pageSetup(latency));
           return {
             // (named by the script's head only: what follows may carry a session's token)
             page: { evaluate: (s: string) => guard(scriptName(s), page.evaluate(s)) },
@@ -826,9 +866,48 @@ async function launchBrowser(name: BrowserName, device: boolean): Promise<Browse
     },
     async close() {
       await closeFirefox(b); // (a deadlocked Firefox is killed after 10 s)
+      await tap?.stop();
       await sound.stop();
     },
   };
+}
+
+/**
+ * Firefox's output latency on `sound` (ms), asked of the sound server, never of a page (Firefox's first read
+ * of a context's latency can deadlock it: {@link BrowserHung}): a page plays a tone while the bench reads the
+ * stream's latency 60 times, 25 ms apart (`SoundServer.streamLatencies`), and takes their 90th percentile. The
+ * server's account falls between two of Firefox's writes as its buffer drains (30–48 ms on the null sink, 7
+ * Dec) and peaks just after one; the page's tap and the player's clock read `currentTime` nearest Firefox's
+ * callbacks (the least of their readings), where the latency is that peak. (Firefox's own answer, asked once
+ * and kept, is one reading anywhere in the range: 32.7–54.4 ms in 8 pages.)
+ */
+async function firefoxOutputLatency(b: FirefoxBrowser, sound: SoundServer): Promise<number> {
+  const context = await b.createBrowserContext();
+  try {
+    const page = await context.newPage();
+    await page.evaluate(`(async () => {
+      const ctx = new AudioContext({ latencyHint: "interactive", sampleRate: 48000 });
+      const tone = new OscillatorNode(ctx, { frequency: 220 });
+      const quiet = new GainNode(ctx, { gain: 0.01 });
+      tone.connect(quiet).connect(ctx.destination);
+      tone.start();
+      const end = performance.now() + 10000;
+      while (ctx.state !== "running" && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 300));
+    })()`);
+    const seen: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      seen.push(...await sound.streamLatencies());
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    if (seen.length < 30) {
+      throw new Error(`Firefox's stream was seen ${seen.length} times on the sound server`);
+    }
+    seen.sort((x, y) => x - y);
+    return Math.round(seen[Math.floor(seen.length * 0.9)] * 10) / 10;
+  } finally {
+    await context.close();
+  }
 }
 
 /**
@@ -1629,18 +1708,18 @@ if (import.meta.main) {
       "realtime-engine": { type: "boolean", default: false },
       browser: { type: "string", default: "chromium" },
       device: { type: "boolean", default: false },
+      "output-latency": { type: "string" },
     },
   }).values;
+  const playerLatency = args["output-latency"] === undefined || args["output-latency"] === "read"
+    ? args["output-latency"] as "read" | undefined
+    : Number(args["output-latency"]);
+  if (typeof playerLatency === "number" && !(playerLatency >= 0 && playerLatency <= 1000)) {
+    throw new Error(`--output-latency: "read" or ms from 0 to 1000, not ${args["output-latency"]}`);
+  }
   const browserName = args.browser as BrowserName;
   if (browserName !== "chromium" && browserName !== "firefox") {
     throw new Error(`--browser: chromium or firefox, not ${args.browser}`);
-  }
-  if (args.device && browserName === "firefox") {
-    // (tried, 6 Dec: both runs hung in their first path — a page.evaluate that never returned, Firefox's
-    // sound deadlocked on the PulseAudio server: BrowserHung)
-    throw new Error(
-      "--device: Chromium only (Firefox playing to a recorded sink hung Puppeteer, 2 runs of 2)",
-    );
   }
   // Firefox receives H.264 over WebRTC only through Cisco's OpenH264 plugin, which it downloads when first
   // run: not on a machine without the internet (here its answer to Janus's offer fails to negotiate).
@@ -1687,11 +1766,21 @@ if (import.meta.main) {
   const results: Partial<Record<PathName, PathResults>> = {};
   let drift: unknown = null;
   /** One part of the run; measured again in a relaunched browser if it deadlocked (Firefox: BrowserHung). */
+  /** Firefox: its output latency on the sound server, as measured at each launch (ms). */
+  const outputLatencies: number[] = [];
+  const launch = async () => {
+    const b = await launchBrowser(browserName, args.device, playerLatency);
+    if (b.outputLatencyMs !== null) {
+      outputLatencies.push(b.outputLatencyMs);
+      console.log(`bench player: Firefox's output latency on the sound server ${b.outputLatencyMs} ms`);
+    }
+    return b;
+  };
   const measure = <T>(what: string, part: (browser: Browser) => Promise<T>): Promise<T> =>
-    measureWithRelaunch(live!, what, part, () => launchBrowser(browserName, args.device));
+    measureWithRelaunch(live!, what, part, launch);
   try {
     svc = await startService(dir, core, janus, ca);
-    live = { browser: await launchBrowser(browserName, args.device), relaunches: 0, max: MAX_RELAUNCHES };
+    live = { browser: await launch(), relaunches: 0, max: MAX_RELAUNCHES };
     const box = await mouthBox(512);
     for (const path of paths) {
       console.log(`bench player: ${path} …`);
@@ -1764,6 +1853,7 @@ if (import.meta.main) {
         load_average_before: loadBefore,
         load_average_after: loadAfter,
         browser_relaunches: live?.relaunches ?? 0,
+        ...(outputLatencies.length ? { firefox_output_latency_ms: outputLatencies } : {}),
         results,
         drift,
       },

@@ -158,6 +158,15 @@ export interface CreatePlayerOptions {
    * graph (effects, a visualiser, a recorder). Its context must be `audioContext`.
    */
   audioOutput?: AudioNode;
+  /**
+   * WebCodecs only: how long after the AudioContext renders a sample it is heard (ms, 0–1000) — the sound
+   * device's output latency, which the player's clock needs to show each picture when its sound is heard.
+   * Given, the player never asks the browser for it; `"read"`: it always asks. By default it asks
+   * (`AudioContext.outputLatency`, `getOutputTimestamp()`), except in Firefox on Linux, where the first such
+   * read can freeze the page and every page's sound (a Firefox deadlock on a PulseAudio client) and it
+   * assumes 47 ms. A number that is not, or anything else, throws a `TypeError`.
+   */
+  outputLatencyMs?: number | "read";
 }
 
 /**

@@ -136,6 +136,10 @@ import { createClockSync, startReporting } from "./player_report.js";
  *   (default: one of the player's own).
  * @property {AudioNode} [audioOutput] WebCodecs only: where the avatar's sound goes (default: the context's
  *   destination), e.g. your own audio graph.
+ * @property {number | "read"} [outputLatencyMs] WebCodecs only: how long after the AudioContext renders a
+ *   sample it is heard (ms, 0–1000). Given, the player never asks the browser for it; `"read"`: it always
+ *   asks. By default it asks (`outputLatency`, `getOutputTimestamp()`), except in Firefox on Linux, where the
+ *   first such read can freeze the page and it assumes 47 ms (docs/media-plane.md, "In Firefox").
  */
 
 /**
@@ -261,6 +265,17 @@ function checkOptions(options) {
   }
   if (options.refreshToken !== undefined && typeof options.refreshToken !== "function") {
     throw new TypeError("createPlayer: refreshToken must be a function");
+  }
+  const latency = /** @type {unknown} */ (options.outputLatencyMs);
+  if (
+    latency !== undefined && latency !== "read" &&
+    !(typeof latency === "number" && Number.isFinite(latency) && latency >= 0 && latency <= 1000)
+  ) {
+    throw new TypeError(
+      `createPlayer: outputLatencyMs must be a number of ms from 0 to 1000, or "read"; got ${
+        typeof latency === "number" ? latency : describe(latency)
+      }`,
+    );
   }
 }
 
@@ -427,6 +442,7 @@ function createFmp4Player(options) {
       video: videoFree ? null : video,
       audioContext: options.audioContext,
       audioOutput: options.audioOutput,
+      outputLatencyMs: options.outputLatencyMs,
       events: sinkEvents,
       fetchArt: async (/** @type {string} */ path) => {
         const res = await fetch(artUrl(path));

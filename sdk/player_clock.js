@@ -6,11 +6,12 @@
  * timeline (ms, the server's media clock). The player picks an **anchor** `A`: timeline instant `T` is
  * *heard* at `T + A` on the page's clock (`performance.now()`). The worklet plays each decoded audio chunk
  * at exactly the audio frame that will leave the device at that time — it reads where the device is from
- * `AudioContext.getOutputTimestamp()` — and the video presenter shows frame `T` when this clock says `T`
- * is being heard ({@link AudioClock.now}). So sound and picture follow one clock; if the audio device's
- * crystal drifts from the page's clock, the worklet slews (plays up to 0.2 % faster or slower) to stay on
- * the anchor, and latency does not creep. Moving the anchor (the player decides when) jumps: later inserts
- * silence, earlier skips audio, with a short fade either way.
+ * `AudioContext.getOutputTimestamp()`, or from the context's render position and an output latency taken as
+ * given where asking is not safe (Firefox on Linux, {@link assumedOutputLatency}) — and the video presenter
+ * shows frame `T` when this clock says `T` is being heard ({@link AudioClock.now}). So sound and picture
+ * follow one clock; if the audio device's crystal drifts from the page's clock, the worklet slews (plays up
+ * to 0.2 % faster or slower) to stay on the anchor, and latency does not creep. Moving the anchor (the
+ * player decides when) jumps: later inserts silence, earlier skips audio, with a short fade either way.
  *
  * Without sound (the context is suspended because autoplay was refused, or there is no audio at all) the
  * same anchor runs on the page's clock, so a no-audio or no-video mode uses the same path.
@@ -126,6 +127,9 @@ registerProcessor("${PROCESSOR}", AvatarPlayout);
  * @property {AudioNode} [output] Where the avatar's sound goes (default: the context's destination). An app
  *   can route it through its own graph (effects, a visualiser, a recorder).
  * @property {number} [rate] Sample rate of the PCM pushed (default 48000, Opus's).
+ * @property {number | "read"} [outputLatencyMs] How long after the context renders a sample it is heard (ms):
+ *   given, the clock never asks the context (`outputLatency`, `getOutputTimestamp()`); `"read"`: it asks, in
+ *   Firefox on Linux too; by default it asks except there ({@link assumedOutputLatency}).
  */
 
 /**
@@ -175,6 +179,33 @@ export function unstampedLatency(ctx, ts, now) {
   if (ts.contextTime === undefined || ts.performanceTime === undefined) return 0;
   const lead = (ctx.currentTime - ts.contextTime) * 1000;
   return lead > 1 && Math.abs(now - ts.performanceTime - lead) < 1 ? lead : 0;
+}
+
+/**
+ * The output latency (ms) the clock assumes where asking the browser for it is not safe: Firefox on Linux,
+ * whose first read of `outputLatency` (or `getOutputTimestamp()`, computed from it) can deadlock the page and
+ * every page's sound on a PulseAudio client (docs/media-plane.md, "In Firefox"). Measured there, on a
+ * PulseAudio null sink (7 Dec): the sound server's account of Firefox's stream just after each write, when
+ * the context's `currentTime` moves on — 46–48 ms at 8 launches (between writes it drains to 18–31 ms, and
+ * Firefox's own answer, one reading kept, fell anywhere in 32.7–54.4).
+ */
+export const ASSUMED_FIREFOX_LINUX_LATENCY_MS = 47;
+
+/**
+ * The output latency the clock takes as given instead of asking the browser (ms), or null to ask: the
+ * player's `outputLatencyMs` option when a number; with `"read"`, null; by default
+ * {@link ASSUMED_FIREFOX_LINUX_LATENCY_MS} in Firefox on Linux (not Android's: another sound backend) and
+ * null elsewhere. Exported for its test.
+ * @param {number | "read" | undefined} option
+ * @param {string} userAgent
+ * @returns {number | null}
+ */
+export function assumedOutputLatency(option, userAgent) {
+  if (typeof option === "number") return option;
+  if (option === "read") return null;
+  return /Firefox\//.test(userAgent) && /Linux/.test(userAgent) && !/Android/.test(userAgent)
+    ? ASSUMED_FIREFOX_LINUX_LATENCY_MS
+    : null;
 }
 
 /** Output-timestamp readings the device's offset is taken from (one every {@link READ_EVERY_MS}). */
@@ -250,9 +281,25 @@ export async function createAudioClock(options = {}) {
 
   const running = () => ctx.state === "running";
 
-  /** Samples `getOutputTimestamp()`: page time − device time of the sample being heard (ms). */
+  /** The output latency taken as given (ms), or null: asked of the context. */
+  const assumed = assumedOutputLatency(
+    options.outputLatencyMs,
+    globalThis.navigator?.userAgent ?? "",
+  );
+
+  /**
+   * Samples `getOutputTimestamp()`: page time − device time of the sample being heard (ms). With the latency
+   * assumed, the context's render position heard that much after now (what Firefox's stamp amounts to,
+   * {@link unstampedLatency}; a reading between two audio callbacks is late as Firefox's are).
+   */
   const readDevice = () => {
     if (!running()) return;
+    if (assumed !== null) {
+      readings.push(performance.now() - ctx.currentTime * 1000 + assumed);
+      if (readings.length > DEVICE_READINGS) readings.shift();
+      deviceOffset = deviceOffsetFrom(readings);
+      return;
+    }
     const ts = ctx.getOutputTimestamp?.();
     if (!ts || ts.contextTime === undefined || ts.performanceTime === undefined || !ts.performanceTime) {
       return;
@@ -308,7 +355,7 @@ export async function createAudioClock(options = {}) {
     },
     renderAheadMs() {
       const base = (ctx.baseLatency ?? 0) * 1000;
-      const out = (ctx.outputLatency ?? 0) * 1000;
+      const out = assumed ?? (ctx.outputLatency ?? 0) * 1000;
       return base + out + 128_000 / ctx.sampleRate;
     },
     push(startMs, pcm) {

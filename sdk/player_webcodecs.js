@@ -121,6 +121,8 @@ export function webCodecsSupported() {
  * @property {HTMLVideoElement | null} video Where to show the avatar (null: audio only).
  * @property {AudioContext} [audioContext]
  * @property {AudioNode} [audioOutput]
+ * @property {number | "read"} [outputLatencyMs] The sound's output latency to take as given (the player's
+ *   option; `createAudioClock`).
  * @property {SinkEvents} events
  * @property {(path: string) => Promise<any>} [fetchArt] Fetches the avatar's art document (a path of the
  *   service's origin, from the `hello`): its mouth box is where the frames' mouth is read.
@@ -482,7 +484,11 @@ export function createWebCodecsSink(options) {
   // ---- clock ----
 
   const ensureClock = () => {
-    clockReady ??= createAudioClock({ context: options.audioContext, output: options.audioOutput }).then(
+    clockReady ??= createAudioClock({
+      context: options.audioContext,
+      output: options.audioOutput,
+      outputLatencyMs: options.outputLatencyMs,
+    }).then(
       (c) => {
         if (closed) {
           c.close();

@@ -25,7 +25,22 @@ export const FIREFOX = "/usr/bin/firefox-esr";
 export interface SoundServer {
   /** The environment a client needs to find it. */
   env: Record<string, string>;
+  /**
+   * The output latency of each stream playing to it now (ms): what the server holds of the stream and has
+   * not played yet plus its sink's own latency (`pactl list sink-inputs`: "Buffer Latency" + "Sink
+   * Latency") — the sound server's account, asked outside the browser.
+   */
+  streamLatencies(): Promise<number[]>;
   stop(): Promise<void>;
+}
+
+/** Parses `pactl list sink-inputs`: each input's buffer latency + sink latency (ms). Exported for its test. */
+export function parseStreamLatencies(text: string): number[] {
+  return text.split(/^Sink Input #/m).slice(1).flatMap((block) => {
+    const buffer = /Buffer Latency: (\d+) usec/.exec(block);
+    const sink = /Sink Latency: (\d+) usec/.exec(block);
+    return buffer && sink ? [(Number(buffer[1]) + Number(sink[1])) / 1000] : [];
+  });
 }
 
 /** Starts {@link SoundServer}; null when `pulseaudio` is not installed. */
@@ -66,7 +81,13 @@ export async function startSoundServer(): Promise<SoundServer | null> {
   for (;;) {
     try {
       await Deno.stat(`${dir}/pulse/native`);
-      return { env, stop };
+      const streamLatencies = async () => {
+        const out = await new Deno.Command("pactl", { args: ["list", "sink-inputs"], env, stderr: "null" })
+          .output();
+        if (!out.success) throw new Error(`pactl list sink-inputs failed (exit ${out.code})`);
+        return parseStreamLatencies(new TextDecoder().decode(out.stdout));
+      };
+      return { env, streamLatencies, stop };
     } catch { /* not yet */ }
     const exited = await Promise.race([child.status.then(() => true), sleep(50).then(() => false)]);
     if (exited || Date.now() > end) {

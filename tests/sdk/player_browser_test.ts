@@ -359,6 +359,14 @@ Deno.test("sdk player: invalid options throw a TypeError at once, never echoing 
     [{ ...ok, clientToken: "" }, /clientToken must be the session's client_token; got an empty string/],
     [{ ...ok, clientToken: { client_token: "secret-token" } }, /got an object with the keys client_token$/],
     [{ ...ok, refreshToken: "later" }, /refreshToken must be a function/],
+    [
+      { ...ok, outputLatencyMs: -5 },
+      /outputLatencyMs must be a number of ms from 0 to 1000, or "read"; got -5$/,
+    ],
+    [{ ...ok, outputLatencyMs: 1001 }, /outputLatencyMs .* got 1001$/],
+    [{ ...ok, outputLatencyMs: Number.NaN }, /outputLatencyMs .* got NaN$/],
+    [{ ...ok, outputLatencyMs: "40" }, /outputLatencyMs .* got a string of the wrong form$/],
+    [{ ...ok, outputLatencyMs: null }, /outputLatencyMs .* got null$/],
   ];
   for (const [options, message] of cases) {
     assert.throws(

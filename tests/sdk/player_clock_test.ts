@@ -8,10 +8,11 @@ import assert from "node:assert/strict";
 
 // Loaded by URL: player_clock.js is type-checked with the DOM libraries (`tests/sdk/browser.deno.json`, in
 // `deno task ok`), which this test's own check has not.
-const { WORKLET, unstampedLatency, deviceOffsetFrom } = await import(
+const { WORKLET, unstampedLatency, deviceOffsetFrom, assumedOutputLatency } = await import(
   new URL("../../sdk/player_clock.js", import.meta.url).href
 ) as {
   WORKLET: string;
+  assumedOutputLatency(option: number | "read" | undefined, userAgent: string): number | null;
   unstampedLatency(
     ctx: { currentTime: number; outputLatency?: number },
     ts: { contextTime?: number; performanceTime?: number },
@@ -194,4 +195,33 @@ Deno.test("the device's offset: Firefox's readings, late by up to a callback's b
   // The first readings of a clock: the least of them.
   assert.equal(deviceOffsetFrom([1175.65]), 1175.65);
   assert.equal(deviceOffsetFrom([1175.65, 1179.98, 1169.98]), 1169.98);
+});
+
+/** User agents of the browsers concerned (Firefox ESR 153 on Linux as Debian ships it; others as they say). */
+const AGENTS = {
+  firefoxLinux: "Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0",
+  firefoxAndroid: "Mozilla/5.0 (Android 14; Mobile; rv:153.0) Gecko/153.0 Firefox/153.0",
+  firefoxWindows: "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:153.0) Gecko/20100101 Firefox/153.0",
+  chromiumLinux:
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36",
+  chromeAndroid:
+    "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Mobile Safari/537.36",
+};
+
+Deno.test('output latency: assumed (47 ms) only in Firefox on Linux by default, never asked when given, asked everywhere with "read"', () => {
+  assert.equal(assumedOutputLatency(undefined, AGENTS.firefoxLinux), 47);
+  for (
+    const agent of [
+      AGENTS.firefoxAndroid,
+      AGENTS.firefoxWindows,
+      AGENTS.chromiumLinux,
+      AGENTS.chromeAndroid,
+      "",
+    ]
+  ) {
+    assert.equal(assumedOutputLatency(undefined, agent), null, agent);
+  }
+  assert.equal(assumedOutputLatency("read", AGENTS.firefoxLinux), null);
+  assert.equal(assumedOutputLatency(25, AGENTS.chromiumLinux), 25);
+  assert.equal(assumedOutputLatency(0, AGENTS.firefoxLinux), 0);
 });
