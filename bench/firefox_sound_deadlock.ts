@@ -4,12 +4,12 @@
  * `--life` ms and then closed, reading its output latency every 10 ms as `--read` says — `none`, `latency`
  * (`outputLatency`) or `timestamp` (`getOutputTimestamp()`) —, from its start or, `--from running`, once it
  * has run `--after` ms (default 0); with `--at quiet`, not on a timer but just after an audio callback (an
- * AudioWorklet posts the page time of each callback's first render quantum; the page reads 2 ms after it, at
- * least 4 ms before the next — tried as a way round the deadlock, and not one: docs). Each page says in its console which read it is about to make; a page that
- * has not ended its round in 30 s counts as hung, with the last read it began, and the run stops there
- * (Firefox's sound then stands still for every page). Each round says how long each context played, how many
- * reads it made and its longest (the page's main thread blocked). Firefox plays to a PulseAudio null sink
- * (`startSoundServer`), or with `--mock` to its mock device.
+ * AudioWorklet posts the wall time of each callback's first render quantum; the page reads 2 ms after it, at
+ * least 4 ms before the next — tried as a way round the deadlock, and not one: docs). Each page says in its
+ * console which read it is about to make; a page that has not ended its round in 30 s counts as hung, with
+ * the last read it began, and the run stops there (Firefox's sound then stands still for every page). Each
+ * round says how long each context played, how many reads it made and its longest (the page's main thread
+ * blocked). Firefox plays to a PulseAudio null sink (`startSoundServer`), or with `--mock` to its mock device.
  *
  * `deno run -A bench/firefox_sound_deadlock.ts --read latency --from running --rounds 40 --pages 3`
  *
@@ -64,7 +64,7 @@ function pageScript(
     let longest = 0;
     let runningSince = null;
     const quiet = ${JSON.stringify(at)} === "quiet";
-    /** Page time of the sound callbacks' starts (the worklet's first quantum of each), and their least gap. */
+    /** Wall time of the latest sound callback's start (the worklet's first quantum of it), the gaps before. */
     let callbackAt = null;
     let gaps = [];
     if (quiet) {
@@ -86,7 +86,8 @@ function pageScript(
       if (quiet) {
         if (callbackAt === null || gaps.length < 4) return;
         const gap = Math.min(...gaps);
-        while (Date.now() < callbackAt + 2) {}
+        const wait = Math.min(callbackAt + 2, Date.now() + 3); // (never more than 3 ms of spinning)
+        while (Date.now() < wait) { /* the 2 ms after the callback's start */ }
         if (Date.now() > callbackAt + gap - 4) return;
       }
       if (${JSON.stringify(from)} === "running") {

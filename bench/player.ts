@@ -57,7 +57,7 @@
  * `video_free_browser.ts` times Chromium's from it, 2.7 ms after the draw); its frames carry no stamp, so no
  * frame latency, and its reported offset shares the draw-time assumption (no check of the report there).
  *
- * `--device` (Chromium): the browser plays to a PulseAudio null sink and the bench records it (`device_tap.ts`):
+ * `--device`: the browser plays to a PulseAudio null sink and the bench records it (`device_tap.ts`):
  * each burst's sound is also timed when the sound server took it from the browser, outside the browser,
  * whatever path it took there (results' `device`; see {@link DeviceFigures}).
  *
@@ -765,8 +765,8 @@ async function tapOrClose(sound: SoundServer, close: () => Promise<void>): Promi
 /**
  * Launches the bench's browser: Debian's Chromium (Playwright) or Debian's Firefox ESR (Puppeteer over
  * WebDriver BiDi; sound without a gesture, played to a PulseAudio null sink: see testing/firefox.ts). The
- * two drivers open pages alike, each through its own API. `device` (Chromium): it plays to a null sink too,
- * and the bench records the sink ({@link DeviceFigures}).
+ * two drivers open pages alike, each through its own API. `device`: Chromium plays to a null sink too, and
+ * the bench records the sink ({@link DeviceFigures}). `playerLatency`: the players' `outputLatencyMs`.
  */
 async function launchBrowser(
   name: BrowserName,
@@ -876,8 +876,8 @@ async function launchBrowser(
  * Firefox's output latency on `sound` (ms), asked of the sound server, never of a page (Firefox's first read
  * of a context's latency can deadlock it: {@link BrowserHung}): a page plays a tone while the bench reads the
  * stream's latency 60 times, 25 ms apart (`SoundServer.streamLatencies`), and takes their 90th percentile. The
- * server's account falls between two of Firefox's writes as its buffer drains (30–48 ms on the null sink, 7
- * Dec) and peaks just after one; the page's tap and the player's clock read `currentTime` nearest Firefox's
+ * server's account falls between two of Firefox's writes as its buffer drains (from 46–49 ms just after a
+ * write to 18–31 before the next on the null sink, 7 Dec) and peaks just after one; the page's tap and the player's clock read `currentTime` nearest Firefox's
  * callbacks (the least of their readings), where the latency is that peak. (Firefox's own answer, asked once
  * and kept, is one reading anywhere in the range: 32.7–54.4 ms in 8 pages.)
  */
@@ -1765,7 +1765,6 @@ if (import.meta.main) {
   let live: { browser: Browser; relaunches: number; max: number } | null = null;
   const results: Partial<Record<PathName, PathResults>> = {};
   let drift: unknown = null;
-  /** One part of the run; measured again in a relaunched browser if it deadlocked (Firefox: BrowserHung). */
   /** Firefox: its output latency on the sound server, as measured at each launch (ms). */
   const outputLatencies: number[] = [];
   const launch = async () => {
@@ -1776,6 +1775,7 @@ if (import.meta.main) {
     }
     return b;
   };
+  /** One part of the run; measured again in a relaunched browser if it deadlocked (Firefox: BrowserHung). */
   const measure = <T>(what: string, part: (browser: Browser) => Promise<T>): Promise<T> =>
     measureWithRelaunch(live!, what, part, launch);
   try {
