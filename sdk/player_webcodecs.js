@@ -237,14 +237,20 @@ export function settlingRaise(anchor, t, now, renderAheadMs, ceiling) {
  * (the first 1.5 s) lowered at once: a viewer joining a talking avatar had the first anchor's excess — the
  * start-up's late units, 22–58 ms in 1–4 jumps per session (measured, `bench:player --paths
  * canvas,webcodecs`) — skipped out of the speech (1–3 falls inside speech in 3 of 4 sessions of a run joining
- * speech); now that speech plays whole, as much later, until its first pause (none in 4).
+ * speech); now that speech plays whole, as much later, until its first pause (none in 4). Far behind while
+ * settling too (7 Dec): the settling's raises for a busy moment — a reconnection's page busy 150 ms on a
+ * machine with both cores taken, the picture's lateness raising the anchor past the sound's ceiling — left it
+ * 310–340 ms above what the sound needed a moment later, and lowering it at once skipped 147–374 ms of the
+ * speech after the reconnection (5 of 6 runs of `tests/sdk/player_reconnect_browser_test.ts` beside two CPU
+ * hogs; 0–80 ms, the join burst's own, in 6 of 6 since); the settling is short (1.5 s), so far behind waits
+ * for its end or a pause before it.
  *
  * @param {{ settling: boolean; far: boolean; sinceLastLower: number; quiet: () => boolean }} o `quiet`: the
  *   sound is quiet where the skip would go (asked only when it matters).
  * @returns {boolean}
  */
 export function lowerNow(o) {
-  if (o.far) return true;
+  if (o.far && !o.settling) return true;
   if (!o.settling && o.sinceLastLower <= LOWER_EVERY_MS) return false;
   return o.quiet();
 }

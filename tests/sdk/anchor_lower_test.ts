@@ -37,7 +37,17 @@ Deno.test("lowerNow: once settled, in a quiet moment at most every 500 ms", () =
   assert.deepEqual(decide({ quiet: false, sinceLastLower: 600 }), { lower: false, asked: true });
 });
 
-Deno.test("lowerNow: far behind, at once, in speech too", () => {
+Deno.test("lowerNow: far behind, at once, in speech too — once settled", () => {
   assert.deepEqual(decide({ far: true, quiet: false, sinceLastLower: 0 }), { lower: true, asked: false });
-  assert.deepEqual(decide({ far: true, settling: true }), { lower: true, asked: false });
+});
+
+Deno.test("lowerNow: far behind while settling (raised for a busy moment), still not in speech", () => {
+  assert.deepEqual(decide({ far: true, settling: true, quiet: false, sinceLastLower: 0 }), {
+    lower: false,
+    asked: true,
+  });
+  assert.deepEqual(decide({ far: true, settling: true, quiet: true, sinceLastLower: 0 }), {
+    lower: true,
+    asked: true,
+  });
 });
