@@ -164,7 +164,7 @@ export interface CreatePlayerOptions {
    * Given, the player never asks the browser for it; `"read"`: it always asks. By default it asks
    * (`AudioContext.outputLatency`, `getOutputTimestamp()`), except in Firefox on Linux, where the first such
    * read can freeze the page and every page's sound (a Firefox deadlock on a PulseAudio client) and it
-   * assumes 47 ms. A number that is not, or anything else, throws a `TypeError`.
+   * assumes 47 ms. A number outside 0–1000, or anything else, throws a `TypeError`.
    */
   outputLatencyMs?: number | "read";
 }

@@ -104,6 +104,25 @@ async function withPageScript(script: string): Promise<AnyBrowser> {
 const until = (page: Parameters<typeof untilIn>[0], script: string, what: string) =>
   untilIn(page, script, what, DEADLINE_MS);
 
+/** The bursts' spacing: 600 ms apart, each up to 40 ms off. */
+const GAPS = { gapMs: 600, spreadMs: 40 };
+
+/**
+ * The user's Start click, then the engine talking (`talk`): the sound must play after the click and the
+ * player measure mouth vs sound (only from sound heard and an opening mouth shown). Returns its stats.
+ */
+async function clickAndTalk(
+  page: Parameters<typeof untilIn>[0],
+  talk: () => Promise<unknown>,
+): Promise<Record<string, number>> {
+  await page.click("#start");
+  await until(page, "globalThis.player.state().muted === false", "the sound after the click");
+  const talking = talk();
+  await until(page, "globalThis.player.stats().avOffsetMs !== null", "mouth vs sound measured");
+  await talking;
+  return await page.evaluate("globalThis.player.stats()") as Record<string, number>;
+}
+
 /**
  * A page with a Start button (the user's click) and the player on `kind` (a `<video>` or a canvas), made with
  * `extra` options too. `latencyReads` counts the page's reads of its contexts' output latency (`outputLatency`,
@@ -203,15 +222,12 @@ for (const [name, launch] of BROWSERS) {
           if (launch === chromiumHeld) {
             await until(page, "globalThis.player.state().muted === true", "muted before the click");
           }
-          await page.click("#start");
-          await until(page, "globalThis.player.state().muted === false", "the sound after the click");
-          const talking = engine.talk(s.session_id, { pcm, bursts: 8, gapMs: 600, spreadMs: 40 });
           // (Firefox has no MediaStreamTrackGenerator: the video player shows its frames through a canvas
           // stream, and measures them all the same — the picture the element shows, read at its display time.)
-          // Mouth vs sound is measured only from sound heard and an opening mouth shown.
-          await until(page, "globalThis.player.stats().avOffsetMs !== null", "mouth vs sound measured");
-          await talking;
-          const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
+          const stats = await clickAndTalk(
+            page,
+            () => engine.talk(s.session_id, { pcm, bursts: 8, ...GAPS }),
+          );
           assert.ok(stats.audioDecodedMs > 2000, `sound decoded: ${stats.audioDecodedMs} ms`);
           assert.ok(stats.anchorMs !== null, "the audio clock runs");
           if (kind === "video") assert.ok(stats.framesDecoded > 50, `frames decoded: ${stats.framesDecoded}`);
@@ -258,12 +274,7 @@ for (const [name, launch, outputLatencyMs, asked] of LATENCY_CASES) {
         await page.goto(`${service.url}/docs/errors`);
         await page.evaluate(PAGE(s, "video", { outputLatencyMs }));
         await until(page, 'globalThis.player.state().state === "playing"', "the first picture");
-        await page.click("#start");
-        await until(page, "globalThis.player.state().muted === false", "the sound after the click");
-        const talking = engine.talk(s.session_id, { pcm, bursts: 6, gapMs: 600, spreadMs: 40 });
-        await until(page, "globalThis.player.stats().avOffsetMs !== null", "mouth vs sound measured");
-        await talking;
-        const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
+        const stats = await clickAndTalk(page, () => engine.talk(s.session_id, { pcm, bursts: 6, ...GAPS }));
         assert.ok(stats.audioDecodedMs > 1500, `sound decoded: ${stats.audioDecodedMs} ms`);
         assert.ok(Math.abs(stats.avOffsetMs) < 80, `the mouth ${stats.avOffsetMs} ms off its sound`);
         const reads = await page.evaluate("globalThis.latencyReads") as number;
