@@ -231,26 +231,44 @@ export function settlingRaise(anchor, t, now, renderAheadMs, ceiling) {
 }
 
 /**
+ * While settling, what the picture (a video frame's lateness + the display's delay) or a video-free player's
+ * animation track (a stamp's lateness + how early its picture is drawn) may ask of an anchor already set: at
+ * most the sound's own need (`sound`, null when none is measured yet) + {@link MAX_LATE_MS} — a frame that
+ * late is still shown, a stamp that late opens the mouth that much late, for the moment the page is busy.
+ * Until 7 Dec it was unbounded: a reconnection's page busy 150 ms beside two CPU hogs decoded its first
+ * frames 490–540 ms after their instants, the anchor was raised for them to ~540 ms behind the service's
+ * clock while the sound needed ~200, and when the settling ended it was far behind and lowered at once,
+ * skipping 147–374 ms of the speech after the reconnection (5 of 6 runs of
+ * `tests/sdk/player_reconnect_browser_test.ts`). A picture late for longer raises it after the settling
+ * ({@link raiseNow}). The first anchor takes the picture's need whole (the first frame is shown at once).
+ * Exported for its test.
+ * @param {number} need @param {number | null} sound @param {boolean} settling @param {boolean} anchored
+ * @returns {number}
+ */
+export function settlingPictureNeed(need, sound, settling, anchored) {
+  return settling && anchored && sound !== null ? Math.min(need, sound + MAX_LATE_MS) : need;
+}
+
+/**
  * Whether the anchor is lowered now, skipping sound, when there is room to spare: where the sound is quiet
  * (the skip is not heard) — while settling in any quiet moment, afterwards every {@link LOWER_EVERY_MS} at
  * most —, or at once when it is far behind (catching up beats waiting for a pause). Until 6 Dec the settling
  * (the first 1.5 s) lowered at once: a viewer joining a talking avatar had the first anchor's excess — the
  * start-up's late units, 22–58 ms in 1–4 jumps per session (measured, `bench:player --paths
  * canvas,webcodecs`) — skipped out of the speech (1–3 falls inside speech in 3 of 4 sessions of a run joining
- * speech); now that speech plays whole, as much later, until its first pause (none in 4). Far behind while
- * settling too (7 Dec): the settling's raises for a busy moment — a reconnection's page busy 150 ms on a
- * machine with both cores taken, the picture's lateness raising the anchor past the sound's ceiling — left it
- * 310–340 ms above what the sound needed a moment later, and lowering it at once skipped 147–374 ms of the
- * speech after the reconnection (5 of 6 runs of `tests/sdk/player_reconnect_browser_test.ts` beside two CPU
- * hogs; 0–80 ms, the join burst's own, in 6 of 6 since); the settling is short (1.5 s), so far behind waits
- * for its end or a pause before it.
+ * speech); now that speech plays whole, as much later, until its first pause (none in 4). Far behind, at
+ * once while settling too: for a few hours of 7 Dec far behind waited for a quiet moment while settling, and
+ * a video-free player's start on a busy page (its first sound arriving 340–580 ms after its instant, the
+ * anchor raised that far) played the greeting half a second late for the whole settling, then skipped it
+ * anyway; the settling's raise for the picture that had made it wait is bounded instead
+ * ({@link settlingPictureNeed}).
  *
  * @param {{ settling: boolean; far: boolean; sinceLastLower: number; quiet: () => boolean }} o `quiet`: the
  *   sound is quiet where the skip would go (asked only when it matters).
  * @returns {boolean}
  */
 export function lowerNow(o) {
-  if (o.far && !o.settling) return true;
+  if (o.far) return true;
   if (!o.settling && o.sinceLastLower <= LOWER_EVERY_MS) return false;
   return o.quiet();
 }
@@ -563,14 +581,18 @@ export function createWebCodecsSink(options) {
     // (while settling, also how late the sound reaches the clock: the start-up holds its decoded sound)
     const d = (settling || current === null) ? clockNeed.quantile(AUDIO_QUANTILE, since) : null;
     const parts = [];
-    if (v !== null) parts.push(v + display.maxDelay());
     if (a !== null) parts.push(a + clock.renderAheadMs());
     if (d !== null) parts.push(Math.min(d + clock.renderAheadMs(), settlingCeiling() - GUARD_MS));
+    /** What the sound needs. */
+    const sound = parts.length ? Math.max(...parts) : null;
+    const picture = (/** @type {number} */ need) =>
+      settlingPictureNeed(need, sound, settling, current !== null);
+    if (v !== null) parts.push(picture(v + display.maxDelay()));
     /** What the sound and the picture need, without the animation track. */
     const mediaTarget = parts.length ? Math.max(...parts) + GUARD_MS : null;
     // Video-free: a stamp of the animation track must be in before the picture of its instant is drawn.
     const n = animationNeed.quantile(VIDEO_QUANTILE, since);
-    if (n !== null) parts.push(n + animationAheadMs);
+    if (n !== null) parts.push(picture(n + animationAheadMs));
     if (!parts.length) return;
     const target = Math.max(...parts) + GUARD_MS;
     if (current === null) {

@@ -83,12 +83,21 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
       await page.waitForFunction("globalThis.player.stats().audioDecodedMs > 1500", undefined, {
         timeout: DEADLINE_MS,
       });
+      // The sound catches up: a start-up's busy page raises the anchor 0.3–0.6 s behind for a moment
+      // (measured 7 Dec, alone and beside two CPU hogs); it falls once the sound comes on time (`lowerNow`).
+      // Waited for, not read at a set moment (528 ms at 1.5 s of sound in a CI run of 7 Dec).
+      await page.waitForFunction("(globalThis.player.stats().anchorMs ?? Infinity) < 500", undefined, {
+        timeout: DEADLINE_MS,
+      }).catch(async (e) => {
+        const anchorMs = await page.evaluate("globalThis.player.stats().anchorMs");
+        throw new Error(`the sound still plays ${anchorMs} ms behind`, { cause: e });
+      });
       const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
-      assert.equal(stats.framesDecoded, 0, "no video decoded");
       assert.ok(
-        stats.anchorMs !== null && stats.anchorMs < 500,
-        `the sound plays ${stats.anchorMs} ms behind`,
+        stats.audioDecodedMs < 5000,
+        `the sound caught up only after ${stats.audioDecodedMs} ms of it`,
       );
+      assert.equal(stats.framesDecoded, 0, "no video decoded");
 
       // The page shows through around the avatar; the avatar covers it where it is drawn.
       const pixel = async (x: number, y: number) =>
