@@ -85,7 +85,9 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
       });
       // The sound catches up: a start-up's busy page raises the anchor 0.3–0.6 s behind for a moment
       // (measured 7 Dec, alone and beside two CPU hogs); it falls once the sound comes on time (`lowerNow`).
-      // Waited for, not read at a set moment (528 ms at 1.5 s of sound in a CI run of 7 Dec).
+      // Waited for, not read at a set moment (528 ms at 1.5 s of sound in a CI run of 7 Dec). Here the page
+      // is busy because the machine has no sound device: Chromium's `new AudioContext()` held the main thread
+      // 235–328 ms (a CPU profile: `createAudioClock`'s own time 331 ms), and the first media waited behind it.
       await page.waitForFunction("(globalThis.player.stats().anchorMs ?? Infinity) < 500", undefined, {
         timeout: DEADLINE_MS,
       }).catch(async (e) => {
