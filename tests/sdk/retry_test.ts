@@ -296,6 +296,32 @@ Deno.test("retry: retryDelay is pure and follows the rules", () => {
   assert.equal(retryDelay(policy, { operation: "o", safe: true }, new Error("not an ApiError"), 1, 0), null);
 });
 
+Deno.test("retry: the jitter stretches a wait by [0, jitter) of itself, never to its end, never below it", () => {
+  const net = new ApiError({ code: "SDK_NETWORK_ERROR", message: "m", status: 0 });
+  const at = (r: number, attempt: number) =>
+    retryDelay(
+      resolveRetryPolicy({ random: () => r, jitter: 0.2, maxAttempts: 5 })!,
+      { operation: "o", safe: true },
+      net,
+      attempt,
+      0,
+    );
+  // The largest draw below 1: rounding the whole product gave 600 and 1200 (the open end).
+  const top = 1 - Number.EPSILON;
+  assert.deepEqual([at(top, 1), at(top, 2), at(0.9976, 2)], [599, 1199, 1199]);
+  assert.deepEqual([at(0, 1), at(0, 2)], [500, 1000], "a draw of 0: the wait itself");
+  // A wait the service asked for in fractions of a second is never shortened.
+  const asked = new ApiError({
+    code: "SVC_X",
+    message: "m",
+    status: 503,
+    retryAfter: 0.0015,
+    retryable: true,
+  });
+  const policy = resolveRetryPolicy({ random: () => 0, jitter: 0.2, maxAttempts: 3 })!;
+  assert.equal(retryDelay(policy, { operation: "o", safe: true }, asked, 1, 0), 1.5);
+});
+
 async function sessionCount(h: Harness, project: string): Promise<number> {
   let n = 0;
   for await (const _ of h.kv.list({ prefix: ["project", project, "session"] })) n++;
