@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 
-const { lowerNow, settlingPictureNeed } = await import(
-  new URL("../../sdk/player_webcodecs.js", import.meta.url).href
-);
+const { lowerNow } = await import(new URL("../../sdk/player_webcodecs.js", import.meta.url).href);
 
 /** A fall with room to spare; `quiet` answers whether the sound is quiet where the skip would go. */
 const decide = (o: { settling?: boolean; far?: boolean; sinceLastLower?: number; quiet?: boolean }) => {
@@ -42,17 +40,4 @@ Deno.test("lowerNow: once settled, in a quiet moment at most every 500 ms", () =
 Deno.test("lowerNow: far behind, at once, in speech too — settling or not", () => {
   assert.deepEqual(decide({ far: true, quiet: false, sinceLastLower: 0 }), { lower: true, asked: false });
   assert.deepEqual(decide({ far: true, settling: true, quiet: false }), { lower: true, asked: false });
-});
-
-Deno.test("settlingPictureNeed: while settling, the picture holds the sound back at most 80 ms more than it needs", () => {
-  // A reconnection's busy page: frames 540 ms late, the sound needing 200.
-  assert.equal(settlingPictureNeed(540, 200, true, true), 280);
-  assert.equal(settlingPictureNeed(230, 200, true, true), 230, "within the bound: whole");
-  assert.equal(settlingPictureNeed(540, 200, false, true), 540, "settled: whole (raised by steps, raiseNow)");
-  assert.equal(
-    settlingPictureNeed(540, 200, true, false),
-    540,
-    "the first anchor: whole (the first frame at once)",
-  );
-  assert.equal(settlingPictureNeed(540, null, true, true), 540, "no sound measured: whole");
 });
