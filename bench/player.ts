@@ -47,9 +47,11 @@
  * `--browser firefox`: the same in Debian's Firefox ESR (Puppeteer over WebDriver BiDi), its sound played to
  * a PulseAudio null sink (`pulseaudio`, started by the bench: a real-time audio clock, where Firefox's mock
  * device runs ~3 % slow), on the `websocket_fmp4` paths (WebCodecs, MSE; the WebCodecs player shows its
- * frames through a canvas stream there). Not `webrtc_sfu`: Firefox receives H.264 over WebRTC only through
- * Cisco's OpenH264 plugin, which it downloads when first run. A step in a Firefox page that has not ended in 60 s
- * is Firefox's sound deadlocked ({@link BrowserHung}): the bench relaunches Firefox and measures that part again
+ * frames through a canvas stream there), the canvas player and `webrtc_sfu` — which Firefox receives without
+ * its video: H.264 over WebRTC needs Cisco's OpenH264 plugin, which Firefox downloads when first run (not
+ * here), so the player draws the avatar itself and shows the canvas's stream in the `<video>` (its mouth read
+ * from the element as the canvas path reads the canvas; no frame latency). A step in a Firefox page that has
+ * not ended in 60 s is Firefox's sound deadlocked ({@link BrowserHung}): the bench relaunches Firefox and measures that part again
  * (at most 4 times a run; `browser_relaunches` in the results).
  *
  * `--paths canvas` (Firefox's default, with webcodecs,mse): the canvas (video-free) player, its mouth read from
@@ -675,6 +677,19 @@ globalThis.startProbe = async ({ meta, clientToken, playback, box, size }) => {
     if (video.videoWidth === size) {
       const shown = performance.timeOrigin + (md.expectedDisplayTime ?? now);
       if (g.firstShown === null) { g.firstShown = shown; g.resolveFirstShown(shown); }
+      // A WebRTC player in a browser without H.264 (Firefox here) draws the avatar itself and shows the
+      // canvas's captured stream in the element: no stamp in its pictures; the mouth's box read as the canvas
+      // path reads it (its mean darkness).
+      g.drawnInVideo ??= Boolean(g.player.stats().animation);
+      if (g.drawnInVideo) {
+        ctx.drawImage(video, box.x, box.y, box.w, box.h, box.x, box.y, box.w, box.h);
+        const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
+        let sum = 0;
+        for (let i = 0; i < d.length; i += 4) sum += d[i] + d[i + 1] + d[i + 2];
+        g.frames.push({ shown, made: NaN, dark: 255 - sum / (d.length / 4) / 3, pts: NaN });
+        video.requestVideoFrameCallback(onFrame);
+        return;
+      }
       // Only the stamp's rows and the mouth's box are read (the whole frame would cost the page's main thread,
       // which the WebCodecs player shares, several ms a frame).
       // The stamp is read before and after the mouth: the element may take the next frame between two
@@ -1721,19 +1736,11 @@ if (import.meta.main) {
   if (browserName !== "chromium" && browserName !== "firefox") {
     throw new Error(`--browser: chromium or firefox, not ${args.browser}`);
   }
-  // Firefox receives H.264 over WebRTC only through Cisco's OpenH264 plugin, which it downloads when first
-  // run: not on a machine without the internet (here its answer to Janus's offer fails to negotiate).
-  const firefoxPaths: PathName[] = ["webcodecs", "mse", "canvas"];
+  const firefoxPaths: PathName[] = ["webcodecs", "mse", "canvas", "webrtc_sfu"];
   const paths = (args.paths ?? (browserName === "firefox" ? firefoxPaths : CHROMIUM_DEFAULT_PATHS).join(","))
     .split(",").map((p) => p.trim()) as PathName[];
   for (const p of paths) {
     if (!ALL_PATHS.includes(p)) throw new Error(`--paths: unknown path ${p}`);
-    if (browserName === "firefox" && !firefoxPaths.includes(p)) {
-      throw new Error(
-        `--paths ${p} in Firefox: its H.264 over WebRTC needs Cisco's OpenH264 plugin, which Firefox downloads ` +
-          `when first run (not here); measure ${firefoxPaths.join(",")}`,
-      );
-    }
   }
   const nConnects = Number(args.connects ?? (args.quick ? 6 : 20));
   const nTalkingJoins = Number(args["talking-joins"] ?? (args.quick ? 2 : 6));

@@ -88,7 +88,12 @@ export interface StreamMetadata {
 
 /** Options of {@link createPlayer}. */
 export interface CreatePlayerOptions {
-  /** The element to play in (required unless `canvas` is given). */
+  /**
+   * The element to play in (required unless `canvas` is given). On a `webrtc_sfu` session in a browser that
+   * cannot receive H.264 over WebRTC (a Firefox without Cisco's OpenH264 plugin, which it downloads), the
+   * player plays video-free instead and shows its own drawing of the avatar in this element — a canvas's
+   * captured stream, with the sound — and `stats().animation` is present.
+   */
   video?: HTMLVideoElement;
   /**
    * Video-free (`websocket_fmp4` sessions with WebCodecs; `webrtc_sfu` sessions: the animation track on a
@@ -191,8 +196,9 @@ export interface PlayerStats {
    * a silence, the first shown picture whose mouth is open (read from the shown frame's mouth box) − when
    * that sound was heard (the audio clock's output timestamps); the median of the last 9 such samples.
    * Video-free (canvas): each picture on screen − the sound of the instant it shows heard, median of the last
-   * 2 s. Null until measured. Media Source Extensions and WebRTC estimate it from the element's clock or the
-   * RTC statistics (a shown frame against its sound).
+   * 2 s (over WebRTC, the sound of an instant is placed by the animation stamps' arrival and the RTC
+   * statistics). Null until measured. Media Source Extensions and WebRTC estimate it from the element's
+   * clock or the RTC statistics (a shown frame against its sound).
    */
   avOffsetMs: number | null;
   /** Times the media stopped arriving (network stalls). */

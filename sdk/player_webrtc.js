@@ -20,13 +20,15 @@
  * the sound plays from an `<audio>` element the player makes, and the avatar is drawn on the canvas
  * (`./avatar_canvas.js`) from the animation track, which arrives on a data channel the player opens
  * unordered and without retransmission (the latest state wins: a lost message is never waited for); see
- * `./player_webrtc_animation.js` for how its stamps are placed on the sound.
+ * `./player_webrtc_animation.js` for how its stamps are placed on the sound. Given a `video` in a browser that
+ * cannot receive H.264 over WebRTC (`receivesH264`: a Firefox without OpenH264), it plays video-free all the
+ * same, on a canvas of its own whose captured stream the `<video>` shows with the sound.
  *
  * @module
  */
 
 import { createToolCalls } from "./tool_calls.js";
-import { dtlsServer } from "./player_webrtc_sdp.js";
+import { dtlsServer, receivesH264 } from "./player_webrtc_sdp.js";
 import { createClockSync, startReporting } from "./player_report.js";
 import { createAvatarDrawer } from "./avatar_canvas.js";
 import { createAudioDelayMeter, nextVideoTarget } from "./player_webrtc_delay.js";
@@ -75,6 +77,8 @@ const STATS_PERIOD_MS = 1010;
 const VIDEO_JITTER_TARGET_MS = 24;
 /** Video-free: how long after a `requestAnimationFrame` callback its drawing is on screen (one refresh). */
 const CANVAS_DISPLAY_MS = 16;
+/** Drawn in the `<video>`: the size of the canvas it shows (the avatar's art is drawn at 512 × 512). */
+const DRAWN_VIDEO_SIZE = 512;
 
 /**
  * @typedef {import("./player.js").CreatePlayerOptions} CreatePlayerOptions
@@ -90,16 +94,27 @@ const CANVAS_DISPLAY_MS = 16;
  * @returns {AvatarPlayer}
  */
 export function createWebRtcPlayer(options) {
-  const canvas = options.canvas ?? null;
-  /** Video-free: the sound over WebRTC, the animation track on a data channel, the avatar on `canvas`. */
-  const videoFree = canvas !== null;
   const meta = options.streamMetadata;
   if (!meta?.sfu_endpoint) throw new TypeError("createWebRtcPlayer needs streamMetadata.sfu_endpoint");
-  if (!videoFree && (!options.video || typeof options.video.play !== "function")) {
+  if (!options.canvas && (!options.video || typeof options.video.play !== "function")) {
     throw new TypeError("createPlayer: video must be a <video> element");
   }
-  // Video-free, the sound plays from an element of the player's own.
-  const video = /** @type {HTMLVideoElement} */ (videoFree ? document.createElement("audio") : options.video);
+  /**
+   * A `<video>` in a browser that cannot receive the SFU's H.264 (`receivesH264`): the player draws the
+   * avatar itself, video-free, on a canvas of its own that the `<video>` shows (its captured stream, with
+   * the sound), instead of a picture that would never come.
+   */
+  const drawnCanvas = !options.canvas && !receivesH264() ? drawnVideoCanvas() : null;
+  const drawnInVideo = drawnCanvas !== null;
+  const canvas = options.canvas ?? drawnCanvas;
+  /** Video-free: the sound over WebRTC, the animation track on a data channel, the avatar on `canvas`. */
+  const videoFree = canvas !== null;
+  // Video-free, the sound plays from an element of the player's own (or, drawn in the `<video>`, from it).
+  const video = /** @type {HTMLVideoElement} */ (
+    videoFree && !drawnInVideo ? document.createElement("audio") : options.video
+  );
+  /** Drawn in the `<video>`: the canvas's captured picture, put beside the sound in the element's stream. */
+  const drawnTrack = drawnCanvas?.captureStream().getVideoTracks()[0] ?? null;
   const maxReconnects = options.maxReconnects ?? 5;
   const started = performance.now();
   /** @param {string} url */
@@ -131,8 +146,8 @@ export function createWebRtcPlayer(options) {
   const counters = { bytesReceived: 0, micFramesSent: 0, stalls: 0, stallMs: 0, presented: 0, dropped: 0 };
   /** The service's times from a frame made (or a sound due) to its RTP sent (from `clock_sync`). */
   const sendMs = { video: 0, audio: 0 };
-  /** Recent presented frames: [shown, made → shown, mouth vs sound or null]. */
-  /** @type {[number, number, number | null][]} */
+  /** Recent presented frames: [shown, made → shown (null: a canvas drawing), mouth vs sound or null]. */
+  /** @type {[number, number | null, number | null][]} */
   const recent = [];
   /** @type {number[]} */
   let latencySamples = [];
@@ -251,7 +266,8 @@ export function createWebRtcPlayer(options) {
     bytesBefore = counters.bytesReceived; // counters survive a PeerConnection being replaced
     audioDelayMeter.reset();
     videoReceiver = null; // (the new connection's, once its track comes)
-    const stream = new MediaStream();
+    // (drawn in the `<video>`: the canvas's picture, then the sound, whose track starts the element)
+    const stream = new MediaStream(drawnTrack ? [drawnTrack] : []);
     pc.ontrack = (e) => {
       if (e.track.kind === "video" && "jitterBufferTarget" in e.receiver) {
         e.receiver.jitterBufferTarget = VIDEO_JITTER_TARGET_MS;
@@ -259,7 +275,11 @@ export function createWebRtcPlayer(options) {
         steeredAt = performance.now();
       }
       stream.addTrack(e.track);
-      if (video.srcObject !== stream) video.srcObject = stream;
+      if (video.srcObject !== stream) {
+        video.srcObject = stream;
+        // (a canvas's stream gives a picture when the canvas is painted: the one drawn so far, now)
+        /** @type {any} */ (drawnTrack)?.requestFrame?.();
+      }
       startPlayback();
     };
     pc.onconnectionstatechange = () => {
@@ -629,25 +649,55 @@ export function createWebRtcPlayer(options) {
     micStream = null;
     cancelAnimationFrame(drawRaf);
     avatar?.close();
+    drawnTrack?.stop();
     if (videoFree) video.srcObject = null;
   };
 
   /** Video-free: the avatar drawn at the instant of the sound heard when the drawing is on screen. */
   let drawRaf = 0;
-  const drawLoop = () => {
+  /** The instant of the picture drawn in the previous animation frame (on screen from this one's start). */
+  /** @type {number | null} */
+  let drawnInstant = null;
+  const drawLoop = (/** @type {number} */ frameTime) => {
     if (closed || !avatar) return;
+    // A picture drawn in an animation frame is on screen by the next one's start: measured as a video frame
+    // is (`av_offset_ms`, presented frames), against the sound of its instant as the stamps place it.
+    if (drawnInstant !== null) canvasShown(drawnInstant, frameTime);
+    drawnInstant = null;
     const t = stamps.heardAt(performance.now() + CANVAS_DISPLAY_MS, audioDelay);
-    if (t !== null && avatar.draw(t)) {
-      drawnAt ??= performance.now();
-      if (current.ttffMs === null) {
-        connectionFirstFrameMs ??= Math.max(0, Math.round(drawnAt - connectAt));
-        setState({ state: "playing", ttffMs: Math.round(drawnAt - started) });
+    // Before the data channel's first stamp (its DTLS and SCTP take a few round trips more than the hello),
+    // the avatar at rest: its art came with the hello, and no stamp is before the timeline's start.
+    if (t !== null || drawnAt === null) {
+      const before = avatar.stats().frames;
+      if (avatar.draw(t ?? 0)) {
+        drawnAt ??= performance.now();
+        if (current.ttffMs === null) {
+          connectionFirstFrameMs ??= Math.max(0, Math.round(drawnAt - connectAt));
+          setState({ state: "playing", ttffMs: Math.round(drawnAt - started) });
+        }
       }
+      if (t !== null && avatar.stats().frames > before) drawnInstant = t;
     }
     drawRaf = requestAnimationFrame(drawLoop);
   };
   /** @type {number | null} */
   let drawnAt = null;
+  /**
+   * Video-free: the drawing of timeline instant `instant` was on screen at page time `shownAt`; its offset
+   * against the sound of that instant, heard when the stamps and the sound's delay from the RTC statistics
+   * now say (+: the picture is late).
+   * @param {number} instant
+   * @param {number} shownAt
+   */
+  const canvasShown = (instant, shownAt) => {
+    counters.presented++;
+    const delay = stamps.delay(audioDelay);
+    if (delay === null) return;
+    const av = shownAt - (instant + delay);
+    if (avSamples.length < 200) avSamples.push(Math.round(av * 10) / 10);
+    recent.push([shownAt, null, av]);
+    if (recent.length > 75) recent.shift();
+  };
 
   video.playsInline = true;
   if (videoFree) drawRaf = requestAnimationFrame(drawLoop);
@@ -663,7 +713,7 @@ export function createWebRtcPlayer(options) {
       const window = recent.filter((r) => r[0] > now - 2000);
       const med = (/** @type {number[]} */ xs) =>
         xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : null;
-      const lat = med(window.map((r) => r[1]));
+      const lat = med(window.flatMap((r) => (r[1] === null ? [] : [r[1]])));
       const av = med(window.flatMap((r) => (r[2] === null ? [] : [r[2]])));
       return {
         framesDecoded: q ? q.totalVideoFrames : 0,
@@ -711,6 +761,14 @@ export function createWebRtcPlayer(options) {
       setState({ state: "ended", reason: "closed" });
     },
   };
+}
+
+/** Drawn in the `<video>`: the player's own canvas, in no document. */
+function drawnVideoCanvas() {
+  const c = document.createElement("canvas");
+  c.width = DRAWN_VIDEO_SIZE;
+  c.height = DRAWN_VIDEO_SIZE;
+  return c;
 }
 
 /**

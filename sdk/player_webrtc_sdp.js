@@ -1,6 +1,7 @@
 // @ts-check
 /**
- * The WebRTC player's SDP: how its answer to the SFU's offer is sent and applied.
+ * The WebRTC player's SDP: how its answer to the SFU's offer is sent and applied, and whether the browser can
+ * take the offer's video (H.264).
  *
  * @module
  */
@@ -19,4 +20,18 @@
  */
 export function dtlsServer(sdp) {
   return sdp.replace(/^a=setup:active(\r?)$/gm, "a=setup:passive$1");
+}
+
+/**
+ * Whether this browser can receive H.264 over WebRTC, the SFU's only video codec (constrained baseline). A
+ * Firefox without Cisco's OpenH264 plugin — which it downloads when first run, so not on a machine kept off
+ * the internet or where the download is turned off — cannot: its answer would refuse the video. A browser
+ * that does not say (no `RTCRtpReceiver.getCapabilities`) is taken to be able to.
+ * @param {{ getCapabilities?: (kind: string) => { codecs: { mimeType: string }[] } | null } | undefined} receiver
+ *   `RTCRtpReceiver` (a parameter for the tests)
+ */
+export function receivesH264(receiver = /** @type {any} */ (globalThis).RTCRtpReceiver) {
+  if (typeof receiver?.getCapabilities !== "function") return true;
+  const codecs = receiver.getCapabilities("video")?.codecs ?? [];
+  return codecs.some((c) => /^video\/h264$/i.test(c.mimeType));
 }

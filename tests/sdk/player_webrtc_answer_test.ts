@@ -3,7 +3,7 @@
  * DTLS client, starts the handshake once its own ICE is ready (docs/media-plane.md, "Connect time").
  */
 import assert from "node:assert/strict";
-import { dtlsServer } from "../../sdk/player_webrtc_sdp.js";
+import { dtlsServer, receivesH264 } from "../../sdk/player_webrtc_sdp.js";
 
 Deno.test("webrtc player: its answer makes the browser the DTLS server; nothing else in the SDP changes", () => {
   const answer = [
@@ -27,4 +27,23 @@ Deno.test("webrtc player: its answer makes the browser the DTLS server; nothing 
   for (const line of ["a=setup:passive", "a=setup:actpass", "a=x-note:a=setup:active"]) {
     assert.equal(dtlsServer(`v=0\r\n${line}\r\n`), `v=0\r\n${line}\r\n`);
   }
+});
+
+Deno.test("webrtc player: whether the browser can receive the SFU's H.264, from its receiver's capabilities", () => {
+  const caps = (...types: string[]) => ({
+    getCapabilities: (kind: string) =>
+      kind === "video" ? { codecs: types.map((mimeType) => ({ mimeType })) } : null,
+  });
+  // Chromium's list, and a Firefox with OpenH264.
+  assert.equal(receivesH264(caps("video/VP8", "video/rtx", "video/H264", "video/AV1")), true);
+  assert.equal(receivesH264(caps("video/h264")), true);
+  // Firefox without OpenH264 (Debian's Firefox ESR 153 on a machine without the internet), none at all.
+  assert.equal(receivesH264(caps("video/VP8", "video/rtx", "video/VP9", "video/AV1", "video/ulpfec")), false);
+  assert.equal(receivesH264(caps()), false);
+  assert.equal(receivesH264({ getCapabilities: () => null }), false);
+  // A browser that does not say is taken to be able to (the player then negotiates as before).
+  assert.equal(receivesH264({}), true);
+  assert.equal(receivesH264(undefined), true);
+  // Only a codec named H.264, not one that merely contains the text.
+  assert.equal(receivesH264(caps("video/H264-SVC", "video/x-h264")), false);
 });
