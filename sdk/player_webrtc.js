@@ -224,7 +224,8 @@ export function createWebRtcPlayer(options) {
   /**
    * Each shown frame: made → shown (the service's part, made → sent, plus this page's, received → shown;
    * the SFU hop between is not counted), and its picture against its sound (the audio path's delay from the
-   * RTC statistics); the first one is the time to first frame.
+   * RTC statistics); the first one is the time to first frame. Drawn in the `<video>`: the first picture the
+   * element shows (of the player, and of each connection), what the user sees.
    */
   const watchFrames = () => {
     const v =
@@ -243,6 +244,11 @@ export function createWebRtcPlayer(options) {
       if (closed) return;
       const shown = md.expectedDisplayTime ?? now;
       first(shown);
+      // (drawn in the `<video>`, its pictures are the canvas's, counted and measured where they are drawn)
+      if (drawnInVideo) {
+        /** @type {any} */ (v).requestVideoFrameCallback(onFrame);
+        return;
+      }
       counters.presented++;
       if (typeof md.receiveTime === "number" && md.receiveTime > 0) {
         const latency = sendMs.video + (shown - md.receiveTime);
@@ -671,7 +677,8 @@ export function createWebRtcPlayer(options) {
       const before = avatar.stats().frames;
       if (avatar.draw(t ?? 0)) {
         drawnAt ??= performance.now();
-        if (current.ttffMs === null) {
+        // (drawn in the `<video>`, the first picture is the element's: `watchFrames`)
+        if (current.ttffMs === null && !drawnInVideo) {
           connectionFirstFrameMs ??= Math.max(0, Math.round(drawnAt - connectAt));
           setState({ state: "playing", ttffMs: Math.round(drawnAt - started) });
         }
@@ -701,7 +708,7 @@ export function createWebRtcPlayer(options) {
 
   video.playsInline = true;
   if (videoFree) drawRaf = requestAnimationFrame(drawLoop);
-  else watchFrames();
+  if (!videoFree || drawnInVideo) watchFrames();
   setState({ state: "connecting" });
   connect();
 

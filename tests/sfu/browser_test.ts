@@ -8,23 +8,15 @@ import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
 import { TokenService } from "../../src/auth/tokens.ts";
 import { OffsetClock } from "../../src/clock.ts";
-import { loadArtBank } from "../../src/media/art_bank.ts";
-import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium, PLAYER_STATS_KEYS } from "../../testing/browser.ts";
 import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
+import { DARK_CAVITY_PIXELS, mouthBox, probes } from "../../testing/mouth_probe.ts";
 import { smallRendererAround } from "../../testing/media.ts";
 import { stampFrame } from "../../bench/stamp.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
-
-/** The box the default avatar's mouth is drawn in (256×256 frames), head motion included. */
-async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
-  const art = await loadArtBank(CATALOG, 256, 256);
-  const b = art.avatars.get(CATALOG.defaultAvatarId)!.mouthBox;
-  return { x: b.x, y: b.y, w: b.width, h: b.height };
-}
 
 /**
  * Loads the SDK player in a page of the service and plays the session; probes record, per presented frame,
@@ -65,11 +57,7 @@ async function play(
       if (video.videoWidth === 256) {
         ctx.drawImage(video, 0, 0, 256, 256);
         const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
-        let dark = 0;
-        for (let i = 0; i < d.length; i += 4) {
-          const r = d[i], gg = d[i + 1], b = d[i + 2];
-          if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
-        }
+        const dark = ${DARK_CAVITY_PIXELS}(d);
         g.mouth.push({ t: Date.now(), dark });
       }
       video.requestVideoFrameCallback(onFrame);
@@ -116,18 +104,6 @@ async function framesAdvance(page: Page, n: number): Promise<void> {
     undefined,
     { timeout: 30_000 },
   );
-}
-
-/** The probes' records between two wall-clock instants. */
-async function probes(page: Page, from: number, to: number) {
-  const all = await page.evaluate(`({ mouth: globalThis.mouth, audio: globalThis.audio })`) as {
-    mouth: { t: number; dark: number }[];
-    audio: { t: number; rms: number }[];
-  };
-  return {
-    mouth: all.mouth.filter((m) => m.t >= from && m.t < to).map((m) => m.dark),
-    audio: all.audio.filter((a) => a.t >= from && a.t < to).map((a) => a.rms),
-  };
 }
 
 async function withBrowser(fn: (browser: Browser) => Promise<void>): Promise<void> {

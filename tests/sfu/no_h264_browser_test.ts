@@ -6,23 +6,15 @@
  * without Cisco's OpenH264 plugin (a download), and in Chromium with H.264 hidden from its capabilities.
  */
 import assert from "node:assert/strict";
-import { loadArtBank } from "../../src/media/art_bank.ts";
-import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium } from "../../testing/browser.ts";
 import { closeFirefox, launchFirefox } from "../../testing/firefox.ts";
 import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
+import { DARK_CAVITY_PIXELS, mouthBox, probes } from "../../testing/mouth_probe.ts";
 
 /** A page of either browser driver: both evaluate a script given as a string. */
 type AnyPage = { evaluate(script: string): Promise<unknown>; goto(url: string): Promise<unknown> };
-
-/** The box the default avatar's mouth is drawn in (256×256), head motion included. */
-async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
-  const art = await loadArtBank(CATALOG, 256, 256);
-  const b = art.avatars.get(CATALOG.defaultAvatarId)!.mouthBox;
-  return { x: b.x, y: b.y, w: b.width, h: b.height };
-}
 
 /**
  * Loads the SDK player with a `<video>` in a page of the service. `hideH264`: the page's
@@ -82,11 +74,7 @@ async function play(
       if (video.readyState >= 2 && video.videoWidth > 0) {
         ctx.drawImage(video, 0, 0, 256, 256);
         const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
-        let dark = 0;
-        for (let i = 0; i < d.length; i += 4) {
-          const r = d[i], gg = d[i + 1], b = d[i + 2];
-          if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
-        }
+        const dark = ${DARK_CAVITY_PIXELS}(d);
         g.mouth.push({ t: Date.now(), dark });
       }
       const stream = video.srcObject;
@@ -131,18 +119,6 @@ const HOLD_SOUND = `(() => {
 /** Polls `script` in the page until it is truthy. */
 async function pageUntil(page: AnyPage, script: string, timeoutMs: number, what: string): Promise<void> {
   await until(async () => Boolean(await page.evaluate(script)), timeoutMs, what);
-}
-
-/** The probes' records between two wall-clock instants. */
-async function probes(page: AnyPage, from: number, to: number) {
-  const all = await page.evaluate(`({ mouth: globalThis.mouth, audio: globalThis.audio })`) as {
-    mouth: { t: number; dark: number }[];
-    audio: { t: number; rms: number }[];
-  };
-  return {
-    mouth: all.mouth.filter((m) => m.t >= from && m.t < to).map((m) => m.dark),
-    audio: all.audio.filter((a) => a.t >= from && a.t < to).map((a) => a.rms),
-  };
 }
 
 /**

@@ -7,19 +7,11 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { loadArtBank } from "../../src/media/art_bank.ts";
-import { CATALOG } from "../../src/media/catalog.ts";
 import { launchChromium } from "../../testing/browser.ts";
 import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
-
-/** The box the default avatar's mouth is drawn in (256×256), head motion included. */
-async function mouthBox(): Promise<{ x: number; y: number; w: number; h: number }> {
-  const art = await loadArtBank(CATALOG, 256, 256);
-  const b = art.avatars.get(CATALOG.defaultAvatarId)!.mouthBox;
-  return { x: b.x, y: b.y, w: b.width, h: b.height };
-}
+import { DARK_CAVITY_PIXELS, mouthBox, probes } from "../../testing/mouth_probe.ts";
 
 /**
  * Loads the SDK player in a page of the service, video-free (a canvas) unless `video`, relayed through
@@ -71,11 +63,7 @@ async function play(
     const buf = new Float32Array(960);
     setInterval(() => {
       const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
-      let dark = 0;
-      for (let i = 0; i < d.length; i += 4) {
-        const r = d[i], gg = d[i + 1], b = d[i + 2];
-        if (r < 110 && gg < 60 && b < 70 && r > gg + 15) dark++;
-      }
+      const dark = ${DARK_CAVITY_PIXELS}(d);
       g.mouth.push({ t: Date.now(), dark });
       if (!analyser) {
         const track = g.pcs.flatMap((pc) => pc.getTransceivers())
@@ -93,18 +81,6 @@ async function play(
       g.audio.push({ t: Date.now(), rms: Math.sqrt(sum / buf.length) });
     }, 20);
   })()`);
-}
-
-/** The probes' records between two wall-clock instants. */
-async function probes(page: Page, from: number, to: number) {
-  const all = await page.evaluate(`({ mouth: globalThis.mouth, audio: globalThis.audio })`) as {
-    mouth: { t: number; dark: number }[];
-    audio: { t: number; rms: number }[];
-  };
-  return {
-    mouth: all.mouth.filter((m) => m.t >= from && m.t < to).map((m) => m.dark),
-    audio: all.audio.filter((a) => a.t >= from && a.t < to).map((a) => a.rms),
-  };
 }
 
 /** The data channel messages the page got: arrival (wall clock), the channel's ordering, the message. */
