@@ -51,3 +51,24 @@ export async function probes(
     audio: all.audio.filter((a) => a.t >= from && a.t < to).map((a) => a.rms),
   };
 }
+
+/**
+ * Page script (an expression): a function of audio tracks that starts hearing them on an `AudioContext` of
+ * its own and returns `{ context, rms }`, `rms()` the RMS of the last 20 ms heard (960 samples).
+ */
+export const SOUND_RMS = `((tracks) => {
+  const context = new AudioContext();
+  const analyser = context.createAnalyser();
+  analyser.fftSize = 1024;
+  context.createMediaStreamSource(new MediaStream(tracks)).connect(analyser);
+  const buf = new Float32Array(960);
+  return {
+    context,
+    rms: () => {
+      analyser.getFloatTimeDomainData(buf);
+      let sum = 0;
+      for (const x of buf) sum += x * x;
+      return Math.sqrt(sum / buf.length);
+    },
+  };
+})`;

@@ -13,7 +13,7 @@ import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { TEST_TOKEN_SECRET } from "../../testing/harness.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
-import { DARK_CAVITY_PIXELS, mouthBox, probes } from "../../testing/mouth_probe.ts";
+import { DARK_CAVITY_PIXELS, mouthBox, probes, SOUND_RMS } from "../../testing/mouth_probe.ts";
 import { smallRendererAround } from "../../testing/media.ts";
 import { stampFrame } from "../../bench/stamp.ts";
 import type { Renderer } from "../../src/media/renderer.ts";
@@ -63,21 +63,12 @@ async function play(
       video.requestVideoFrameCallback(onFrame);
     };
     video.requestVideoFrameCallback(onFrame);
-    let analyser = null;
-    const buf = new Float32Array(960);
+    let sound = null;
     setInterval(() => {
       const stream = video.srcObject;
-      if (!analyser && stream && stream.getAudioTracks().length) {
-        const actx = new AudioContext();
-        analyser = actx.createAnalyser();
-        analyser.fftSize = 1024;
-        actx.createMediaStreamSource(new MediaStream(stream.getAudioTracks())).connect(analyser);
-      }
-      if (!analyser) return;
-      analyser.getFloatTimeDomainData(buf);
-      let sum = 0;
-      for (const x of buf) sum += x * x;
-      g.audio.push({ t: Date.now(), rms: Math.sqrt(sum / buf.length) });
+      if (!sound && stream && stream.getAudioTracks().length) sound = ${SOUND_RMS}(stream.getAudioTracks());
+      if (!sound) return;
+      g.audio.push({ t: Date.now(), rms: sound.rms() });
     }, 20);
   })()`);
 }

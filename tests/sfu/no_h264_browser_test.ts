@@ -11,7 +11,7 @@ import { closeFirefox, launchFirefox } from "../../testing/firefox.ts";
 import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
-import { DARK_CAVITY_PIXELS, mouthBox, probes } from "../../testing/mouth_probe.ts";
+import { DARK_CAVITY_PIXELS, mouthBox, probes, SOUND_RMS } from "../../testing/mouth_probe.ts";
 
 /** A page of either browser driver: both evaluate a script given as a string. */
 type AnyPage = { evaluate(script: string): Promise<unknown>; goto(url: string): Promise<unknown> };
@@ -68,8 +68,7 @@ async function play(
     const probe = document.createElement("canvas");
     probe.width = 256; probe.height = 256;
     const ctx = probe.getContext("2d", { willReadFrequently: true });
-    let analyser = null;
-    const buf = new Float32Array(960);
+    let sound = null;
     setInterval(() => {
       if (video.readyState >= 2 && video.videoWidth > 0) {
         ctx.drawImage(video, 0, 0, 256, 256);
@@ -78,17 +77,12 @@ async function play(
         g.mouth.push({ t: Date.now(), dark });
       }
       const stream = video.srcObject;
-      if (!analyser && stream && stream.getAudioTracks().length) {
-        const actx = g.actx = new AudioContext();
-        analyser = actx.createAnalyser();
-        analyser.fftSize = 1024;
-        actx.createMediaStreamSource(new MediaStream(stream.getAudioTracks())).connect(analyser);
+      if (!sound && stream && stream.getAudioTracks().length) {
+        sound = ${SOUND_RMS}(stream.getAudioTracks());
+        g.actx = sound.context;
       }
-      if (!analyser) return;
-      analyser.getFloatTimeDomainData(buf);
-      let sum = 0;
-      for (const x of buf) sum += x * x;
-      g.audio.push({ t: Date.now(), rms: Math.sqrt(sum / buf.length) });
+      if (!sound) return;
+      g.audio.push({ t: Date.now(), rms: sound.rms() });
     }, 20);
   })()`);
 }

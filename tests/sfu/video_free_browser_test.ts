@@ -11,7 +11,7 @@ import { launchChromium } from "../../testing/browser.ts";
 import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
-import { DARK_CAVITY_PIXELS, mouthBox, probes } from "../../testing/mouth_probe.ts";
+import { DARK_CAVITY_PIXELS, mouthBox, probes, SOUND_RMS } from "../../testing/mouth_probe.ts";
 
 /**
  * Loads the SDK player in a page of the service, video-free (a canvas) unless `video`, relayed through
@@ -59,26 +59,19 @@ async function play(
     if (${Boolean(options.video)}) return;
     const box = ${JSON.stringify(box)};
     const ctx = el.getContext("2d", { willReadFrequently: true });
-    let analyser = null;
-    const buf = new Float32Array(960);
+    let sound = null;
     setInterval(() => {
       const d = ctx.getImageData(box.x, box.y, box.w, box.h).data;
       const dark = ${DARK_CAVITY_PIXELS}(d);
       g.mouth.push({ t: Date.now(), dark });
-      if (!analyser) {
+      if (!sound) {
         const track = g.pcs.flatMap((pc) => pc.getTransceivers())
           .filter((t) => t.direction === "recvonly").map((t) => t.receiver.track)
           .find((t) => t.kind === "audio" && t.readyState === "live");
         if (!track) return;
-        const actx = new AudioContext();
-        analyser = actx.createAnalyser();
-        analyser.fftSize = 1024;
-        actx.createMediaStreamSource(new MediaStream([track])).connect(analyser);
+        sound = ${SOUND_RMS}([track]);
       }
-      analyser.getFloatTimeDomainData(buf);
-      let sum = 0;
-      for (const x of buf) sum += x * x;
-      g.audio.push({ t: Date.now(), rms: Math.sqrt(sum / buf.length) });
+      g.audio.push({ t: Date.now(), rms: sound.rms() });
     }, 20);
   })()`);
 }
