@@ -8,13 +8,11 @@
 import assert from "node:assert/strict";
 import { launchChromium } from "../../testing/browser.ts";
 import { closeFirefox, launchFirefox } from "../../testing/firefox.ts";
+import { type AnyPage, until as pageUntil } from "../../testing/any_browser.ts";
 import { speechLike as speech } from "../../testing/fake_bridge.ts";
 import { until } from "../../testing/media.ts";
 import { type SfuContext, withSfu } from "../../testing/sfu.ts";
 import { DARK_CAVITY_PIXELS, mouthBox, probes, SOUND_RMS } from "../../testing/mouth_probe.ts";
-
-/** A page of either browser driver: both evaluate a script given as a string. */
-type AnyPage = { evaluate(script: string): Promise<unknown>; goto(url: string): Promise<unknown> };
 
 /**
  * Loads the SDK player with a `<video>` in a page of the service. `hideH264`: the page's
@@ -110,11 +108,6 @@ const HOLD_SOUND = `(() => {
   };
 })()`;
 
-/** Polls `script` in the page until it is truthy. */
-async function pageUntil(page: AnyPage, script: string, timeoutMs: number, what: string): Promise<void> {
-  await until(async () => Boolean(await page.evaluate(script)), timeoutMs, what);
-}
-
 /**
  * Plays a session in `page` and checks the avatar drawn in the `<video>`, with its sound, while it speaks.
  * `click`: the page holds the sound until a user gesture ({@link HOLD_SOUND}) — the picture comes at once,
@@ -136,7 +129,7 @@ async function drawnInVideo(
     holdSound: click !== undefined,
   });
   assert.equal(await page.evaluate(`globalThis.receivesH264`), false, "the browser has no H.264 over WebRTC");
-  await pageUntil(page, `globalThis.player.state().state === "playing"`, 30_000, "the player to play");
+  await pageUntil(page, `globalThis.player.state().state === "playing"`, "the player to play", 30_000);
   await until(() => h.runtime.clientCount(s.session_id) === 1, 20_000, "the subscriber to count");
   // It asked for no video: none negotiated, and no encoder runs for it.
   const sockets = await page.evaluate(`globalThis.sockets`) as string[];
@@ -154,33 +147,40 @@ async function drawnInVideo(
   assert.deepEqual(tracks, { video: 1, audio: 1 });
   if (click) {
     // The picture before any click: the avatar at rest in the element, its sound held back (muted).
-    await pageUntil(page, `globalThis.mouth.length > 0`, 20_000, "a picture in the <video> before the click");
+    await pageUntil(page, `globalThis.mouth.length > 0`, "a picture in the <video> before the click", 20_000);
     const state = await page.evaluate(`globalThis.player.state()`) as { muted: boolean };
     assert.equal(state.muted, true, "the sound waits for the user's gesture");
     await click();
-    await pageUntil(page, `!document.querySelector("video").muted`, 20_000, "the element unmuted");
+    await pageUntil(page, `!document.querySelector("video").muted`, "the element unmuted", 20_000);
   }
 
   const quietFrom = Date.now();
   await pageUntil(
     page,
     `globalThis.mouth.filter((m) => m.t >= ${quietFrom}).length >= 20 && globalThis.audio.filter((a) => a.t >= ${quietFrom}).length >= 20`,
-    20_000,
     "probes of the silence",
+    20_000,
   );
   const speechAt = Date.now();
   engine.events.onResponseStarted("r_1");
   for (const c of speech(2)) engine.events.onAudio(c, "r_1");
   engine.events.onResponseDone("r_1", "completed");
   await until(() => engine.played.some((p) => p.responseId === "r_1"), 20_000, "r_1 played");
+  const playedAt = Date.now();
   // What was sent reaches the page, and the page has probed it (a busy machine's probes come late).
   await pageUntil(
     page,
     `(globalThis.audio.at(-1)?.t ?? 0) > Date.now() - 100 && globalThis.audio.filter((a) => a.t >= ${speechAt}).length >= 100`,
-    20_000,
     "probes of the speech",
+    20_000,
   );
-  await new Promise((r) => setTimeout(r, 800));
+  // (and what was on its way when it was played: the page probing 800 ms past that, on its own clock)
+  await pageUntil(
+    page,
+    `(globalThis.audio.at(-1)?.t ?? 0) > ${playedAt + 800}`,
+    "probes past the speech",
+    20_000,
+  );
   const quiet = await probes(page, quietFrom, speechAt);
   const spoken = await probes(page, speechAt, Date.now());
   const loud = (xs: number[]) => xs.filter((x) => x > 0.03).length;
