@@ -84,7 +84,7 @@ Deno.test("video-free player: the avatar drawn over the page (transparent backgr
         timeout: DEADLINE_MS,
       });
       // The sound catches up: a start-up's busy page raises the anchor 0.3–0.6 s behind for a moment
-      // (measured 7 Dec, alone and beside two CPU hogs); it falls once the sound comes on time (`lowerNow`).
+      // (measured 7 Dec, alone and beside two CPU hogs); it falls once the sound comes on time (`lowerBy`).
       // Waited for, not read at a set moment (528 ms at 1.5 s of sound in a CI run of 7 Dec). Here the page
       // is busy because the machine has no sound device: Chromium's `new AudioContext()` held the main thread
       // 235–328 ms (a CPU profile: `createAudioClock`'s own time 331 ms), and the first media waited behind it.
