@@ -110,6 +110,7 @@ const grew = (reads: Read[], c: 2 | 3) =>
   reads.flatMap((r, i) => i > 0 && r[c] > reads[i - 1][c] ? reads.slice(Math.max(0, i - 2), i + 1) : [])
     .filter((r, i, all) => all.indexOf(r) === i).slice(0, 60);
 
+/** What the columns of a read are (for a failure's message). */
 const READ_COLUMNS = "ms, anchor, skipped, of speech, decoded, reconnects, played as silence, stalls";
 
 /** How much of the decoded sound after the reconnection its speech check covers (ms). */
