@@ -80,6 +80,8 @@ const VIDEO_QUANTILE = 0.9;
 const AUDIO_QUANTILE = 0.95;
 /** A sample louder than this starts a sound (≈ −40 dBFS; the reference renderer's mouth opens at −46). */
 const ONSET_LEVEL = 0.01;
+/** A decoded sound unit whose RMS is above this is loud (speech): a skip there is heard. */
+const LOUD_RMS = 0.01;
 /** ...after this much silence (ms). */
 const ONSET_QUIET_MS = 120;
 /** Sound of the join burst stamped up to this long (ms) before the join is decoded (it may still play). */
@@ -684,7 +686,7 @@ export function createWebCodecsSink(options) {
   const loudMs = (/** @type {number} */ from, /** @type {number} */ to) => {
     let ms = 0;
     for (const [s, e, rms] of loudness) {
-      if (rms > 0.01) ms += Math.max(0, Math.min(e, to) - Math.max(s, from));
+      if (rms > LOUD_RMS) ms += Math.max(0, Math.min(e, to) - Math.max(s, from));
     }
     return ms;
   };
@@ -700,7 +702,7 @@ export function createWebCodecsSink(options) {
     let at = from;
     for (const [s, e, rms] of loudness) {
       if (e <= at) continue;
-      if (rms > 0.01) {
+      if (rms > LOUD_RMS) {
         at = Math.max(at, s);
         break;
       }
@@ -820,13 +822,12 @@ export function createWebCodecsSink(options) {
   const pushAudio = (/** @type {number} */ t, /** @type {Float32Array} */ pcm) => {
     const c = /** @type {import("./player_clock.js").AudioClock} */ (clock);
     const now = performance.now();
-    const measured = t >= joinT && now >= measureFrom;
-    if (measured && (now < settleUntil || anchor() === null)) clockNeed.add(now, now - t);
     // A reconnection's join burst — its sound from JOIN_DECODE_MS before the hello, the words just before the
-    // gap — is raised for too: judged against the anchor of before the gap it was skipped as past, 20–80 ms
-    // of speech, before the live sound after it raised the anchor (the page busy at the reconnection, 8 Dec).
-    const raisable = measured || (t >= joinT - JOIN_DECODE_MS && now >= measureFrom && anchor() !== null);
+    // gap — is raised for too (not measured): judged against the anchor of before the gap it was skipped as
+    // past, 20–80 ms of speech, before the live sound after it raised the anchor (a busy page, 8 Dec).
+    const raisable = now >= measureFrom && t >= joinT - (anchor() === null ? 0 : JOIN_DECODE_MS);
     if (raisable && (now < settleUntil || anchor() === null)) {
+      if (t >= joinT) clockNeed.add(now, now - t);
       // The start-up's sound is raised for, not skipped (settlingRaise); before the first anchor (a clock
       // that started after the settling), it is what sets it.
       const current = anchor();

@@ -238,10 +238,13 @@ Deno.test("video-free player: the sound waits for the animation track (its stamp
       // sound it was 104 once in a full CI run (6 Dec) — most likely the late stamps measured only after the
       // start-up's settling, and a raise that only the animation track needs waits for a quiet moment in the
       // sound, up to 2 s (`raiseNow`). Past the start-up: while settling, a busy page's own lateness can lift
-      // the anchor above 150 ms for a moment (seen: 230 ms at 0.6 s of sound, 180 after).
+      // the anchor above 150 ms for a moment (seen: 230 ms at 0.6 s of sound, 180 after). And a start so busy
+      // that the anchor went far behind (> 500 ms) falls back in the sound's pauses, within a second or so
+      // (`lowerBy`, 8 Dec): waited for too. (A run of three browser test files two at a time failed in this test
+      // after that change, its message not kept: a read at once of an anchor still falling is the likely cause.)
       const past = "globalThis.player.stats().audioDecodedMs > 2500";
       await page.waitForFunction(past, undefined, { timeout: DEADLINE_MS });
-      const covered = "globalThis.player.stats().anchorMs > 150";
+      const covered = "globalThis.player.stats().anchorMs > 150 && globalThis.player.stats().anchorMs < 500";
       await page.waitForFunction(covered, undefined, { timeout: DEADLINE_MS });
       const stats = await page.evaluate("globalThis.player.stats()") as Record<string, number>;
       assert.ok(stats.anchorMs < 500, `the sound plays ${stats.anchorMs} ms behind`);
